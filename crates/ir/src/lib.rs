@@ -1,1 +1,24 @@
-//! kiln-ir
+//! Kiln's graph IR: dtypes and shapes, ops with their typing rules, functions in SSA form,
+//! the `.kir` text format (printer and parser that round-trip exactly), the verifier and the
+//! tracer that records a Rust closure over symbolic tensors into a [`Func`].
+//!
+//! **Invariant:** this crate knows nothing about the environment, Cranelift, CUDA, clusters'
+//! compilation or execution. It describes programs; other crates run them.
+
+pub mod dtype;
+pub mod func;
+mod lex;
+pub mod op;
+pub mod parse;
+pub mod print;
+pub mod tensor;
+pub mod typecheck;
+pub mod verify;
+
+pub use dtype::{row_major_strides, DType, TensorType};
+pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
+pub use op::{BinaryOp, CompareDir, DotDims, Op, OpCategory, ReduceKind, UnaryOp};
+pub use parse::{parse_func, parse_module, ParseError};
+pub use print::{print_func, print_module};
+pub use tensor::{Buffer, Scalar, ShapeMismatch, Tensor};
+pub use verify::{verify_func, verify_module, Diagnostic};

@@ -1,0 +1,230 @@
+//! Functions: parameters, a list of instructions in SSA form, and results.
+
+use crate::dtype::TensorType;
+use crate::op::Op;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// A value: a function parameter or an instruction result. Indexes [`Func::value`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Value(pub u32);
+
+/// An instruction. Indexes [`Func::insts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InstId(pub u32);
+
+/// A position in a `.kir` source file, 1-based.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Loc {
+    /// Line number.
+    pub line: u32,
+    /// Column number (in characters).
+    pub col: u32,
+}
+
+/// Where a value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ValueDef {
+    /// The function's n-th parameter.
+    Param(usize),
+    /// Result `index` of an instruction.
+    Inst(InstId, usize),
+}
+
+/// What the function knows about a value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValueData {
+    /// The value's type.
+    pub ty: TensorType,
+    /// The name printed after `%` (unique within the function).
+    pub name: String,
+    /// The definition.
+    pub def: ValueDef,
+}
+
+/// An op applied to operands, producing result values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inst {
+    /// The operation and its attributes.
+    pub op: Op,
+    /// Operands, in order.
+    pub args: Vec<Value>,
+    /// Results (one for every op but clusters).
+    pub results: Vec<Value>,
+    /// Source position when parsed from text.
+    pub loc: Option<Loc>,
+}
+
+/// A function: typed parameters, instructions in definition order (every operand is defined
+/// before its use), and the returned values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Func {
+    /// The name printed after `@`.
+    pub name: String,
+    /// Parameter values, in order.
+    pub params: Vec<Value>,
+    /// Instructions in definition order.
+    pub insts: Vec<Inst>,
+    /// Returned values, in order.
+    pub results: Vec<Value>,
+    values: Vec<ValueData>,
+    #[serde(skip)]
+    names: HashMap<String, Value>,
+    next_auto_name: u32,
+}
+
+impl Func {
+    /// An empty function.
+    pub fn new(name: impl Into<String>) -> Func {
+        Func {
+            name: name.into(),
+            params: Vec::new(),
+            insts: Vec::new(),
+            results: Vec::new(),
+            values: Vec::new(),
+            names: HashMap::new(),
+            next_auto_name: 0,
+        }
+    }
+
+    /// Information about a value.
+    pub fn value(&self, v: Value) -> &ValueData {
+        &self.values[v.0 as usize]
+    }
+
+    /// The type of a value.
+    pub fn ty(&self, v: Value) -> &TensorType {
+        &self.values[v.0 as usize].ty
+    }
+
+    /// The instruction with this id.
+    pub fn inst(&self, i: InstId) -> &Inst {
+        &self.insts[i.0 as usize]
+    }
+
+    /// Number of values (parameters and results of all instructions).
+    pub fn num_values(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Looks a value up by its name (without `%`).
+    pub fn lookup(&self, name: &str) -> Option<Value> {
+        self.names.get(name).copied()
+    }
+
+    /// Parameter types, in order.
+    pub fn param_types(&self) -> Vec<TensorType> {
+        self.params.iter().map(|&p| self.ty(p).clone()).collect()
+    }
+
+    /// Result types, in order.
+    pub fn result_types(&self) -> Vec<TensorType> {
+        self.results.iter().map(|&r| self.ty(r).clone()).collect()
+    }
+
+    /// Adds a parameter. `name: None` picks a fresh numeric name.
+    pub fn add_param(&mut self, name: Option<&str>, ty: TensorType) -> Value {
+        let v = self.new_value(name, ty, ValueDef::Param(self.params.len()));
+        self.params.push(v);
+        v
+    }
+
+    /// Appends an instruction with one result of type `ty` and returns the result.
+    /// The caller is responsible for types being right; the verifier checks them.
+    pub fn push(&mut self, op: Op, args: Vec<Value>, ty: TensorType, loc: Option<Loc>) -> Value {
+        self.push_named(op, args, ty, None, loc)
+    }
+
+    /// Like [`Func::push`], naming the result (`None` picks a fresh numeric name).
+    pub fn push_named(
+        &mut self,
+        op: Op,
+        args: Vec<Value>,
+        ty: TensorType,
+        name: Option<&str>,
+        loc: Option<Loc>,
+    ) -> Value {
+        let id = InstId(self.insts.len() as u32);
+        let v = self.new_value(name, ty, ValueDef::Inst(id, 0));
+        self.insts.push(Inst {
+            op,
+            args,
+            results: vec![v],
+            loc,
+        });
+        v
+    }
+
+    /// The instruction that defines `v`, if it is not a parameter.
+    pub fn def_inst(&self, v: Value) -> Option<&Inst> {
+        match self.value(v).def {
+            ValueDef::Inst(i, _) => Some(self.inst(i)),
+            ValueDef::Param(_) => None,
+        }
+    }
+
+    /// For every value, how many times it is used as an operand or result.
+    pub fn use_counts(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.values.len()];
+        for inst in &self.insts {
+            for a in &inst.args {
+                counts[a.0 as usize] += 1;
+            }
+        }
+        for r in &self.results {
+            counts[r.0 as usize] += 1;
+        }
+        counts
+    }
+
+    fn new_value(&mut self, name: Option<&str>, ty: TensorType, def: ValueDef) -> Value {
+        let v = Value(self.values.len() as u32);
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => self.fresh_name(),
+        };
+        // A duplicate name is kept as written; the verifier reports it.
+        self.names.entry(name.clone()).or_insert(v);
+        self.values.push(ValueData { ty, name, def });
+        v
+    }
+
+    fn fresh_name(&mut self) -> String {
+        loop {
+            let n = self.next_auto_name.to_string();
+            self.next_auto_name += 1;
+            if !self.names.contains_key(&n) {
+                return n;
+            }
+        }
+    }
+
+    /// Rebuilds the name index after deserialisation (it is not serialised).
+    pub fn reindex_names(&mut self) {
+        self.names = self
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.name.clone(), Value(i as u32)))
+            .collect();
+    }
+}
+
+/// A `.kir` file: one or more functions.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Module {
+    /// Functions in file order.
+    pub funcs: Vec<Func>,
+}
+
+impl Module {
+    /// The function named `name`.
+    pub fn func(&self, name: &str) -> Option<&Func> {
+        self.funcs.iter().find(|f| f.name == name)
+    }
+
+    /// The entry function: `@main` if present, otherwise the first.
+    pub fn entry(&self) -> Option<&Func> {
+        self.func("main").or(self.funcs.first())
+    }
+}

@@ -1,0 +1,308 @@
+//! Operations and the op taxonomy.
+//!
+//! The taxonomy ([`OpCategory`]) is defined here once; passes, the clustering pass and the
+//! backends ask an op for its category instead of keeping their own lists of op names.
+//! Typing rules live in [`crate::typecheck`].
+
+use crate::tensor::Tensor;
+use serde::{Deserialize, Serialize};
+
+/// What kind of work an op does; drives clustering and lowering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OpCategory {
+    /// A constant or iota: produces data from attributes alone.
+    Constant,
+    /// Elementwise: output element i depends only on input elements i.
+    Pointwise,
+    /// Moves or replicates elements without arithmetic (broadcast, reshape, slice, …).
+    Shape,
+    /// Combines elements along axes (`reduce_*`).
+    Reduction,
+    /// Contraction (`dot_general`); compiled through a GEMM library.
+    Dot,
+}
+
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name { $($(#[$vmeta])* $variant),* }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The text-format name.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text),* }
+            }
+
+            /// Parses a text-format name.
+            pub fn from_name(s: &str) -> Option<$name> {
+                $name::ALL.iter().copied().find(|v| v.name() == s)
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// Elementwise ops with one operand.
+    UnaryOp {
+        /// `-x` (wraps for integers).
+        Neg = "neg",
+        /// `|x|`.
+        Abs = "abs",
+        /// `e^x`.
+        Exp = "exp",
+        /// `e^x - 1`, accurate near 0.
+        Expm1 = "expm1",
+        /// Natural logarithm.
+        Log = "log",
+        /// `ln(1 + x)`, accurate near 0.
+        Log1p = "log1p",
+        /// Hyperbolic tangent.
+        Tanh = "tanh",
+        /// `1 / (1 + e^-x)`.
+        Logistic = "logistic",
+        /// Square root.
+        Sqrt = "sqrt",
+        /// `1 / sqrt(x)`.
+        Rsqrt = "rsqrt",
+        /// Sine.
+        Sin = "sin",
+        /// Cosine.
+        Cos = "cos",
+        /// The error function.
+        Erf = "erf",
+        /// Round toward -inf.
+        Floor = "floor",
+        /// Round toward +inf.
+        Ceil = "ceil",
+        /// Round to nearest, ties to even (as `tf.round`, `jnp.round`, `np.round`).
+        Round = "round",
+        /// -1, 0 or +1 (±0 and NaN pass through for floats).
+        Sign = "sign",
+        /// Logical not for bool, bitwise not for integers.
+        Not = "not",
+    }
+}
+
+named_enum! {
+    /// Elementwise ops with two operands of equal type.
+    BinaryOp {
+        /// `a + b` (wraps for integers).
+        Add = "add",
+        /// `a - b`.
+        Sub = "sub",
+        /// `a * b`.
+        Mul = "mul",
+        /// `a / b`; integer division truncates toward zero.
+        Div = "div",
+        /// Remainder with the sign of the dividend (C `fmod` / `%`).
+        Rem = "rem",
+        /// `a ^ b` (floats only).
+        Pow = "pow",
+        /// Maximum; NaN-propagating for floats.
+        Max = "max",
+        /// Minimum; NaN-propagating for floats.
+        Min = "min",
+        /// Logical / bitwise and.
+        And = "and",
+        /// Logical / bitwise or.
+        Or = "or",
+        /// Logical / bitwise exclusive or.
+        Xor = "xor",
+    }
+}
+
+named_enum! {
+    /// Comparison direction of `compare`; floats compare as IEEE (`ne` is true for NaN).
+    CompareDir {
+        /// `a < b`
+        Lt = "lt",
+        /// `a <= b`
+        Le = "le",
+        /// `a > b`
+        Gt = "gt",
+        /// `a >= b`
+        Ge = "ge",
+        /// `a == b`
+        Eq = "eq",
+        /// `a != b`
+        Ne = "ne",
+    }
+}
+
+named_enum! {
+    /// The combining function of a reduction.
+    ReduceKind {
+        /// Sum (identity 0).
+        Sum = "reduce_sum",
+        /// Maximum, NaN-propagating (identity -inf / type minimum).
+        Max = "reduce_max",
+        /// Minimum, NaN-propagating (identity +inf / type maximum).
+        Min = "reduce_min",
+        /// Product (identity 1).
+        Prod = "reduce_prod",
+    }
+}
+
+/// Dimension numbers of `dot_general`, as XLA's `DotDimensionNumbers`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct DotDims {
+    /// Batch dimensions of the left operand.
+    pub lhs_batch: Vec<usize>,
+    /// Batch dimensions of the right operand (paired with `lhs_batch`).
+    pub rhs_batch: Vec<usize>,
+    /// Contracting dimensions of the left operand.
+    pub lhs_contract: Vec<usize>,
+    /// Contracting dimensions of the right operand (paired with `lhs_contract`).
+    pub rhs_contract: Vec<usize>,
+}
+
+/// An operation with its attributes. Operands and result types live in the instruction.
+///
+/// Typing rules (checked by [`crate::typecheck::infer`]):
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    /// A literal tensor; no operands; the result type is the tensor's type.
+    Constant(Tensor),
+    /// `iota dim=d : T`: element index along dimension `d`; no operands; numeric `T`.
+    Iota {
+        /// The dimension whose index is produced.
+        dim: usize,
+    },
+    /// Elementwise unary op; result type = operand type (see [`UnaryOp`] for dtypes).
+    Unary(UnaryOp),
+    /// Elementwise binary op; both operands and the result have one type.
+    Binary(BinaryOp),
+    /// Elementwise comparison of two equal types; result is `bool` of the same shape.
+    Compare(CompareDir),
+    /// `select %pred, %a, %b`: `pred` is `bool` of the same shape; `a`, `b`, result one type.
+    Select,
+    /// Elementwise dtype conversion; the result shape equals the operand shape.
+    Convert,
+    /// `broadcast_in_dim %a, dims=[..] : T`: operand dim i maps to result dim `dims[i]`
+    /// (strictly increasing), whose size equals the operand's or the operand's is 1.
+    BroadcastInDim {
+        /// Result dimension of each operand dimension.
+        dims: Vec<usize>,
+    },
+    /// Same elements, row-major, another shape of equal element count.
+    Reshape,
+    /// Result dim i is operand dim `perm[i]`.
+    Transpose {
+        /// A permutation of the operand's dimensions.
+        perm: Vec<usize>,
+    },
+    /// Strided slice; result dim i has `ceil((limit-start)/stride)` elements.
+    Slice {
+        /// First index per dimension.
+        start: Vec<usize>,
+        /// One past the last index per dimension.
+        limit: Vec<usize>,
+        /// Step per dimension (≥ 1).
+        stride: Vec<usize>,
+    },
+    /// Concatenation of one or more operands of one dtype along `axis`.
+    Concat {
+        /// The dimension along which operands are joined.
+        axis: usize,
+    },
+    /// `pad %a, %value, low=[..], high=[..]`: edge padding with a scalar of the operand dtype.
+    Pad {
+        /// Elements added before each dimension.
+        low: Vec<usize>,
+        /// Elements added after each dimension.
+        high: Vec<usize>,
+    },
+    /// Reduction over `axes` (removed from the shape), in the canonical order of Invariant 2.
+    Reduce {
+        /// The combining function.
+        kind: ReduceKind,
+        /// Distinct dimensions to reduce.
+        axes: Vec<usize>,
+    },
+    /// XLA's `DotGeneral`: result dims are batch, lhs free, rhs free; float operands.
+    DotGeneral(DotDims),
+}
+
+impl Op {
+    /// The text-format name of the op.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Constant(_) => "constant",
+            Op::Iota { .. } => "iota",
+            Op::Unary(u) => u.name(),
+            Op::Binary(b) => b.name(),
+            Op::Compare(_) => "compare",
+            Op::Select => "select",
+            Op::Convert => "convert",
+            Op::BroadcastInDim { .. } => "broadcast_in_dim",
+            Op::Reshape => "reshape",
+            Op::Transpose { .. } => "transpose",
+            Op::Slice { .. } => "slice",
+            Op::Concat { .. } => "concat",
+            Op::Pad { .. } => "pad",
+            Op::Reduce { kind, .. } => kind.name(),
+            Op::DotGeneral(_) => "dot_general",
+        }
+    }
+
+    /// The op's category in the taxonomy.
+    pub fn category(&self) -> OpCategory {
+        match self {
+            Op::Constant(_) | Op::Iota { .. } => OpCategory::Constant,
+            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Convert => {
+                OpCategory::Pointwise
+            }
+            Op::BroadcastInDim { .. }
+            | Op::Reshape
+            | Op::Transpose { .. }
+            | Op::Slice { .. }
+            | Op::Concat { .. }
+            | Op::Pad { .. } => OpCategory::Shape,
+            Op::Reduce { .. } => OpCategory::Reduction,
+            Op::DotGeneral(_) => OpCategory::Dot,
+        }
+    }
+
+    /// Number of operands the op takes; `None` for variadic (`concat`, at least one).
+    pub fn arity(&self) -> Option<usize> {
+        match self {
+            Op::Constant(_) | Op::Iota { .. } => Some(0),
+            Op::Unary(_)
+            | Op::Convert
+            | Op::BroadcastInDim { .. }
+            | Op::Reshape
+            | Op::Transpose { .. }
+            | Op::Slice { .. }
+            | Op::Reduce { .. } => Some(1),
+            Op::Binary(_) | Op::Compare(_) | Op::Pad { .. } | Op::DotGeneral(_) => Some(2),
+            Op::Select => Some(3),
+            Op::Concat { .. } => None,
+        }
+    }
+}
+
+/// Every op name the text format knows, for parsing and "did you mean" suggestions.
+pub fn all_op_names() -> Vec<&'static str> {
+    let mut names = vec![
+        "constant",
+        "iota",
+        "compare",
+        "select",
+        "convert",
+        "broadcast_in_dim",
+        "reshape",
+        "transpose",
+        "slice",
+        "concat",
+        "pad",
+        "dot_general",
+    ];
+    names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
+    names.extend(BinaryOp::ALL.iter().map(|b| b.name()));
+    names.extend(ReduceKind::ALL.iter().map(|r| r.name()));
+    names
+}

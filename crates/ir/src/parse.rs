@@ -1,0 +1,622 @@
+//! The `.kir` parser: text -> [`Module`]. Syntax errors stop at the first one and carry its
+//! position; type errors are left to [`crate::verify`], which reports all of them.
+
+use crate::dtype::{DType, TensorType};
+use crate::func::{Func, Loc, Module, Value};
+use crate::lex::{tokenize, Tok, Token};
+use crate::op::{all_op_names, BinaryOp, CompareDir, DotDims, Op, ReduceKind, UnaryOp};
+use crate::tensor::{Buffer, Scalar, Tensor};
+use std::collections::HashMap;
+use std::fmt;
+
+/// A syntax error at a position of a named file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ParseError {
+    /// The file name as given to the parser (`model.kir`, `<string>`).
+    pub file: String,
+    /// Where the error is.
+    pub loc: Loc,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.loc.line, self.loc.col, self.message
+        )
+    }
+}
+
+/// Parses a whole `.kir` file. `file` names the source in error messages.
+pub fn parse_module(src: &str, file: &str) -> Result<Module, ParseError> {
+    let err = |loc: Loc, message: String| ParseError {
+        file: file.to_string(),
+        loc,
+        message,
+    };
+    let toks = tokenize(src).map_err(|(loc, m)| err(loc, m))?;
+    let mut p = Parser { toks, pos: 0 };
+    let mut module = Module::default();
+    while p.peek() != &Tok::Eof {
+        let f = p.func().map_err(|(loc, m)| err(loc, m))?;
+        if module.func(&f.name).is_some() {
+            return Err(err(
+                Loc { line: 1, col: 1 },
+                format!("function '@{}' is defined twice", f.name),
+            ));
+        }
+        module.funcs.push(f);
+    }
+    if module.funcs.is_empty() {
+        return Err(err(
+            Loc { line: 1, col: 1 },
+            "the file defines no function".into(),
+        ));
+    }
+    Ok(module)
+}
+
+/// Parses text holding exactly one function.
+pub fn parse_func(src: &str, file: &str) -> Result<Func, ParseError> {
+    let mut m = parse_module(src, file)?;
+    if m.funcs.len() != 1 {
+        return Err(ParseError {
+            file: file.to_string(),
+            loc: Loc { line: 1, col: 1 },
+            message: format!("expected one function, found {}", m.funcs.len()),
+        });
+    }
+    Ok(m.funcs.remove(0))
+}
+
+/// The closest candidate to `word` by edit distance, if it is close enough to be a typo.
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(word, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+type PResult<T> = Result<T, (Loc, String)>;
+
+/// An attribute value or literal as written, before its meaning is known.
+#[derive(Debug, Clone)]
+enum Item {
+    Value(Value),
+    Attr(String, AttrVal, Loc),
+    Literal(Lit, Loc),
+}
+
+#[derive(Debug, Clone)]
+enum AttrVal {
+    Int(usize),
+    Word(String),
+    List(Vec<usize>),
+}
+
+#[derive(Debug, Clone)]
+enum Lit {
+    Atom(String, Loc),
+    List(Vec<Lit>, Loc),
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].tok
+    }
+    fn loc(&self) -> Loc {
+        self.toks[self.pos].loc
+    }
+    fn next(&mut self) -> Token {
+        let t = self.toks[self.pos].clone();
+        if t.tok != Tok::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+    fn unexpected<T>(&self, what: &str) -> PResult<T> {
+        Err((
+            self.loc(),
+            format!("expected {what}, found {}", self.peek().describe()),
+        ))
+    }
+    fn eat(&mut self, c: char) -> bool {
+        if self.peek() == &Tok::Punct(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, c: char) -> PResult<()> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            self.unexpected(&format!("'{c}'"))
+        }
+    }
+    fn keyword(&mut self, kw: &str) -> PResult<()> {
+        match self.peek() {
+            Tok::Ident(w) if w == kw => {
+                self.pos += 1;
+                Ok(())
+            }
+            _ => self.unexpected(&format!("'{kw}'")),
+        }
+    }
+    fn value_name(&mut self) -> PResult<(String, Loc)> {
+        let loc = self.loc();
+        match self.next().tok {
+            Tok::ValueName(n) => Ok((n, loc)),
+            _ => {
+                self.pos -= 1;
+                self.unexpected("a value name like '%x'")
+            }
+        }
+    }
+    fn usize_lit(&mut self) -> PResult<usize> {
+        let loc = self.loc();
+        match self.next().tok {
+            Tok::Number(n) => n
+                .parse()
+                .map_err(|_| (loc, format!("expected a non-negative integer, found '{n}'"))),
+            t => Err((
+                loc,
+                format!("expected a non-negative integer, found {}", t.describe()),
+            )),
+        }
+    }
+
+    fn ty(&mut self) -> PResult<TensorType> {
+        let loc = self.loc();
+        let name = match self.next().tok {
+            Tok::Ident(n) => n,
+            t => {
+                return Err((
+                    loc,
+                    format!("expected a type like 'f32[4]', found {}", t.describe()),
+                ))
+            }
+        };
+        let dtype = DType::from_name(&name).ok_or_else(|| {
+            let names = DType::ALL.iter().map(|d| d.name());
+            let hint = suggest(&name, names)
+                .map(|s| format!(" (did you mean '{s}'?)"))
+                .unwrap_or_default();
+            (loc, format!("unknown dtype '{name}'{hint}"))
+        })?;
+        self.expect('[')?;
+        let mut shape = Vec::new();
+        if !self.eat(']') {
+            loop {
+                shape.push(self.usize_lit()?);
+                if self.eat(']') {
+                    break;
+                }
+                self.expect(',')?;
+            }
+        }
+        Ok(TensorType::new(dtype, shape))
+    }
+
+    fn func(&mut self) -> PResult<Func> {
+        self.keyword("func")?;
+        let loc = self.loc();
+        let name = match self.next().tok {
+            Tok::FuncName(n) => n,
+            t => {
+                return Err((
+                    loc,
+                    format!(
+                        "expected a function name like '@main', found {}",
+                        t.describe()
+                    ),
+                ))
+            }
+        };
+        let mut f = Func::new(name);
+        self.expect('(')?;
+        if !self.eat(')') {
+            loop {
+                let (pname, ploc) = self.value_name()?;
+                self.expect(':')?;
+                let ty = self.ty()?;
+                if f.lookup(&pname).is_some() {
+                    return Err((ploc, format!("'%{pname}' is defined twice")));
+                }
+                f.add_param(Some(&pname), ty);
+                if self.eat(')') {
+                    break;
+                }
+                self.expect(',')?;
+            }
+        }
+        if self.peek() != &Tok::Arrow {
+            return self.unexpected("'->'");
+        }
+        self.pos += 1;
+        let result_types = if self.eat('(') {
+            let mut ts = Vec::new();
+            if !self.eat(')') {
+                loop {
+                    ts.push(self.ty()?);
+                    if self.eat(')') {
+                        break;
+                    }
+                    self.expect(',')?;
+                }
+            }
+            ts
+        } else {
+            vec![self.ty()?]
+        };
+        self.expect('{')?;
+        loop {
+            match self.peek() {
+                Tok::Ident(w) if w == "return" => break,
+                Tok::ValueName(_) => self.inst(&mut f)?,
+                _ => {
+                    return self
+                        .unexpected("an instruction like '%y = exp %x : f32[4]' or 'return'")
+                }
+            }
+        }
+        let ret_loc = self.loc();
+        self.keyword("return")?;
+        if let Tok::ValueName(_) = self.peek() {
+            loop {
+                let (n, l) = self.value_name()?;
+                let v = f
+                    .lookup(&n)
+                    .ok_or((l, format!("use of undefined value '%{n}'")))?;
+                f.results.push(v);
+                if !self.eat(',') {
+                    break;
+                }
+            }
+        }
+        let got = f.result_types();
+        if got != result_types {
+            let show = |ts: &[TensorType]| {
+                ts.iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err((
+                ret_loc,
+                format!(
+                    "return types ({}) do not match the signature ({})",
+                    show(&got),
+                    show(&result_types)
+                ),
+            ));
+        }
+        self.expect('}')?;
+        Ok(f)
+    }
+
+    fn inst(&mut self, f: &mut Func) -> PResult<()> {
+        let (name, name_loc) = self.value_name()?;
+        if f.lookup(&name).is_some() {
+            return Err((name_loc, format!("'%{name}' is defined twice")));
+        }
+        self.expect('=')?;
+        let op_loc = self.loc();
+        let op_name = match self.next().tok {
+            Tok::Ident(n) => n,
+            t => {
+                return Err((
+                    op_loc,
+                    format!("expected an op name, found {}", t.describe()),
+                ))
+            }
+        };
+        if !all_op_names().contains(&op_name.as_str()) {
+            let hint = suggest(&op_name, all_op_names())
+                .map(|s| format!(" (did you mean '{s}'?)"))
+                .unwrap_or_default();
+            return Err((op_loc, format!("unknown op '{op_name}'{hint}")));
+        }
+        let mut items = Vec::new();
+        if self.peek() != &Tok::Punct(':') {
+            loop {
+                items.push(self.item(f)?);
+                if !self.eat(',') {
+                    break;
+                }
+            }
+        }
+        self.expect(':')?;
+        let ty = self.ty()?;
+        let (args, op) = build_op(&op_name, op_loc, items, &ty)?;
+        f.push_named(op, args, ty, Some(&name), Some(name_loc));
+        Ok(())
+    }
+
+    fn item(&mut self, f: &Func) -> PResult<Item> {
+        let loc = self.loc();
+        match self.peek().clone() {
+            Tok::ValueName(n) => {
+                self.pos += 1;
+                let v = f
+                    .lookup(&n)
+                    .ok_or((loc, format!("use of undefined value '%{n}'")))?;
+                Ok(Item::Value(v))
+            }
+            Tok::Ident(key) if self.toks[self.pos + 1].tok == Tok::Punct('=') => {
+                self.pos += 2;
+                let vloc = self.loc();
+                let val = match self.next().tok {
+                    Tok::Number(n) => AttrVal::Int(n.parse().map_err(|_| {
+                        (
+                            vloc,
+                            format!("attribute '{key}' needs a non-negative integer, found '{n}'"),
+                        )
+                    })?),
+                    Tok::Ident(w) => AttrVal::Word(w),
+                    Tok::Punct('[') => {
+                        let mut xs = Vec::new();
+                        if !self.eat(']') {
+                            loop {
+                                xs.push(self.usize_lit()?);
+                                if self.eat(']') {
+                                    break;
+                                }
+                                self.expect(',')?;
+                            }
+                        }
+                        AttrVal::List(xs)
+                    }
+                    t => {
+                        return Err((
+                            vloc,
+                            format!("expected a value for '{key}', found {}", t.describe()),
+                        ))
+                    }
+                };
+                Ok(Item::Attr(key, val, loc))
+            }
+            Tok::Number(_) | Tok::Ident(_) | Tok::Punct('[') => {
+                Ok(Item::Literal(self.literal()?, loc))
+            }
+            _ => self.unexpected("an operand, an attribute or a literal"),
+        }
+    }
+
+    fn literal(&mut self) -> PResult<Lit> {
+        let loc = self.loc();
+        match self.next().tok {
+            Tok::Number(n) | Tok::Ident(n) => Ok(Lit::Atom(n, loc)),
+            Tok::Punct('[') => {
+                let mut items = Vec::new();
+                if !self.eat(']') {
+                    loop {
+                        items.push(self.literal()?);
+                        if self.eat(']') {
+                            break;
+                        }
+                        self.expect(',')?;
+                    }
+                }
+                Ok(Lit::List(items, loc))
+            }
+            t => Err((loc, format!("expected a literal, found {}", t.describe()))),
+        }
+    }
+}
+
+/// Turns an op name, its operands/attributes and the declared type into an [`Op`].
+fn build_op(name: &str, loc: Loc, items: Vec<Item>, ty: &TensorType) -> PResult<(Vec<Value>, Op)> {
+    let mut args = Vec::new();
+    let mut attrs: HashMap<String, (AttrVal, Loc)> = HashMap::new();
+    let mut literal = None;
+    for item in items {
+        match item {
+            Item::Value(v) => args.push(v),
+            Item::Attr(k, v, l) => {
+                if attrs.insert(k.clone(), (v, l)).is_some() {
+                    return Err((l, format!("attribute '{k}' is given twice")));
+                }
+            }
+            Item::Literal(lit, l) => {
+                if name != "constant" || literal.is_some() {
+                    return Err((l, format!("'{name}' takes no literal here")));
+                }
+                literal = Some(lit);
+            }
+        }
+    }
+    let mut a = Attrs {
+        op: name,
+        attrs,
+        loc,
+    };
+    let op = if let Some(u) = UnaryOp::from_name(name) {
+        Op::Unary(u)
+    } else if let Some(b) = BinaryOp::from_name(name) {
+        Op::Binary(b)
+    } else if let Some(kind) = ReduceKind::from_name(name) {
+        Op::Reduce {
+            kind,
+            axes: a.list("axes")?,
+        }
+    } else {
+        match name {
+            "constant" => {
+                let lit = literal.ok_or((
+                    loc,
+                    "constant needs a literal, e.g. 'constant 1.5 : f32[]'".to_string(),
+                ))?;
+                Op::Constant(tensor_from_literal(&lit, ty)?)
+            }
+            "iota" => Op::Iota { dim: a.int("dim")? },
+            "compare" => {
+                let (w, l) = a.word("dir")?;
+                let dir = CompareDir::from_name(&w).ok_or_else(|| {
+                    (
+                        l,
+                        format!(
+                            "unknown comparison 'dir={w}' (expected one of lt, le, gt, ge, eq, ne)"
+                        ),
+                    )
+                })?;
+                Op::Compare(dir)
+            }
+            "select" => Op::Select,
+            "convert" => Op::Convert,
+            "reshape" => Op::Reshape,
+            "broadcast_in_dim" => Op::BroadcastInDim {
+                dims: a.list("dims")?,
+            },
+            "transpose" => Op::Transpose {
+                perm: a.list("perm")?,
+            },
+            "slice" => {
+                let start = a.list("start")?;
+                let limit = a.list("limit")?;
+                let stride = a
+                    .opt_list("stride")?
+                    .unwrap_or_else(|| vec![1; start.len()]);
+                Op::Slice {
+                    start,
+                    limit,
+                    stride,
+                }
+            }
+            "concat" => Op::Concat {
+                axis: a.int("axis")?,
+            },
+            "pad" => Op::Pad {
+                low: a.list("low")?,
+                high: a.list("high")?,
+            },
+            "dot_general" => Op::DotGeneral(DotDims {
+                lhs_batch: a.opt_list("lhs_batch")?.unwrap_or_default(),
+                rhs_batch: a.opt_list("rhs_batch")?.unwrap_or_default(),
+                lhs_contract: a.opt_list("lhs_contract")?.unwrap_or_default(),
+                rhs_contract: a.opt_list("rhs_contract")?.unwrap_or_default(),
+            }),
+            other => return Err((loc, format!("unknown op '{other}'"))),
+        }
+    };
+    if let Some((k, (_, l))) = a.attrs.iter().next() {
+        return Err((*l, format!("'{name}' has no attribute '{k}'")));
+    }
+    Ok((args, op))
+}
+
+struct Attrs<'a> {
+    op: &'a str,
+    attrs: HashMap<String, (AttrVal, Loc)>,
+    loc: Loc,
+}
+
+impl Attrs<'_> {
+    fn take(&mut self, key: &str) -> PResult<(AttrVal, Loc)> {
+        self.attrs.remove(key).ok_or_else(|| {
+            (
+                self.loc,
+                format!("'{}' needs the attribute '{key}'", self.op),
+            )
+        })
+    }
+    fn list(&mut self, key: &str) -> PResult<Vec<usize>> {
+        match self.take(key)? {
+            (AttrVal::List(v), _) => Ok(v),
+            (_, l) => Err((l, format!("attribute '{key}' must be a list like [0, 1]"))),
+        }
+    }
+    fn opt_list(&mut self, key: &str) -> PResult<Option<Vec<usize>>> {
+        if self.attrs.contains_key(key) {
+            self.list(key).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+    fn int(&mut self, key: &str) -> PResult<usize> {
+        match self.take(key)? {
+            (AttrVal::Int(v), _) => Ok(v),
+            (_, l) => Err((
+                l,
+                format!("attribute '{key}' must be a non-negative integer"),
+            )),
+        }
+    }
+    fn word(&mut self, key: &str) -> PResult<(String, Loc)> {
+        match self.take(key)? {
+            (AttrVal::Word(w), l) => Ok((w, l)),
+            (_, l) => Err((l, format!("attribute '{key}' must be a word"))),
+        }
+    }
+}
+
+/// Converts one literal atom to a scalar of `dtype`.
+fn scalar(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
+    let bad = || (loc, format!("'{text}' is not a valid {dtype} literal"));
+    Ok(match dtype {
+        DType::F32 => Scalar::F32(text.parse().map_err(|_| bad())?),
+        DType::F64 => Scalar::F64(text.parse().map_err(|_| bad())?),
+        DType::I32 => Scalar::I32(text.parse().map_err(|_| bad())?),
+        DType::I64 => Scalar::I64(text.parse().map_err(|_| bad())?),
+        DType::U32 => Scalar::U32(text.parse().map_err(|_| bad())?),
+        DType::Bool => match text {
+            "true" => Scalar::Bool(true),
+            "false" => Scalar::Bool(false),
+            _ => return Err(bad()),
+        },
+    })
+}
+
+/// Builds a constant's tensor: a single atom is a splat; a nested list must match the shape.
+fn tensor_from_literal(lit: &Lit, ty: &TensorType) -> PResult<Tensor> {
+    if let Lit::Atom(text, loc) = lit {
+        return Ok(Tensor::splat(
+            scalar(text, ty.dtype, *loc)?,
+            ty.shape.clone(),
+        ));
+    }
+    let mut flat = Vec::with_capacity(ty.num_elements());
+    flatten(lit, &ty.shape, ty.dtype, &mut flat)?;
+    let data = Buffer::from_scalars(ty.dtype, &flat).expect("scalars were parsed with this dtype");
+    Ok(Tensor::new(ty.shape.clone(), data).expect("flatten checked the shape"))
+}
+
+fn flatten(lit: &Lit, shape: &[usize], dtype: DType, out: &mut Vec<Scalar>) -> PResult<()> {
+    match (lit, shape.split_first()) {
+        (Lit::Atom(text, loc), None) => {
+            out.push(scalar(text, dtype, *loc)?);
+            Ok(())
+        }
+        (Lit::List(items, loc), Some((&n, rest))) => {
+            if items.len() != n {
+                return Err((
+                    *loc,
+                    format!(
+                        "literal has {} elements here, the type needs {n}",
+                        items.len()
+                    ),
+                ));
+            }
+            items.iter().try_for_each(|i| flatten(i, rest, dtype, out))
+        }
+        (Lit::Atom(_, loc), Some(_)) => Err((
+            *loc,
+            "literal is nested less deeply than the type's rank".into(),
+        )),
+        (Lit::List(_, loc), None) => Err((
+            *loc,
+            "literal is nested more deeply than the type's rank".into(),
+        )),
+    }
+}

@@ -1,0 +1,137 @@
+//! The `.kir` printer. It emits exactly the syntax [`crate::parse`] reads, so
+//! `print(parse(print(f))) == print(f)` for every function.
+
+use crate::func::{Func, Inst, Module};
+use crate::op::Op;
+use crate::tensor::Tensor;
+use std::fmt::Write;
+
+/// Prints every function of a module, separated by blank lines.
+pub fn print_module(m: &Module) -> String {
+    m.funcs
+        .iter()
+        .map(print_func)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Prints one function.
+pub fn print_func(f: &Func) -> String {
+    let mut out = String::new();
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|&p| format!("%{}: {}", f.value(p).name, f.ty(p)))
+        .collect();
+    let results: Vec<String> = f.result_types().iter().map(|t| t.to_string()).collect();
+    let ret = if results.len() == 1 {
+        results[0].clone()
+    } else {
+        format!("({})", results.join(", "))
+    };
+    let _ = writeln!(out, "func @{}({}) -> {} {{", f.name, params.join(", "), ret);
+    for inst in &f.insts {
+        let _ = writeln!(out, "  {}", print_inst(f, inst));
+    }
+    let names: Vec<String> = f
+        .results
+        .iter()
+        .map(|&r| format!("%{}", f.value(r).name))
+        .collect();
+    if names.is_empty() {
+        out.push_str("  return\n");
+    } else {
+        let _ = writeln!(out, "  return {}", names.join(", "));
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// Prints one instruction line, without indentation or newline.
+pub fn print_inst(f: &Func, inst: &Inst) -> String {
+    let mut s = String::new();
+    let results: Vec<String> = inst
+        .results
+        .iter()
+        .map(|&r| format!("%{}", f.value(r).name))
+        .collect();
+    let _ = write!(s, "{} = {}", results.join(", "), inst.op.name());
+    let mut parts: Vec<String> = inst
+        .args
+        .iter()
+        .map(|&a| format!("%{}", f.value(a).name))
+        .collect();
+    parts.extend(attributes(&inst.op));
+    if !parts.is_empty() {
+        s.push(' ');
+        s.push_str(&parts.join(", "));
+    }
+    let types: Vec<String> = inst.results.iter().map(|&r| f.ty(r).to_string()).collect();
+    let _ = write!(s, " : {}", types.join(", "));
+    s
+}
+
+fn list(xs: &[usize]) -> String {
+    let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The attribute part of an instruction (`axes=[1]`, `dir=lt`, the literal of a constant).
+fn attributes(op: &Op) -> Vec<String> {
+    match op {
+        Op::Constant(t) => vec![literal(t)],
+        Op::Iota { dim } => vec![format!("dim={dim}")],
+        Op::Compare(dir) => vec![format!("dir={}", dir.name())],
+        Op::BroadcastInDim { dims } => vec![format!("dims={}", list(dims))],
+        Op::Transpose { perm } => vec![format!("perm={}", list(perm))],
+        Op::Slice {
+            start,
+            limit,
+            stride,
+        } => vec![
+            format!("start={}", list(start)),
+            format!("limit={}", list(limit)),
+            format!("stride={}", list(stride)),
+        ],
+        Op::Concat { axis } => vec![format!("axis={axis}")],
+        Op::Pad { low, high } => vec![format!("low={}", list(low)), format!("high={}", list(high))],
+        Op::Reduce { axes, .. } => vec![format!("axes={}", list(axes))],
+        Op::DotGeneral(d) => [
+            ("lhs_batch", &d.lhs_batch),
+            ("rhs_batch", &d.rhs_batch),
+            ("lhs_contract", &d.lhs_contract),
+            ("rhs_contract", &d.rhs_contract),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", list(v)))
+        .collect(),
+        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Convert | Op::Reshape => Vec::new(),
+    }
+}
+
+/// A constant's literal: one scalar for a splat, nested row-major brackets otherwise.
+pub fn literal(t: &Tensor) -> String {
+    if t.is_splat() {
+        return t.data().get(0).to_string();
+    }
+    let mut s = String::new();
+    nested(t, 0, 0, &mut s);
+    s
+}
+
+fn nested(t: &Tensor, dim: usize, offset: usize, out: &mut String) {
+    if dim == t.shape().len() {
+        out.push_str(&t.data().get(offset).to_string());
+        return;
+    }
+    let inner: usize = t.shape()[dim + 1..].iter().product();
+    out.push('[');
+    for i in 0..t.shape()[dim] {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        nested(t, dim + 1, offset + i * inner, out);
+    }
+    out.push(']');
+}

@@ -1,0 +1,348 @@
+//! Host tensors: a dtype, a shape and a row-major buffer.
+
+use crate::dtype::{DType, TensorType};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A row-major host buffer, one variant per dtype.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Buffer {
+    /// `f32` elements.
+    F32(Vec<f32>),
+    /// `f64` elements.
+    F64(Vec<f64>),
+    /// `i32` elements.
+    I32(Vec<i32>),
+    /// `i64` elements.
+    I64(Vec<i64>),
+    /// `u32` elements.
+    U32(Vec<u32>),
+    /// `bool` elements.
+    Bool(Vec<bool>),
+}
+
+impl Buffer {
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buffer::F32(_) => DType::F32,
+            Buffer::F64(_) => DType::F64,
+            Buffer::I32(_) => DType::I32,
+            Buffer::I64(_) => DType::I64,
+            Buffer::U32(_) => DType::U32,
+            Buffer::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Buffer::F32(v) => v.len(),
+            Buffer::F64(v) => v.len(),
+            Buffer::I32(v) => v.len(),
+            Buffer::I64(v) => v.len(),
+            Buffer::U32(v) => v.len(),
+            Buffer::Bool(v) => v.len(),
+        }
+    }
+
+    /// True when the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A buffer of `n` zeros (`false` for bool).
+    pub fn zeros(dtype: DType, n: usize) -> Buffer {
+        match dtype {
+            DType::F32 => Buffer::F32(vec![0.0; n]),
+            DType::F64 => Buffer::F64(vec![0.0; n]),
+            DType::I32 => Buffer::I32(vec![0; n]),
+            DType::I64 => Buffer::I64(vec![0; n]),
+            DType::U32 => Buffer::U32(vec![0; n]),
+            DType::Bool => Buffer::Bool(vec![false; n]),
+        }
+    }
+
+    /// Element `i` as a [`Scalar`].
+    pub fn get(&self, i: usize) -> Scalar {
+        match self {
+            Buffer::F32(v) => Scalar::F32(v[i]),
+            Buffer::F64(v) => Scalar::F64(v[i]),
+            Buffer::I32(v) => Scalar::I32(v[i]),
+            Buffer::I64(v) => Scalar::I64(v[i]),
+            Buffer::U32(v) => Scalar::U32(v[i]),
+            Buffer::Bool(v) => Scalar::Bool(v[i]),
+        }
+    }
+
+    /// A buffer of `n` copies of `s`.
+    pub fn splat(s: Scalar, n: usize) -> Buffer {
+        match s {
+            Scalar::F32(x) => Buffer::F32(vec![x; n]),
+            Scalar::F64(x) => Buffer::F64(vec![x; n]),
+            Scalar::I32(x) => Buffer::I32(vec![x; n]),
+            Scalar::I64(x) => Buffer::I64(vec![x; n]),
+            Scalar::U32(x) => Buffer::U32(vec![x; n]),
+            Scalar::Bool(x) => Buffer::Bool(vec![x; n]),
+        }
+    }
+
+    /// Collects scalars of one dtype into a buffer; `None` if any scalar has another dtype.
+    pub fn from_scalars(dtype: DType, items: &[Scalar]) -> Option<Buffer> {
+        fn collect<T>(items: &[Scalar], f: impl Fn(Scalar) -> Option<T>) -> Option<Vec<T>> {
+            items.iter().map(|s| f(*s)).collect()
+        }
+        Some(match dtype {
+            DType::F32 => Buffer::F32(collect(items, |s| match s {
+                Scalar::F32(x) => Some(x),
+                _ => None,
+            })?),
+            DType::F64 => Buffer::F64(collect(items, |s| match s {
+                Scalar::F64(x) => Some(x),
+                _ => None,
+            })?),
+            DType::I32 => Buffer::I32(collect(items, |s| match s {
+                Scalar::I32(x) => Some(x),
+                _ => None,
+            })?),
+            DType::I64 => Buffer::I64(collect(items, |s| match s {
+                Scalar::I64(x) => Some(x),
+                _ => None,
+            })?),
+            DType::U32 => Buffer::U32(collect(items, |s| match s {
+                Scalar::U32(x) => Some(x),
+                _ => None,
+            })?),
+            DType::Bool => Buffer::Bool(collect(items, |s| match s {
+                Scalar::Bool(x) => Some(x),
+                _ => None,
+            })?),
+        })
+    }
+}
+
+/// One value of some dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Scalar {
+    /// An `f32`.
+    F32(f32),
+    /// An `f64`.
+    F64(f64),
+    /// An `i32`.
+    I32(i32),
+    /// An `i64`.
+    I64(i64),
+    /// A `u32`.
+    U32(u32),
+    /// A `bool`.
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The dtype of the value.
+    pub fn dtype(self) -> DType {
+        match self {
+            Scalar::F32(_) => DType::F32,
+            Scalar::F64(_) => DType::F64,
+            Scalar::I32(_) => DType::I32,
+            Scalar::I64(_) => DType::I64,
+            Scalar::U32(_) => DType::U32,
+            Scalar::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Bitwise equality (so NaN == NaN and -0 != +0), used to detect splats.
+    pub fn same_bits(self, other: Scalar) -> bool {
+        match (self, other) {
+            (Scalar::F32(a), Scalar::F32(b)) => a.to_bits() == b.to_bits(),
+            (Scalar::F64(a), Scalar::F64(b)) => a.to_bits() == b.to_bits(),
+            _ => self == other,
+        }
+    }
+
+    /// The value as f64 (exact for every dtype but i64 beyond 2^53).
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::F32(x) => x as f64,
+            Scalar::F64(x) => x,
+            Scalar::I32(x) => x as f64,
+            Scalar::I64(x) => x as f64,
+            Scalar::U32(x) => x as f64,
+            Scalar::Bool(x) => x as u8 as f64,
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    /// Prints the shortest text that parses back to the same bits (`1.5`, `1e-7`, `inf`, `nan`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn float(f: &mut fmt::Formatter<'_>, x: f64, text: String) -> fmt::Result {
+            if x.is_nan() {
+                f.write_str("nan")
+            } else if x.is_infinite() {
+                f.write_str(if x > 0.0 { "inf" } else { "-inf" })
+            } else {
+                f.write_str(&text)
+            }
+        }
+        match *self {
+            Scalar::F32(x) => float(f, x as f64, format!("{x:?}")),
+            Scalar::F64(x) => float(f, x, format!("{x:?}")),
+            Scalar::I32(x) => write!(f, "{x}"),
+            Scalar::I64(x) => write!(f, "{x}"),
+            Scalar::U32(x) => write!(f, "{x}"),
+            Scalar::Bool(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+/// A host tensor: dtype, static shape and a row-major buffer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    data: Buffer,
+}
+
+/// A buffer's length does not match its shape.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("a tensor of shape {shape:?} needs {expected} elements, got {got}")]
+pub struct ShapeMismatch {
+    /// The requested shape.
+    pub shape: Vec<usize>,
+    /// Elements the shape needs.
+    pub expected: usize,
+    /// Elements the buffer has.
+    pub got: usize,
+}
+
+impl Tensor {
+    /// A tensor from a buffer; the buffer length must equal the product of the shape.
+    pub fn new(shape: impl Into<Vec<usize>>, data: Buffer) -> Result<Tensor, ShapeMismatch> {
+        let shape = shape.into();
+        let expected = shape.iter().product::<usize>();
+        if expected != data.len() {
+            return Err(ShapeMismatch {
+                shape,
+                expected,
+                got: data.len(),
+            });
+        }
+        Ok(Tensor { shape, data })
+    }
+
+    /// An `f32` tensor. Errors if `data.len()` does not match `shape`.
+    pub fn from_f32(shape: impl Into<Vec<usize>>, data: Vec<f32>) -> Result<Tensor, ShapeMismatch> {
+        Tensor::new(shape, Buffer::F32(data))
+    }
+
+    /// An `f32` scalar.
+    pub fn scalar_f32(x: f32) -> Tensor {
+        Tensor {
+            shape: Vec::new(),
+            data: Buffer::F32(vec![x]),
+        }
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(ty: &TensorType) -> Tensor {
+        Tensor {
+            shape: ty.shape.clone(),
+            data: Buffer::zeros(ty.dtype, ty.num_elements()),
+        }
+    }
+
+    /// A tensor with every element equal to `s`.
+    pub fn splat(s: Scalar, shape: impl Into<Vec<usize>>) -> Tensor {
+        let shape = shape.into();
+        let n = shape.iter().product();
+        Tensor {
+            shape,
+            data: Buffer::splat(s, n),
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Dtype and shape together.
+    pub fn ty(&self) -> TensorType {
+        TensorType::new(self.dtype(), self.shape.clone())
+    }
+
+    /// Number of elements.
+    pub fn num_elements(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The row-major buffer.
+    pub fn data(&self) -> &Buffer {
+        &self.data
+    }
+
+    /// The row-major buffer, mutably.
+    pub fn data_mut(&mut self) -> &mut Buffer {
+        &mut self.data
+    }
+
+    /// Consumes the tensor, returning its buffer.
+    pub fn into_data(self) -> Buffer {
+        self.data
+    }
+
+    /// The elements as `f32`, if that is the dtype.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        match &self.data {
+            Buffer::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The same buffer viewed with another shape of equal element count.
+    pub fn reshaped(self, shape: impl Into<Vec<usize>>) -> Result<Tensor, ShapeMismatch> {
+        Tensor::new(shape, self.data)
+    }
+
+    /// True when every element has the same bits (a splat constant).
+    pub fn is_splat(&self) -> bool {
+        let n = self.num_elements();
+        n > 0 && (1..n).all(|i| self.data.get(i).same_bits(self.data.get(0)))
+    }
+
+    /// Bitwise equality of dtype, shape and every element (NaNs with equal payloads are equal).
+    pub fn bit_eq(&self, other: &Tensor) -> bool {
+        self.shape == other.shape
+            && self.dtype() == other.dtype()
+            && (0..self.num_elements()).all(|i| self.data.get(i).same_bits(other.data.get(i)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_must_match_buffer() {
+        let err = Tensor::from_f32([2, 3], vec![0.0; 5]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a tensor of shape [2, 3] needs 6 elements, got 5"
+        );
+    }
+
+    #[test]
+    fn scalars_print_round_trippably() {
+        assert_eq!(Scalar::F32(1.0).to_string(), "1.0");
+        assert_eq!(Scalar::F32(1e-7).to_string(), "1e-7");
+        assert_eq!(Scalar::F32(f32::NEG_INFINITY).to_string(), "-inf");
+        assert_eq!(Scalar::F64(f64::NAN).to_string(), "nan");
+        let x = 0.1f32 + 0.2f32;
+        assert_eq!(Scalar::F32(x).to_string().parse::<f32>().unwrap(), x);
+    }
+}

@@ -1,0 +1,373 @@
+//! Typing rules of every op: given operand types (and the declared result type for ops whose
+//! result cannot be derived from operands alone), the result types or a message saying what
+//! is wrong. Used by the verifier, the parser and the tracer, so all three agree.
+
+use crate::dtype::{DType, TensorType};
+use crate::op::{BinaryOp, Op, UnaryOp};
+
+/// Result types of `op` applied to `args`. `declared` is the result type written in the text
+/// format or requested by the tracer; it is required for `constant`, `iota`, `convert` and
+/// `reshape`, and checked against the inferred type for every other op.
+pub fn infer(
+    op: &Op,
+    args: &[&TensorType],
+    declared: Option<&TensorType>,
+) -> Result<TensorType, String> {
+    match op.arity() {
+        Some(n) if n != args.len() => {
+            return Err(format!(
+                "expects {n} operand{}, got {}",
+                if n == 1 { "" } else { "s" },
+                args.len()
+            ))
+        }
+        None if args.is_empty() => return Err("expects at least one operand".into()),
+        _ => {}
+    }
+    let need_declared = || {
+        declared
+            .cloned()
+            .ok_or_else(|| "needs a result type".to_string())
+    };
+    let inferred = match op {
+        Op::Constant(t) => t.ty(),
+        Op::Iota { dim } => {
+            let ty = need_declared()?;
+            if *dim >= ty.rank() {
+                return Err(format!("dim={dim} is out of range for {ty}"));
+            }
+            if !ty.dtype.is_numeric() {
+                return Err(format!("result must be numeric, got {ty}"));
+            }
+            ty
+        }
+        Op::Unary(u) => {
+            let a = args[0];
+            check_unary_dtype(*u, a.dtype)?;
+            a.clone()
+        }
+        Op::Binary(b) => {
+            same_type(args[0], args[1])?;
+            check_binary_dtype(*b, args[0].dtype)?;
+            args[0].clone()
+        }
+        Op::Compare(_) => {
+            same_type(args[0], args[1])?;
+            args[0].with_dtype(DType::Bool)
+        }
+        Op::Select => {
+            let (p, a, b) = (args[0], args[1], args[2]);
+            if p.dtype != DType::Bool {
+                return Err(format!("predicate must be bool, got {p}"));
+            }
+            same_type(a, b)?;
+            if p.shape != a.shape {
+                return Err(format!(
+                    "predicate shape {p} differs from operand shape {a}"
+                ));
+            }
+            a.clone()
+        }
+        Op::Convert => {
+            let ty = need_declared()?;
+            if ty.shape != args[0].shape {
+                return Err(format!("cannot change the shape: {} -> {}", args[0], ty));
+            }
+            ty
+        }
+        Op::BroadcastInDim { dims } => {
+            let ty = need_declared()?;
+            broadcast_in_dim(args[0], dims, &ty)?;
+            if ty.dtype != args[0].dtype {
+                return Err(format!("cannot change the dtype: {} -> {}", args[0], ty));
+            }
+            ty
+        }
+        Op::Reshape => {
+            let ty = need_declared()?;
+            if ty.dtype != args[0].dtype || ty.num_elements() != args[0].num_elements() {
+                return Err(format!(
+                    "{} and {} differ in dtype or element count",
+                    args[0], ty
+                ));
+            }
+            ty
+        }
+        Op::Transpose { perm } => {
+            let a = args[0];
+            check_permutation(perm, a.rank())?;
+            TensorType::new(
+                a.dtype,
+                perm.iter().map(|&p| a.shape[p]).collect::<Vec<_>>(),
+            )
+        }
+        Op::Slice {
+            start,
+            limit,
+            stride,
+        } => slice(args[0], start, limit, stride)?,
+        Op::Concat { axis } => concat(args, *axis)?,
+        Op::Pad { low, high } => {
+            let (a, v) = (args[0], args[1]);
+            if v.rank() != 0 || v.dtype != a.dtype {
+                return Err(format!(
+                    "padding value must be a {}[] scalar, got {v}",
+                    a.dtype
+                ));
+            }
+            if low.len() != a.rank() || high.len() != a.rank() {
+                return Err(format!(
+                    "low and high need {} entries for {a}, got {} and {}",
+                    a.rank(),
+                    low.len(),
+                    high.len()
+                ));
+            }
+            TensorType::new(
+                a.dtype,
+                (0..a.rank())
+                    .map(|i| a.shape[i] + low[i] + high[i])
+                    .collect::<Vec<_>>(),
+            )
+        }
+        Op::Reduce { kind, axes } => {
+            let a = args[0];
+            check_axes(axes, a.rank())?;
+            if matches!(
+                kind,
+                crate::op::ReduceKind::Sum | crate::op::ReduceKind::Prod
+            ) && a.dtype == DType::Bool
+            {
+                return Err(format!("cannot {} a bool tensor", kind.name()));
+            }
+            TensorType::new(
+                a.dtype,
+                (0..a.rank())
+                    .filter(|i| !axes.contains(i))
+                    .map(|i| a.shape[i])
+                    .collect::<Vec<_>>(),
+            )
+        }
+        Op::DotGeneral(d) => dot_general(args[0], args[1], d)?,
+    };
+    if let Some(decl) = declared {
+        if *decl != inferred {
+            return Err(format!(
+                "declared result type {decl} but the op produces {inferred}"
+            ));
+        }
+    }
+    Ok(inferred)
+}
+
+fn same_type(a: &TensorType, b: &TensorType) -> Result<(), String> {
+    if a != b {
+        return Err(format!("operand types differ: {a} vs {b}"));
+    }
+    Ok(())
+}
+
+fn check_unary_dtype(u: UnaryOp, d: DType) -> Result<(), String> {
+    use UnaryOp::*;
+    let ok = match u {
+        Neg | Abs | Sign => d.is_numeric(),
+        Not => d.is_int() || d == DType::Bool,
+        Exp | Expm1 | Log | Log1p | Tanh | Logistic | Sqrt | Rsqrt | Sin | Cos | Erf | Floor
+        | Ceil | Round => d.is_float(),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("not defined for {d}"))
+    }
+}
+
+fn check_binary_dtype(b: BinaryOp, d: DType) -> Result<(), String> {
+    use BinaryOp::*;
+    let ok = match b {
+        Add | Sub | Mul | Div | Rem | Max | Min => d.is_numeric(),
+        Pow => d.is_float(),
+        And | Or | Xor => d.is_int() || d == DType::Bool,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("not defined for {d}"))
+    }
+}
+
+fn check_permutation(perm: &[usize], rank: usize) -> Result<(), String> {
+    let mut seen = vec![false; rank];
+    if perm.len() != rank {
+        return Err(format!("perm={perm:?} must have {rank} entries"));
+    }
+    for &p in perm {
+        if p >= rank || std::mem::replace(&mut seen[p], true) {
+            return Err(format!("perm={perm:?} is not a permutation of 0..{rank}"));
+        }
+    }
+    Ok(())
+}
+
+fn check_axes(axes: &[usize], rank: usize) -> Result<(), String> {
+    let mut seen = vec![false; rank];
+    for &a in axes {
+        if a >= rank || std::mem::replace(&mut seen[a], true) {
+            return Err(format!(
+                "axes={axes:?} must be distinct dimensions below rank {rank}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn broadcast_in_dim(a: &TensorType, dims: &[usize], out: &TensorType) -> Result<(), String> {
+    if dims.len() != a.rank() {
+        return Err(format!(
+            "dims={dims:?} needs one entry per dimension of {a}"
+        ));
+    }
+    for (i, &d) in dims.iter().enumerate() {
+        if d >= out.rank() || (i > 0 && d <= dims[i - 1]) {
+            return Err(format!(
+                "dims={dims:?} must be strictly increasing and below the result rank {}",
+                out.rank()
+            ));
+        }
+        if a.shape[i] != 1 && a.shape[i] != out.shape[d] {
+            return Err(format!(
+                "cannot broadcast {a} to {out}: dimension {i} has size {} but result dimension {d} has size {}",
+                a.shape[i], out.shape[d]
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn slice(
+    a: &TensorType,
+    start: &[usize],
+    limit: &[usize],
+    stride: &[usize],
+) -> Result<TensorType, String> {
+    let r = a.rank();
+    if start.len() != r || limit.len() != r || stride.len() != r {
+        return Err(format!("start, limit and stride need {r} entries for {a}"));
+    }
+    let mut shape = Vec::with_capacity(r);
+    for i in 0..r {
+        if stride[i] == 0 || start[i] > limit[i] || limit[i] > a.shape[i] {
+            return Err(format!(
+                "dimension {i}: need start <= limit <= {} and stride >= 1, got start={} limit={} stride={}",
+                a.shape[i], start[i], limit[i], stride[i]
+            ));
+        }
+        shape.push((limit[i] - start[i]).div_ceil(stride[i]));
+    }
+    Ok(TensorType::new(a.dtype, shape))
+}
+
+fn concat(args: &[&TensorType], axis: usize) -> Result<TensorType, String> {
+    let first = args[0];
+    if axis >= first.rank() {
+        return Err(format!("axis={axis} is out of range for {first}"));
+    }
+    let mut shape = first.shape.clone();
+    for a in &args[1..] {
+        let same_other_dims = a.rank() == first.rank()
+            && (0..a.rank()).all(|i| i == axis || a.shape[i] == first.shape[i]);
+        if a.dtype != first.dtype || !same_other_dims {
+            return Err(format!(
+                "operands {first} and {a} differ in dtype or in a dimension other than axis {axis}"
+            ));
+        }
+        shape[axis] += a.shape[axis];
+    }
+    Ok(TensorType::new(first.dtype, shape))
+}
+
+fn dot_general(
+    a: &TensorType,
+    b: &TensorType,
+    d: &crate::op::DotDims,
+) -> Result<TensorType, String> {
+    if a.dtype != b.dtype || !a.dtype.is_float() {
+        return Err(format!(
+            "operands must be of one float dtype, got {a} and {b}"
+        ));
+    }
+    if d.lhs_batch.len() != d.rhs_batch.len() || d.lhs_contract.len() != d.rhs_contract.len() {
+        return Err("batch and contracting dimension lists must pair up".into());
+    }
+    let mut lhs_used: Vec<usize> = d.lhs_batch.iter().chain(&d.lhs_contract).copied().collect();
+    let mut rhs_used: Vec<usize> = d.rhs_batch.iter().chain(&d.rhs_contract).copied().collect();
+    check_axes(&lhs_used, a.rank()).map_err(|e| format!("lhs: {e}"))?;
+    check_axes(&rhs_used, b.rank()).map_err(|e| format!("rhs: {e}"))?;
+    for (l, r) in d
+        .lhs_batch
+        .iter()
+        .zip(&d.rhs_batch)
+        .chain(d.lhs_contract.iter().zip(&d.rhs_contract))
+    {
+        if a.shape[*l] != b.shape[*r] {
+            return Err(format!(
+                "lhs dimension {l} (size {}) and rhs dimension {r} (size {}) must match: {a} vs {b}",
+                a.shape[*l], b.shape[*r]
+            ));
+        }
+    }
+    lhs_used.sort_unstable();
+    rhs_used.sort_unstable();
+    let mut shape: Vec<usize> = d.lhs_batch.iter().map(|&i| a.shape[i]).collect();
+    shape.extend(
+        (0..a.rank())
+            .filter(|i| !lhs_used.contains(i))
+            .map(|i| a.shape[i]),
+    );
+    shape.extend(
+        (0..b.rank())
+            .filter(|i| !rhs_used.contains(i))
+            .map(|i| b.shape[i]),
+    );
+    Ok(TensorType::new(a.dtype, shape))
+}
+
+/// The free (neither batch nor contracting) dimensions of a `dot_general` operand, in order.
+pub fn dot_free_dims(rank: usize, batch: &[usize], contract: &[usize]) -> Vec<usize> {
+    (0..rank)
+        .filter(|i| !batch.contains(i) && !contract.contains(i))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::DotDims;
+
+    fn t(s: &[usize]) -> TensorType {
+        TensorType::new(DType::F32, s.to_vec())
+    }
+
+    #[test]
+    fn matmul_shape() {
+        let d = DotDims {
+            lhs_contract: vec![1],
+            rhs_contract: vec![0],
+            ..Default::default()
+        };
+        let r = infer(&Op::DotGeneral(d), &[&t(&[4, 3]), &t(&[3, 5])], None).unwrap();
+        assert_eq!(r, t(&[4, 5]));
+    }
+
+    #[test]
+    fn binary_shape_mismatch_names_both() {
+        let e = infer(&Op::Binary(BinaryOp::Add), &[&t(&[4]), &t(&[8])], None).unwrap_err();
+        assert_eq!(e, "operand types differ: f32[4] vs f32[8]");
+    }
+
+    #[test]
+    fn declared_type_is_checked() {
+        let e = infer(&Op::Unary(UnaryOp::Exp), &[&t(&[4])], Some(&t(&[5]))).unwrap_err();
+        assert_eq!(e, "declared result type f32[5] but the op produces f32[4]");
+    }
+}

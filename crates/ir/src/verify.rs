@@ -1,0 +1,124 @@
+//! The verifier: checks every instruction's operand and result types with the typing rules
+//! of [`crate::typecheck`], plus SSA well-formedness, and reports *all* problems, each with
+//! the instruction's source position when it has one.
+
+use crate::func::{Func, Loc, Module, ValueDef};
+use crate::typecheck::infer;
+use std::collections::HashSet;
+use std::fmt;
+
+/// One verification problem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    /// Function the problem is in.
+    pub func: String,
+    /// Source position of the instruction, when parsed from text.
+    pub loc: Option<Loc>,
+    /// What is wrong, naming the value and the op.
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// `file:line:col: message` when the position is known, `@func: message` otherwise.
+    pub fn render(&self, file: &str) -> String {
+        match self.loc {
+            Some(l) => format!("{file}:{}:{}: {}", l.line, l.col, self.message),
+            None => format!("@{}: {}", self.func, self.message),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render("<input>"))
+    }
+}
+
+/// All verification errors of the module, in source order.
+pub fn verify_module(m: &Module) -> Vec<Diagnostic> {
+    m.funcs.iter().flat_map(verify_func).collect()
+}
+
+/// All verification errors of one function, in instruction order; empty when it is valid.
+pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let mut report = |loc: Option<Loc>, message: String| {
+        diags.push(Diagnostic {
+            func: f.name.clone(),
+            loc,
+            message,
+        })
+    };
+    let mut defined = vec![false; f.num_values()];
+    let mut names = HashSet::new();
+    for (i, &p) in f.params.iter().enumerate() {
+        defined[p.0 as usize] = true;
+        if f.value(p).def != ValueDef::Param(i) {
+            report(
+                None,
+                format!("parameter {i} is not recorded as a parameter"),
+            );
+        }
+        if !names.insert(&f.value(p).name) {
+            report(None, format!("'%{}' is defined twice", f.value(p).name));
+        }
+    }
+    for inst in &f.insts {
+        let head = format!(
+            "'%{} = {}'",
+            inst.results
+                .first()
+                .map(|r| f.value(*r).name.as_str())
+                .unwrap_or("?"),
+            inst.op.name()
+        );
+        for a in &inst.args {
+            if !defined.get(a.0 as usize).copied().unwrap_or(false) {
+                report(
+                    inst.loc,
+                    format!(
+                        "{head}: operand '%{}' is used before it is defined",
+                        f.value(*a).name
+                    ),
+                );
+            }
+        }
+        if inst.results.len() != 1 {
+            report(
+                inst.loc,
+                format!(
+                    "{head}: produces {} results, expected 1",
+                    inst.results.len()
+                ),
+            );
+        }
+        for r in &inst.results {
+            defined[r.0 as usize] = true;
+            if !names.insert(&f.value(*r).name) {
+                report(
+                    inst.loc,
+                    format!("'%{}' is defined twice", f.value(*r).name),
+                );
+            }
+        }
+        let arg_types: Vec<_> = inst.args.iter().map(|a| f.ty(*a)).collect();
+        if let Some(&r) = inst.results.first() {
+            if let Err(e) = infer(&inst.op, &arg_types, Some(f.ty(r))) {
+                let shown: Vec<String> = arg_types.iter().map(|t| t.to_string()).collect();
+                report(
+                    inst.loc,
+                    format!("{head}: {e} (operands: {})", shown.join(", ")),
+                );
+            }
+        }
+    }
+    for r in &f.results {
+        if !defined.get(r.0 as usize).copied().unwrap_or(false) {
+            report(
+                None,
+                format!("returned value '%{}' is not defined", f.value(*r).name),
+            );
+        }
+    }
+    diags
+}

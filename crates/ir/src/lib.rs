@@ -12,6 +12,7 @@ pub mod op;
 pub mod parse;
 pub mod print;
 pub mod tensor;
+pub mod trace;
 pub mod typecheck;
 pub mod verify;
 
@@ -21,4 +22,5 @@ pub use op::{BinaryOp, CompareDir, DotDims, Op, OpCategory, ReduceKind, UnaryOp}
 pub use parse::{parse_func, parse_module, ParseError};
 pub use print::{print_func, print_module};
 pub use tensor::{Buffer, Scalar, ShapeMismatch, Tensor};
+pub use trace::{broadcast_shapes, trace, TraceError, TraceOutputs, Tracer};
 pub use verify::{verify_func, verify_module, Diagnostic};

@@ -1,0 +1,685 @@
+//! The tracer: runs a Rust closure over symbolic tensors ([`Tracer`]) and records every
+//! operation into a [`Func`], as `jax.jit` / `tf.function` do. Rust control flow runs once,
+//! at trace time, and is baked into the graph.
+//!
+//! Operator overloads cannot return `Result`, so a shape or dtype error is recorded in the
+//! trace (the first one wins) and every later operation on a poisoned value is a no-op;
+//! [`trace`] then returns that first error, naming the op and both shapes.
+
+use crate::dtype::{DType, TensorType};
+use crate::func::{Func, Value};
+use crate::op::{BinaryOp, CompareDir, DotDims, Op, ReduceKind, UnaryOp};
+use crate::tensor::{Scalar, Tensor};
+use crate::typecheck::infer;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// An error found while tracing, naming the op and the operand types.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{op}: {message}")]
+pub struct TraceError {
+    /// The op (or tracer method) that failed.
+    pub op: String,
+    /// What is wrong, including the operand types.
+    pub message: String,
+}
+
+struct Recorder {
+    func: Func,
+    error: Option<TraceError>,
+}
+
+/// A symbolic tensor inside a trace. Cheap to clone; arithmetic records ops.
+#[derive(Clone)]
+pub struct Tracer {
+    rec: Rc<RefCell<Recorder>>,
+    /// `None` once an error has poisoned this value.
+    value: Option<(Value, TensorType)>,
+}
+
+impl std::fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.value {
+            Some((v, ty)) => write!(f, "Tracer(%{}: {ty})", v.0),
+            None => f.write_str("Tracer(<error>)"),
+        }
+    }
+}
+
+/// What a traced closure may return: one tensor, a vector, or a tuple of them.
+pub trait TraceOutputs {
+    /// The returned tensors, in order.
+    fn into_tracers(self) -> Vec<Tracer>;
+}
+
+impl TraceOutputs for Tracer {
+    fn into_tracers(self) -> Vec<Tracer> {
+        vec![self]
+    }
+}
+impl TraceOutputs for Vec<Tracer> {
+    fn into_tracers(self) -> Vec<Tracer> {
+        self
+    }
+}
+impl TraceOutputs for (Tracer, Tracer) {
+    fn into_tracers(self) -> Vec<Tracer> {
+        vec![self.0, self.1]
+    }
+}
+impl TraceOutputs for (Tracer, Tracer, Tracer) {
+    fn into_tracers(self) -> Vec<Tracer> {
+        vec![self.0, self.1, self.2]
+    }
+}
+
+/// Traces `f` over parameters of the given types into a function named `name`.
+pub fn trace<O: TraceOutputs>(
+    name: &str,
+    params: &[TensorType],
+    f: impl FnOnce(&[Tracer]) -> O,
+) -> Result<Func, TraceError> {
+    let rec = Rc::new(RefCell::new(Recorder {
+        func: Func::new(name),
+        error: None,
+    }));
+    let args: Vec<Tracer> = params
+        .iter()
+        .map(|ty| {
+            let v = rec.borrow_mut().func.add_param(None, ty.clone());
+            Tracer {
+                rec: rec.clone(),
+                value: Some((v, ty.clone())),
+            }
+        })
+        .collect();
+    let outs = f(&args).into_tracers();
+    drop(args);
+    let mut results = Vec::with_capacity(outs.len());
+    for (i, t) in outs.iter().enumerate() {
+        if !Rc::ptr_eq(&t.rec, &rec) {
+            return Err(TraceError {
+                op: "return".into(),
+                message: format!("output {i} was created by another trace (a leaked tracer)"),
+            });
+        }
+        if let Some((v, _)) = t.value {
+            results.push(v);
+        }
+    }
+    drop(outs);
+    let rec = Rc::try_unwrap(rec)
+        .map_err(|_| TraceError {
+            op: "return".into(),
+            message: "a tracer escaped the traced function (stored outside it)".into(),
+        })?
+        .into_inner();
+    if let Some(e) = rec.error {
+        return Err(e);
+    }
+    let mut func = rec.func;
+    func.results = results;
+    Ok(func)
+}
+
+/// Numpy broadcasting of two shapes: the result shape, or `None` if incompatible.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for i in 0..rank {
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+fn show(ts: &[&Tracer]) -> String {
+    ts.iter()
+        .map(|t| match &t.value {
+            Some((_, ty)) => ty.to_string(),
+            None => "<error>".into(),
+        })
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+impl Tracer {
+    /// The type of this value (`None` if an earlier error poisoned it).
+    pub fn ty(&self) -> Option<&TensorType> {
+        self.value.as_ref().map(|(_, t)| t)
+    }
+
+    /// The shape (empty if poisoned).
+    pub fn shape(&self) -> Vec<usize> {
+        self.ty().map(|t| t.shape.clone()).unwrap_or_default()
+    }
+
+    /// The dtype (`f32` if poisoned; the trace fails anyway).
+    pub fn dtype(&self) -> DType {
+        self.ty().map(|t| t.dtype).unwrap_or(DType::F32)
+    }
+
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.shape().len()
+    }
+
+    fn poisoned(&self) -> Tracer {
+        Tracer {
+            rec: self.rec.clone(),
+            value: None,
+        }
+    }
+
+    fn fail(&self, op: &str, message: String) -> Tracer {
+        let mut rec = self.rec.borrow_mut();
+        if rec.error.is_none() {
+            rec.error = Some(TraceError {
+                op: op.into(),
+                message,
+            });
+        }
+        drop(rec);
+        self.poisoned()
+    }
+
+    /// Records `op` over `args` (all from this trace). `declared` is required for ops whose
+    /// result type is not derived from operands.
+    fn record(&self, op: Op, args: &[&Tracer], declared: Option<TensorType>) -> Tracer {
+        let name = op.name();
+        let mut vals = Vec::with_capacity(args.len());
+        let mut tys = Vec::with_capacity(args.len());
+        for a in args {
+            if !Rc::ptr_eq(&a.rec, &self.rec) {
+                return self.fail(name, "operands come from different traces".into());
+            }
+            match &a.value {
+                Some((v, t)) => {
+                    vals.push(*v);
+                    tys.push(t);
+                }
+                None => return self.poisoned(),
+            }
+        }
+        match infer(&op, &tys, declared.as_ref()) {
+            Ok(ty) => {
+                let v = self.rec.borrow_mut().func.push(op, vals, ty.clone(), None);
+                Tracer {
+                    rec: self.rec.clone(),
+                    value: Some((v, ty)),
+                }
+            }
+            Err(e) => self.fail(name, format!("{e} (operands: {})", show(args))),
+        }
+    }
+
+    /// A constant tensor recorded into this trace (captured data is baked in, as in JAX).
+    pub fn lift(&self, t: Tensor) -> Tracer {
+        let ty = t.ty();
+        self.record(Op::Constant(t), &[], Some(ty))
+    }
+
+    /// A scalar of this tensor's dtype (a weakly typed literal, as Python scalars in JAX).
+    pub fn scalar_like(&self, x: f64) -> Tracer {
+        let s = match self.dtype() {
+            DType::F32 => Scalar::F32(x as f32),
+            DType::F64 => Scalar::F64(x),
+            d if x.fract() != 0.0 || !x.is_finite() => {
+                return self.fail("constant", format!("{x} cannot be used with a {d} tensor"))
+            }
+            DType::I32 => Scalar::I32(x as i32),
+            DType::I64 => Scalar::I64(x as i64),
+            DType::U32 => Scalar::U32(x as u32),
+            DType::Bool => Scalar::Bool(x != 0.0),
+        };
+        self.lift(Tensor::splat(s, Vec::new()))
+    }
+
+    /// A tensor of this one's type filled with `x`.
+    pub fn full_like(&self, x: f64) -> Tracer {
+        self.scalar_like(x).broadcast_to(&self.shape())
+    }
+
+    /// `iota` of the given type along `dim`.
+    pub fn iota(&self, ty: TensorType, dim: usize) -> Tracer {
+        self.record(Op::Iota { dim }, &[], Some(ty))
+    }
+
+    /// Broadcasts to `shape` with numpy rules (trailing alignment, size-1 dims stretch).
+    pub fn broadcast_to(&self, shape: &[usize]) -> Tracer {
+        let Some(ty) = self.ty().cloned() else {
+            return self.poisoned();
+        };
+        if ty.shape == shape {
+            return self.clone();
+        }
+        if shape.len() < ty.rank() || broadcast_shapes(&ty.shape, shape).as_deref() != Some(shape) {
+            return self.fail(
+                "broadcast_in_dim",
+                format!("cannot broadcast {ty} to shape {shape:?}"),
+            );
+        }
+        let offset = shape.len() - ty.rank();
+        let dims = (0..ty.rank()).map(|i| i + offset).collect();
+        self.record(
+            Op::BroadcastInDim { dims },
+            &[self],
+            Some(TensorType::new(ty.dtype, shape.to_vec())),
+        )
+    }
+
+    /// Broadcasts both operands to a common shape and applies `op`.
+    fn binary(&self, op: BinaryOp, rhs: &Tracer) -> Tracer {
+        self.broadcasting(Op::Binary(op), rhs)
+    }
+
+    fn broadcasting(&self, op: Op, rhs: &Tracer) -> Tracer {
+        let (Some(a), Some(b)) = (self.ty(), rhs.ty()) else {
+            return self.poisoned();
+        };
+        let Some(shape) = broadcast_shapes(&a.shape, &b.shape) else {
+            return self.fail(
+                op.name(),
+                format!("cannot broadcast {a} and {b} to a common shape"),
+            );
+        };
+        let (l, r) = (self.broadcast_to(&shape), rhs.broadcast_to(&shape));
+        self.record(op, &[&l, &r], None)
+    }
+
+    fn unary(&self, op: UnaryOp) -> Tracer {
+        self.record(Op::Unary(op), &[self], None)
+    }
+
+    /// Elementwise comparison with broadcasting; the result is `bool`.
+    pub fn compare(&self, dir: CompareDir, rhs: &Tracer) -> Tracer {
+        self.broadcasting(Op::Compare(dir), rhs)
+    }
+
+    /// `self < rhs`
+    pub fn lt(&self, rhs: &Tracer) -> Tracer {
+        self.compare(CompareDir::Lt, rhs)
+    }
+    /// `self <= rhs`
+    pub fn le(&self, rhs: &Tracer) -> Tracer {
+        self.compare(CompareDir::Le, rhs)
+    }
+    /// `self > rhs`
+    pub fn gt(&self, rhs: &Tracer) -> Tracer {
+        self.compare(CompareDir::Gt, rhs)
+    }
+    /// `self >= rhs`
+    pub fn ge(&self, rhs: &Tracer) -> Tracer {
+        self.compare(CompareDir::Ge, rhs)
+    }
+    /// `self == rhs` elementwise.
+    pub fn eq_elem(&self, rhs: &Tracer) -> Tracer {
+        self.compare(CompareDir::Eq, rhs)
+    }
+    /// `self != rhs` elementwise.
+    pub fn ne_elem(&self, rhs: &Tracer) -> Tracer {
+        self.compare(CompareDir::Ne, rhs)
+    }
+
+    /// `where(self, a, b)`: `self` is the bool predicate; all three broadcast together.
+    pub fn select(&self, a: &Tracer, b: &Tracer) -> Tracer {
+        let (Some(p), Some(ta), Some(tb)) = (self.ty(), a.ty(), b.ty()) else {
+            return self.poisoned();
+        };
+        let shape =
+            broadcast_shapes(&p.shape, &ta.shape).and_then(|s| broadcast_shapes(&s, &tb.shape));
+        let Some(shape) = shape else {
+            return self.fail(
+                "select",
+                format!("cannot broadcast {p}, {ta} and {tb} to a common shape"),
+            );
+        };
+        let (p, a, b) = (
+            self.broadcast_to(&shape),
+            a.broadcast_to(&shape),
+            b.broadcast_to(&shape),
+        );
+        self.record(Op::Select, &[&p, &a, &b], None)
+    }
+
+    /// Elementwise maximum (NaN-propagating), with broadcasting.
+    pub fn maximum(&self, rhs: &Tracer) -> Tracer {
+        self.binary(BinaryOp::Max, rhs)
+    }
+    /// Elementwise minimum (NaN-propagating), with broadcasting.
+    pub fn minimum(&self, rhs: &Tracer) -> Tracer {
+        self.binary(BinaryOp::Min, rhs)
+    }
+    /// `self ^ rhs` for floats, with broadcasting.
+    pub fn pow(&self, rhs: &Tracer) -> Tracer {
+        self.binary(BinaryOp::Pow, rhs)
+    }
+    /// Remainder with the dividend's sign, with broadcasting.
+    pub fn rem(&self, rhs: &Tracer) -> Tracer {
+        self.binary(BinaryOp::Rem, rhs)
+    }
+    /// Logical/bitwise and, with broadcasting.
+    pub fn and(&self, rhs: &Tracer) -> Tracer {
+        self.binary(BinaryOp::And, rhs)
+    }
+    /// Logical/bitwise or, with broadcasting.
+    pub fn or(&self, rhs: &Tracer) -> Tracer {
+        self.binary(BinaryOp::Or, rhs)
+    }
+    /// Logical/bitwise exclusive or, with broadcasting.
+    pub fn xor(&self, rhs: &Tracer) -> Tracer {
+        self.binary(BinaryOp::Xor, rhs)
+    }
+
+    /// Converts to another dtype.
+    pub fn cast(&self, dtype: DType) -> Tracer {
+        let Some(ty) = self.ty() else {
+            return self.poisoned();
+        };
+        if ty.dtype == dtype {
+            return self.clone();
+        }
+        let out = ty.with_dtype(dtype);
+        self.record(Op::Convert, &[self], Some(out))
+    }
+
+    /// Same elements, new shape (row-major).
+    pub fn reshape(&self, shape: &[usize]) -> Tracer {
+        let out = TensorType::new(self.dtype(), shape.to_vec());
+        self.record(Op::Reshape, &[self], Some(out))
+    }
+
+    /// Permutes dimensions: result dim i is operand dim `perm[i]`.
+    pub fn transpose(&self, perm: &[usize]) -> Tracer {
+        self.record(
+            Op::Transpose {
+                perm: perm.to_vec(),
+            },
+            &[self],
+            None,
+        )
+    }
+
+    /// Swaps the last two dimensions.
+    pub fn t(&self) -> Tracer {
+        let r = self.rank();
+        if r < 2 {
+            return self.fail(
+                "transpose",
+                format!("t() needs rank >= 2, got {}", show(&[self])),
+            );
+        }
+        let mut perm: Vec<usize> = (0..r).collect();
+        perm.swap(r - 2, r - 1);
+        self.transpose(&perm)
+    }
+
+    /// Strided slice `[start, limit)` with `stride` per dimension.
+    pub fn slice(&self, start: &[usize], limit: &[usize], stride: &[usize]) -> Tracer {
+        let op = Op::Slice {
+            start: start.to_vec(),
+            limit: limit.to_vec(),
+            stride: stride.to_vec(),
+        };
+        self.record(op, &[self], None)
+    }
+
+    /// Concatenates `self` and `others` along `axis`.
+    pub fn concat(&self, others: &[&Tracer], axis: usize) -> Tracer {
+        let mut all = vec![self];
+        all.extend_from_slice(others);
+        self.record(Op::Concat { axis }, &all, None)
+    }
+
+    /// Pads with `value` (a scalar of this dtype), `low`/`high` elements per dimension.
+    pub fn pad(&self, low: &[usize], high: &[usize], value: f64) -> Tracer {
+        let v = self.scalar_like(value);
+        let op = Op::Pad {
+            low: low.to_vec(),
+            high: high.to_vec(),
+        };
+        self.record(op, &[self, &v], None)
+    }
+
+    fn reduce(&self, kind: ReduceKind, axes: &[usize]) -> Tracer {
+        self.record(
+            Op::Reduce {
+                kind,
+                axes: axes.to_vec(),
+            },
+            &[self],
+            None,
+        )
+    }
+
+    /// Sum over `axes` (removed from the shape).
+    pub fn sum(&self, axes: &[usize]) -> Tracer {
+        self.reduce(ReduceKind::Sum, axes)
+    }
+    /// Maximum over `axes`.
+    pub fn reduce_max(&self, axes: &[usize]) -> Tracer {
+        self.reduce(ReduceKind::Max, axes)
+    }
+    /// Minimum over `axes`.
+    pub fn reduce_min(&self, axes: &[usize]) -> Tracer {
+        self.reduce(ReduceKind::Min, axes)
+    }
+    /// Product over `axes`.
+    pub fn prod(&self, axes: &[usize]) -> Tracer {
+        self.reduce(ReduceKind::Prod, axes)
+    }
+    /// Mean over `axes`.
+    pub fn mean(&self, axes: &[usize]) -> Tracer {
+        let shape = self.shape();
+        let n: usize = axes.iter().filter_map(|&a| shape.get(a)).product();
+        let s = self.sum(axes);
+        &s / (n as f64)
+    }
+
+    /// Inserts the reduced `axes` back as size-1 dimensions (numpy `keepdims`).
+    fn keepdims(&self, reduced: &Tracer, axes: &[usize]) -> Tracer {
+        let shape: Vec<usize> = self
+            .shape()
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+            .collect();
+        reduced.reshape(&shape)
+    }
+
+    /// `dot_general` with explicit dimension numbers (XLA's semantics).
+    pub fn dot_general(&self, rhs: &Tracer, dims: DotDims) -> Tracer {
+        self.record(Op::DotGeneral(dims), &[self, rhs], None)
+    }
+
+    /// Matrix product with numpy `matmul` rules: `[.., M, K] @ [K, N]` contracts the last
+    /// dimension of `self` with the first of `rhs`; equal-rank operands of rank ≥ 3 treat the
+    /// leading dimensions as batch dimensions (they must match; they are not broadcast);
+    /// rank-1 operands are vectors.
+    pub fn matmul(&self, rhs: &Tracer) -> Tracer {
+        let (la, lb) = (self.rank(), rhs.rank());
+        let batch = if la == lb && la >= 3 { la - 2 } else { 0 };
+        if la == 0 || lb == 0 || (lb >= 3 && batch == 0) {
+            return self.fail(
+                "dot_general",
+                format!(
+                    "matmul supports [.., M, K] @ [K, N] and equal-rank batches, got {}",
+                    show(&[self, rhs])
+                ),
+            );
+        }
+        let dims = DotDims {
+            lhs_batch: (0..batch).collect(),
+            rhs_batch: (0..batch).collect(),
+            lhs_contract: vec![la - 1],
+            rhs_contract: vec![if lb == 1 { 0 } else { lb - 2 }],
+        };
+        self.dot_general(rhs, dims)
+    }
+
+    /// Rectified linear unit `max(x, 0)`.
+    pub fn relu(&self) -> Tracer {
+        self.maximum(&self.scalar_like(0.0))
+    }
+
+    /// GELU, tanh approximation (as `jax.nn.gelu(approximate=True)`).
+    pub fn gelu(&self) -> Tracer {
+        let x3 = &(self * self) * self;
+        let inner = &(self + &(&x3 * 0.044715)) * 0.797_884_560_802_865_4;
+        &(self * 0.5) * &(&inner.tanh() + 1.0)
+    }
+
+    /// Softmax along `axis`, stabilised by subtracting the maximum.
+    pub fn softmax(&self, axis: usize) -> Tracer {
+        let m = self.keepdims(&self.reduce_max(&[axis]), &[axis]);
+        let e = (self - &m).exp();
+        let s = self.keepdims(&e.sum(&[axis]), &[axis]);
+        &e / &s
+    }
+
+    /// Log-softmax along `axis`.
+    pub fn log_softmax(&self, axis: usize) -> Tracer {
+        let m = self.keepdims(&self.reduce_max(&[axis]), &[axis]);
+        let d = self - &m;
+        let s = self.keepdims(&d.exp().sum(&[axis]), &[axis]);
+        &d - &s.log()
+    }
+
+    /// Layer normalisation over `axis` (no scale/offset): `(x - mean) / sqrt(var + eps)`.
+    pub fn layer_norm(&self, axis: usize, eps: f64) -> Tracer {
+        let mean = self.keepdims(&self.mean(&[axis]), &[axis]);
+        let d = self - &mean;
+        let var = self.keepdims(&(&d * &d).mean(&[axis]), &[axis]);
+        &d * &(&var + eps).rsqrt()
+    }
+}
+
+macro_rules! unary_methods {
+    ($($(#[$m:meta])* $name:ident => $op:ident),* $(,)?) => {
+        impl Tracer {
+            $($(#[$m])* pub fn $name(&self) -> Tracer { self.unary(UnaryOp::$op) })*
+        }
+    };
+}
+
+unary_methods! {
+    /// `e^x`
+    exp => Exp,
+    /// `e^x - 1`
+    expm1 => Expm1,
+    /// Natural log.
+    log => Log,
+    /// `ln(1 + x)`
+    log1p => Log1p,
+    /// Hyperbolic tangent.
+    tanh => Tanh,
+    /// `1 / (1 + e^-x)`
+    sigmoid => Logistic,
+    /// Square root.
+    sqrt => Sqrt,
+    /// `1 / sqrt(x)`
+    rsqrt => Rsqrt,
+    /// Sine.
+    sin => Sin,
+    /// Cosine.
+    cos => Cos,
+    /// Error function.
+    erf => Erf,
+    /// Round toward -inf.
+    floor => Floor,
+    /// Round toward +inf.
+    ceil => Ceil,
+    /// Round half to even.
+    round => Round,
+    /// Sign (-1, 0, +1).
+    sign => Sign,
+    /// Absolute value.
+    abs => Abs,
+    /// Logical / bitwise not.
+    not => Not,
+}
+
+macro_rules! overload {
+    ($trait:ident, $method:ident, $op:ident) => {
+        impl std::ops::$trait<&Tracer> for &Tracer {
+            type Output = Tracer;
+            fn $method(self, rhs: &Tracer) -> Tracer {
+                self.binary(BinaryOp::$op, rhs)
+            }
+        }
+        impl std::ops::$trait<Tracer> for Tracer {
+            type Output = Tracer;
+            fn $method(self, rhs: Tracer) -> Tracer {
+                self.binary(BinaryOp::$op, &rhs)
+            }
+        }
+        impl std::ops::$trait<&Tracer> for Tracer {
+            type Output = Tracer;
+            fn $method(self, rhs: &Tracer) -> Tracer {
+                self.binary(BinaryOp::$op, rhs)
+            }
+        }
+        impl std::ops::$trait<Tracer> for &Tracer {
+            type Output = Tracer;
+            fn $method(self, rhs: Tracer) -> Tracer {
+                self.binary(BinaryOp::$op, &rhs)
+            }
+        }
+        impl std::ops::$trait<f64> for &Tracer {
+            type Output = Tracer;
+            fn $method(self, rhs: f64) -> Tracer {
+                self.binary(BinaryOp::$op, &self.scalar_like(rhs))
+            }
+        }
+        impl std::ops::$trait<f64> for Tracer {
+            type Output = Tracer;
+            fn $method(self, rhs: f64) -> Tracer {
+                self.binary(BinaryOp::$op, &self.scalar_like(rhs))
+            }
+        }
+        impl std::ops::$trait<&Tracer> for f64 {
+            type Output = Tracer;
+            fn $method(self, rhs: &Tracer) -> Tracer {
+                rhs.scalar_like(self).binary(BinaryOp::$op, rhs)
+            }
+        }
+        impl std::ops::$trait<Tracer> for f64 {
+            type Output = Tracer;
+            fn $method(self, rhs: Tracer) -> Tracer {
+                rhs.scalar_like(self).binary(BinaryOp::$op, &rhs)
+            }
+        }
+    };
+}
+
+overload!(Add, add, Add);
+overload!(Sub, sub, Sub);
+overload!(Mul, mul, Mul);
+overload!(Div, div, Div);
+
+impl std::ops::Neg for &Tracer {
+    type Output = Tracer;
+    fn neg(self) -> Tracer {
+        self.unary(UnaryOp::Neg)
+    }
+}
+impl std::ops::Neg for Tracer {
+    type Output = Tracer;
+    fn neg(self) -> Tracer {
+        self.unary(UnaryOp::Neg)
+    }
+}

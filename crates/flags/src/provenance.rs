@@ -1,0 +1,141 @@
+//! Where each flag's value came from, so `kiln flags` can answer "why is this set?".
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// An environment variable that Kiln reads (only in [`crate::Flags::from_env`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variable {
+    /// `TF_XLA_FLAGS`: the TF–XLA boundary (clustering, compile policy, caches).
+    TfXlaFlags,
+    /// `XLA_FLAGS`: the compiler and code generator.
+    XlaFlags,
+    /// `TF_DETERMINISTIC_OPS`: op determinism, `1`/`true` or `0`/`false`.
+    TfDeterministicOps,
+    /// `TF_CPP_VMODULE`: per-module verbose logging, `module=level,…`.
+    TfCppVmodule,
+    /// `TF_CPP_MIN_LOG_LEVEL`: hides INFO (1), WARNING (2) or ERROR (3) messages.
+    TfCppMinLogLevel,
+}
+
+impl Variable {
+    /// The variable's name in the environment.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variable::TfXlaFlags => "TF_XLA_FLAGS",
+            Variable::XlaFlags => "XLA_FLAGS",
+            Variable::TfDeterministicOps => "TF_DETERMINISTIC_OPS",
+            Variable::TfCppVmodule => "TF_CPP_VMODULE",
+            Variable::TfCppMinLogLevel => "TF_CPP_MIN_LOG_LEVEL",
+        }
+    }
+
+    /// Whether the variable holds a list of `--name=value` flags (rather than one value).
+    pub fn holds_flags(self) -> bool {
+        matches!(self, Variable::TfXlaFlags | Variable::XlaFlags)
+    }
+}
+
+impl fmt::Display for Variable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Nobody set it: the built-in default.
+    Default,
+    /// Written directly in an environment variable.
+    Variable(Variable),
+    /// Read from a flag file named by an environment variable.
+    FlagFile {
+        /// The variable that named the file.
+        variable: Variable,
+        /// The file, as named.
+        path: PathBuf,
+    },
+    /// Set by code, e.g. [`crate::Flags::enable_op_determinism`].
+    Programmatic,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::Variable(v) => f.write_str(v.name()),
+            Source::FlagFile { variable, path } => {
+                write!(f, "file {} (via {variable})", path.display())
+            }
+            Source::Programmatic => f.write_str("set in code"),
+        }
+    }
+}
+
+/// The origin of one setting: the source, and which flag of that source set it (this differs
+/// from the row's own name when two flags share one setting, e.g. the two cache directories).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// Where the value came from.
+    pub source: Source,
+    /// The name of the flag (or variable) that was written.
+    pub via: &'static str,
+}
+
+/// The origin of every flag that is not at its default, keyed by the flag's table name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Provenance {
+    origins: BTreeMap<&'static str, Origin>,
+}
+
+impl Provenance {
+    /// The origin of the flag named `flag` (table name, without `--`), if anything set it.
+    pub fn origin(&self, flag: &str) -> Option<&Origin> {
+        self.origins.get(flag)
+    }
+
+    /// The source of the flag named `flag`; [`Source::Default`] when nothing set it.
+    pub fn source(&self, flag: &str) -> Source {
+        self.origin(flag)
+            .map_or(Source::Default, |origin| origin.source.clone())
+    }
+
+    /// Records that `flag` was set from `origin`; the last write wins, as for the values.
+    pub(crate) fn record(&mut self, flag: &'static str, origin: Origin) {
+        self.origins.insert(flag, origin);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_print_for_humans() {
+        assert_eq!(Source::Default.to_string(), "default");
+        assert_eq!(
+            Source::Variable(Variable::XlaFlags).to_string(),
+            "XLA_FLAGS"
+        );
+        let file = Source::FlagFile {
+            variable: Variable::TfXlaFlags,
+            path: PathBuf::from("/etc/kiln.flags"),
+        };
+        assert_eq!(file.to_string(), "file /etc/kiln.flags (via TF_XLA_FLAGS)");
+        assert_eq!(Source::Programmatic.to_string(), "set in code");
+    }
+
+    #[test]
+    fn unset_flags_come_from_the_default() {
+        let mut provenance = Provenance::default();
+        assert_eq!(provenance.source("tf_xla_auto_jit"), Source::Default);
+        let origin = Origin {
+            source: Source::Variable(Variable::TfXlaFlags),
+            via: "tf_xla_auto_jit",
+        };
+        provenance.record("tf_xla_auto_jit", origin.clone());
+        assert_eq!(provenance.origin("tf_xla_auto_jit"), Some(&origin));
+    }
+}

@@ -53,6 +53,10 @@ pub struct Inst {
     pub results: Vec<Value>,
     /// Source position when parsed from text.
     pub loc: Option<Loc>,
+    /// Manual compilation scope (`jit_scope=N` in text, `jit_scope` in the tracer): the op is
+    /// marked for compilation even when auto-clustering is off, and only joins clusters of
+    /// the same scope, like TensorFlow's `_XlaCompile` / `_XlaScope` attributes.
+    pub scope: Option<u32>,
 }
 
 /// A function: typed parameters, instructions in definition order (every operand is defined
@@ -151,6 +155,7 @@ impl Func {
             args,
             results: vec![v],
             loc,
+            scope: None,
         });
         v
     }

@@ -339,8 +339,9 @@ impl Parser {
         }
         self.expect(':')?;
         let ty = self.ty()?;
-        let (args, op) = build_op(&op_name, op_loc, items, &ty)?;
+        let (args, op, scope) = build_op(&op_name, op_loc, items, &ty)?;
         f.push_named(op, args, ty, Some(&name), Some(name_loc));
+        f.insts.last_mut().expect("just pushed").scope = scope;
         Ok(())
     }
 
@@ -417,7 +418,12 @@ impl Parser {
 }
 
 /// Turns an op name, its operands/attributes and the declared type into an [`Op`].
-fn build_op(name: &str, loc: Loc, items: Vec<Item>, ty: &TensorType) -> PResult<(Vec<Value>, Op)> {
+fn build_op(
+    name: &str,
+    loc: Loc,
+    items: Vec<Item>,
+    ty: &TensorType,
+) -> PResult<(Vec<Value>, Op, Option<u32>)> {
     let mut args = Vec::new();
     let mut attrs: HashMap<String, (AttrVal, Loc)> = HashMap::new();
     let mut literal = None;
@@ -441,6 +447,13 @@ fn build_op(name: &str, loc: Loc, items: Vec<Item>, ty: &TensorType) -> PResult<
         op: name,
         attrs,
         loc,
+    };
+    // `jit_scope` is accepted on every op (manual clustering).
+    let scope = if a.attrs.contains_key("jit_scope") {
+        let n = a.int("jit_scope")?;
+        Some(u32::try_from(n).map_err(|_| (loc, format!("jit_scope={n} is too large")))?)
+    } else {
+        None
     };
     let op = if let Some(u) = UnaryOp::from_name(name) {
         Op::Unary(u)
@@ -513,7 +526,7 @@ fn build_op(name: &str, loc: Loc, items: Vec<Item>, ty: &TensorType) -> PResult<
     if let Some((k, (_, l))) = a.attrs.iter().next() {
         return Err((*l, format!("'{name}' has no attribute '{k}'")));
     }
-    Ok((args, op))
+    Ok((args, op, scope))
 }
 
 struct Attrs<'a> {

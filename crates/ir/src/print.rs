@@ -62,6 +62,9 @@ pub fn print_inst(f: &Func, inst: &Inst) -> String {
         .map(|&a| format!("%{}", f.value(a).name))
         .collect();
     parts.extend(attributes(&inst.op));
+    if let Some(scope) = inst.scope {
+        parts.push(format!("jit_scope={scope}"));
+    }
     if !parts.is_empty() {
         s.push(' ');
         s.push_str(&parts.join(", "));

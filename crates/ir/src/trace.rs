@@ -27,6 +27,9 @@ pub struct TraceError {
 struct Recorder {
     func: Func,
     error: Option<TraceError>,
+    /// The innermost open `jit_scope`, stamped on every recorded op.
+    scope: Option<u32>,
+    next_scope: u32,
 }
 
 /// A symbolic tensor inside a trace. Cheap to clone; arithmetic records ops.
@@ -82,6 +85,8 @@ pub fn trace<O: TraceOutputs>(
     let rec = Rc::new(RefCell::new(Recorder {
         func: Func::new(name),
         error: None,
+        scope: None,
+        next_scope: 0,
     }));
     let args: Vec<Tracer> = params
         .iter()
@@ -217,7 +222,11 @@ impl Tracer {
         }
         match infer(&op, &tys, declared.as_ref()) {
             Ok(ty) => {
-                let v = self.rec.borrow_mut().func.push(op, vals, ty.clone(), None);
+                let mut rec = self.rec.borrow_mut();
+                let scope = rec.scope;
+                let v = rec.func.push(op, vals, ty.clone(), None);
+                rec.func.insts.last_mut().expect("just pushed").scope = scope;
+                drop(rec);
                 Tracer {
                     rec: self.rec.clone(),
                     value: Some((v, ty)),
@@ -225,6 +234,21 @@ impl Tracer {
             }
             Err(e) => self.fail(name, format!("{e} (operands: {})", show(args))),
         }
+    }
+
+    /// Runs `f` with every op it records marked for compilation in a fresh manual scope, like
+    /// `tf.xla.experimental.jit_scope()`: those ops are compiled even when auto-clustering is
+    /// off (`--tf_xla_auto_jit=0`), and only cluster with ops of the same scope.
+    pub fn jit_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        let outer = {
+            let mut rec = self.rec.borrow_mut();
+            let id = rec.next_scope;
+            rec.next_scope += 1;
+            rec.scope.replace(id)
+        };
+        let r = f();
+        self.rec.borrow_mut().scope = outer;
+        r
     }
 
     /// A constant tensor recorded into this trace (captured data is baked in, as in JAX).

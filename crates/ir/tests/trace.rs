@@ -77,3 +77,19 @@ fn matmul_shapes() {
     .unwrap();
     assert_eq!(f.result_types(), vec![f32t(&[2, 3, 5]), f32t(&[2, 3, 6])]);
 }
+
+#[test]
+fn jit_scope_marks_ops_and_round_trips() {
+    let f = trace("f", &[f32t(&[4])], |a: &[Tracer]| {
+        let y = a[0].exp();
+        let z = a[0].jit_scope(|| (&y * 2.0).tanh());
+        z.sin()
+    })
+    .unwrap();
+    let scoped: Vec<Option<u32>> = f.insts.iter().map(|i| i.scope).collect();
+    assert_eq!(scoped, vec![None, Some(0), Some(0), Some(0), Some(0), None]);
+    let text = print_func(&f);
+    assert!(text.contains("tanh %4, jit_scope=0 : f32[4]"), "{text}");
+    let again = kiln_ir::parse_func(&text, "t").unwrap();
+    assert_eq!(print_func(&again), text);
+}

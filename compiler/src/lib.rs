@@ -1,1 +1,69 @@
-//! kiln-compiler
+//! Kiln's compiler: the graph pass pipeline (dead-code elimination, common-subexpression
+//! elimination, simplification and constant folding, then `mark_for_compilation`, which
+//! groups fusible ops into clusters the way TensorFlow's XLA auto-clustering does).
+//!
+//! **Invariant:** the compiler reads no environment variables and no clock; everything it
+//! needs arrives in [`Options`], built from `kiln_flags::Flags` at the edge.
+
+pub mod passes;
+mod pipeline;
+mod rewrite;
+
+pub use pipeline::{run_pipeline, PassReport, PASSES};
+pub use rewrite::Rewriter;
+
+use kiln_flags::Flags;
+
+/// Everything the passes need to know, passed down explicitly.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The flags in effect (auto-jit level, cluster sizes, fuel, dump directory, logging).
+    pub flags: Flags,
+    /// Names of passes to skip (to bisect a miscompile), e.g. `["cse"]`.
+    pub disabled_passes: Vec<String>,
+}
+
+impl Options {
+    /// Options taken from the flags.
+    pub fn from_flags(flags: &Flags) -> Options {
+        Options {
+            flags: flags.clone(),
+            disabled_passes: Vec::new(),
+        }
+    }
+}
+
+/// Why compilation of a graph could not proceed.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// A pass produced an invalid graph: a compiler bug, reported with the verifier's words.
+    #[error("pass '{pass}' produced an invalid graph (a Kiln bug; disable the pass with --xla_disable_hlo_passes={pass} to work around it):\n{errors}")]
+    InvalidAfterPass {
+        /// The pass.
+        pass: String,
+        /// The verifier's diagnostics.
+        errors: String,
+    },
+    /// The input graph is invalid.
+    #[error("invalid graph:\n{0}")]
+    InvalidInput(String),
+    /// Constant folding failed to evaluate an op.
+    #[error("constant folding: {0}")]
+    Fold(#[from] kiln_interp::InterpError),
+    /// Writing a dump file failed.
+    #[error("--xla_dump_to: cannot write {path}: {source}")]
+    Dump {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A pass name given to disable does not exist.
+    #[error("unknown pass '{name}' (passes: {known})")]
+    UnknownPass {
+        /// The name given.
+        name: String,
+        /// The passes that exist.
+        known: String,
+    },
+}

@@ -1,1 +1,229 @@
-//! Integration tests live in tests/tests/; filetests in tests/filetests/.
+//! The filetest runner: a `.kir` file holds a directive, the input program and, after a
+//! marker line, the expected output as `//` comments, so the whole file still parses.
+//!
+//! ```text
+//! // test: run
+//! func @main() -> f32[2] { … }
+//! // ===== expected =====
+//! // %y = [1.0, 2.7182817] : f32[2]
+//! ```
+//!
+//! Kinds: `print` (the canonical text of the module), `run` (each result of `@main`, run by
+//! the interpreter, printed as a literal; bit-exact because floats print round-trippably),
+//! `verify` (the verifier's diagnostics) and `pass NAME[,NAME…]` (the module after running
+//! those compiler passes, in order, on every function). Every kind also checks that printing round-trips.
+//! `KILN_BLESS=1` rewrites the expected sections instead of comparing.
+
+use kiln_ir::{parse_module, print_module, verify_module, Module};
+use std::path::{Path, PathBuf};
+
+/// The line separating the program from its expected output.
+pub const MARKER: &str = "// ===== expected =====";
+
+/// One filetest's outcome.
+pub enum Outcome {
+    /// Actual output equals the expected section.
+    Pass,
+    /// The expected section was rewritten (bless mode).
+    Blessed,
+    /// A mismatch or an error, described for the user (with a diff).
+    Fail(String),
+}
+
+/// Every `.kir` file under `dir`, sorted, recursively.
+pub fn collect(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "kir") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs one filetest; `bless` rewrites the expected section with the actual output.
+pub fn run_file(path: &Path, bless: bool) -> Outcome {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Outcome::Fail(format!("cannot read: {e}")),
+    };
+    let (program, expected) = match text.split_once(MARKER) {
+        Some((p, e)) => (p.to_string(), e.trim_start_matches('\n').to_string()),
+        None => (text.clone(), String::new()),
+    };
+    let actual = match actual_output(&program, path) {
+        Ok(a) => a,
+        Err(e) => return Outcome::Fail(e),
+    };
+    let actual_commented: String = actual
+        .lines()
+        .map(|l| {
+            if l.is_empty() {
+                "//\n".to_string()
+            } else {
+                format!("// {l}\n")
+            }
+        })
+        .collect();
+    if actual_commented == expected {
+        return Outcome::Pass;
+    }
+    if bless {
+        let new = format!(
+            "{}{MARKER}\n{actual_commented}",
+            program.trim_end_matches('\n').to_string() + "\n"
+        );
+        return match std::fs::write(path, new) {
+            Ok(()) => Outcome::Blessed,
+            Err(e) => Outcome::Fail(format!("cannot bless: {e}")),
+        };
+    }
+    Outcome::Fail(format!(
+        "output differs (re-bless with KILN_BLESS=1 if the change is intended):\n{}",
+        diff(&expected, &actual_commented)
+    ))
+}
+
+fn directive(program: &str) -> Option<&str> {
+    program
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("// test:").map(str::trim))
+}
+
+fn actual_output(program: &str, path: &Path) -> Result<String, String> {
+    let kind = directive(program).ok_or("missing '// test: KIND' directive")?;
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let module = parse_module(program, &file).map_err(|e| e.to_string())?;
+    check_round_trip(&module)?;
+    match kind {
+        "print" => Ok(print_module(&module)),
+        "verify" => {
+            let diags = verify_module(&module);
+            if diags.is_empty() {
+                return Ok("ok\n".into());
+            }
+            Ok(diags.iter().map(|d| d.render(&file) + "\n").collect())
+        }
+        "run" => run_main(&module),
+        other if other.starts_with("pass ") => run_passes(module, &other[5..]),
+        other => Err(format!(
+            "unknown test kind '{other}' (expected print, run, verify or pass NAMES)"
+        )),
+    }
+}
+
+fn run_passes(mut module: Module, names: &str) -> Result<String, String> {
+    let opts = kiln_compiler::Options::default();
+    for name in names.split(',').map(str::trim) {
+        let (_, pass) = kiln_compiler::PASSES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| format!("unknown pass '{name}'"))?;
+        for f in &mut module.funcs {
+            pass(f, &opts).map_err(|e| e.to_string())?;
+            let diags = kiln_ir::verify_func(f);
+            if !diags.is_empty() {
+                return Err(format!("'{name}' left an invalid graph: {:?}", diags));
+            }
+        }
+    }
+    Ok(print_module(&module))
+}
+
+fn check_round_trip(m: &Module) -> Result<(), String> {
+    let printed = print_module(m);
+    let again = parse_module(&printed, "<printed>")
+        .map_err(|e| format!("printed text does not parse: {e}\n{printed}"))?;
+    if print_module(&again) != printed {
+        return Err(format!(
+            "printing does not round-trip:\n{}",
+            diff(&printed, &print_module(&again))
+        ));
+    }
+    Ok(())
+}
+
+fn run_main(m: &Module) -> Result<String, String> {
+    let diags = verify_module(m);
+    if !diags.is_empty() {
+        return Err(diags
+            .iter()
+            .map(|d| d.render("<file>"))
+            .collect::<Vec<_>>()
+            .join("\n"));
+    }
+    let f = m.entry().ok_or("no function")?;
+    if !f.params.is_empty() {
+        return Err("run filetests take no parameters; use constants".into());
+    }
+    let mut out = String::new();
+    for threads in [1, 3] {
+        let interp = kiln_interp::Interpreter::new(threads).map_err(|e| e.to_string())?;
+        let results = interp.run(f, &[]).map_err(|e| e.to_string())?;
+        let text: String = results
+            .iter()
+            .zip(&f.results)
+            .map(|(t, &v)| {
+                format!(
+                    "%{} = {} : {}\n",
+                    f.value(v).name,
+                    kiln_ir::print::literal(t),
+                    t.ty()
+                )
+            })
+            .collect();
+        if threads == 1 {
+            out = text;
+        } else if text != out {
+            return Err(format!(
+                "results differ between 1 and 3 threads:\n{}",
+                diff(&out, &text)
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// A minimal line diff: lines only in `expected` get `-`, only in `actual` get `+`.
+pub fn diff(expected: &str, actual: &str) -> String {
+    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
+    // Longest common subsequence table; filetests are small.
+    let mut lcs = vec![vec![0usize; a.len() + 1]; e.len() + 1];
+    for i in (0..e.len()).rev() {
+        for j in (0..a.len()).rev() {
+            lcs[i][j] = if e[i] == a[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < e.len() || j < a.len() {
+        if i < e.len() && j < a.len() && e[i] == a[j] {
+            out += &format!("  {}\n", e[i]);
+            i += 1;
+            j += 1;
+        } else if j < a.len() && (i == e.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            out += &format!("+ {}\n", a[j]);
+            j += 1;
+        } else {
+            out += &format!("- {}\n", e[i]);
+            i += 1;
+        }
+    }
+    out
+}

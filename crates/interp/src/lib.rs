@@ -1,1 +1,111 @@
-//! kiln-interp
+//! Kiln's reference interpreter: the semantics of every op of [`kiln_ir::Op`], the fallback
+//! path that users run on when a cluster is not compiled, and the oracle the compiled
+//! backends are tested against.
+//!
+//! Semantics follow XLA (see each module): float `max`/`min` propagate NaN, integer ops
+//! wrap, integer division by zero gives -1 and remainder by zero the dividend, reductions
+//! use the canonical order of [`reduce`] (design.md, Invariant 2) and transcendental
+//! functions come from `kiln_math` (Invariant 1). Results never depend on the thread count.
+//!
+//! It is built to be fast, not a strawman: each op dispatches on op and dtype once and runs
+//! a monomorphised loop over slices, large tensors are split across the interpreter's own
+//! thread pool, and `dot_general` calls a tuned GEMM.
+//!
+//! **Invariant:** this crate reads no environment variables and uses no global thread pool;
+//! the caller says how many threads to use.
+
+#![warn(missing_docs)]
+
+mod convert;
+mod dot;
+mod elementwise;
+mod error;
+mod hw;
+mod par;
+pub mod reduce;
+mod run;
+mod scalar;
+mod shape;
+
+pub use error::InterpError;
+pub use reduce::canonical_reduce_ref;
+pub use run::{last_uses, LastUse, RunStats};
+
+use kiln_ir::typecheck::infer;
+use kiln_ir::{Op, Tensor, TensorType};
+
+/// The interpreter: evaluates ops and functions on host tensors, using its own thread pool.
+pub struct Interpreter {
+    pool: rayon::ThreadPool,
+}
+
+impl Interpreter {
+    /// An interpreter running on `threads` threads; 0 means one per available core.
+    pub fn new(threads: usize) -> Result<Interpreter, InterpError> {
+        let threads = match threads {
+            // Asked of the OS (affinity, cgroups), never of an environment variable.
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("kiln-interp-{i}"))
+            .build()
+            .map_err(|e| InterpError::ThreadPool {
+                threads,
+                reason: e.to_string(),
+            })?;
+        Ok(Interpreter { pool })
+    }
+
+    /// Number of threads in the pool.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Evaluates one op on `args`, producing a tensor of type `result`.
+    ///
+    /// The operand types and `result` are checked against the op's typing rule first, so an
+    /// ill-typed call is an error, never a panic.
+    pub fn eval(
+        &self,
+        op: &Op,
+        args: &[&Tensor],
+        result: &TensorType,
+    ) -> Result<Tensor, InterpError> {
+        let err = |message: String| InterpError::Op {
+            op: op.name(),
+            message,
+        };
+        let types: Vec<TensorType> = args.iter().map(|t| t.ty()).collect();
+        let type_refs: Vec<&TensorType> = types.iter().collect();
+        infer(op, &type_refs, Some(result)).map_err(err)?;
+        let buffer = self
+            .pool
+            .install(|| eval_checked(op, args, result))
+            .map_err(err)?;
+        Tensor::new(result.shape.clone(), buffer).map_err(|e| err(e.to_string()))
+    }
+}
+
+/// Evaluates a well-typed op; the result buffer has `result`'s dtype and element count.
+fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_ir::Buffer, String> {
+    let data = |i: usize| args[i].data();
+    Ok(match op {
+        Op::Constant(t) => t.data().clone(),
+        Op::Iota { dim } => shape::iota(result, *dim)?,
+        Op::Unary(u) => elementwise::unary(*u, data(0))?,
+        Op::Binary(b) => elementwise::binary(*b, data(0), data(1))?,
+        Op::Compare(dir) => elementwise::compare(*dir, data(0), data(1))?,
+        Op::Select => elementwise::select(data(0), data(1), data(2))?,
+        Op::Convert => convert::convert(data(0), result.dtype),
+        Op::BroadcastInDim { dims } => shape::broadcast_in_dim(args[0], dims, &result.shape)?,
+        Op::Reshape => data(0).clone(),
+        Op::Transpose { perm } => shape::transpose(args[0], perm)?,
+        Op::Slice { start, stride, .. } => shape::slice(args[0], start, stride, &result.shape)?,
+        Op::Concat { axis } => shape::concat(args, *axis, result)?,
+        Op::Pad { low, .. } => shape::pad(args[0], args[1], low, result)?,
+        Op::Reduce { kind, axes } => reduce::reduce(*kind, data(0), args[0].shape(), axes)?,
+        Op::DotGeneral(d) => dot::dot_general(args[0], args[1], d)?,
+    })
+}

@@ -155,6 +155,7 @@ pub trait Arith {
     /// The float's bit pattern.
     fn to_bits(&mut self, a: Self::F) -> Self::U;
     /// The float with this bit pattern.
+    #[allow(clippy::wrong_self_convention)] // `&mut self`: emitters append an instruction
     fn from_bits(&mut self, a: Self::U) -> Self::F;
     /// Float to signed integer, rounding toward zero. Saturates at the integer range; NaN gives 0.
     fn f_to_sint(&mut self, a: Self::F) -> Self::U;

@@ -1,0 +1,6 @@
+//! The passes, one per file. Each is `run(&mut Func, &Options) -> Result<bool, CompileError>`
+//! returning whether it changed the graph.
+
+pub mod cse;
+pub mod dce;
+pub mod simplify;

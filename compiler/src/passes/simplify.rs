@@ -1,0 +1,196 @@
+//! Algebraic simplification and constant folding, each rewrite exact in IEEE arithmetic so
+//! the graph computes the same bits before and after:
+//! `x*1 → x`, `x/1 → x`, `x+(-0.0) → x` (and `x+0` for integers), `x-(+0.0) → x`,
+//! `--x → x`, broadcast of broadcast, reshape of reshape, transpose of transpose, identity
+//! reshapes/transposes/broadcasts/converts, and folding of small all-constant instructions
+//! through the interpreter (so folding uses exactly the semantics the graph would run with).
+//!
+//! Deliberately does not apply rewrites that change bits: `x+0.0 → x` (wrong for `x = -0.0`),
+//! `x*0 → 0` (wrong for NaN and infinities), reassociation, or `x/c → x*(1/c)`. It does not
+//! fold instructions whose result has more than [`FOLD_LIMIT`] elements: materialising a big
+//! constant costs memory and hides a cheap broadcast from fusion.
+
+use crate::rewrite::Rewriter;
+use crate::{CompileError, Options};
+use kiln_ir::{BinaryOp, Func, Inst, Op, Scalar, Tensor, TensorType, UnaryOp, Value};
+
+/// Largest result (in elements) that constant folding materialises.
+pub const FOLD_LIMIT: usize = 4096;
+
+/// Runs the pass; returns whether anything was rewritten.
+pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
+    let mut rw = Rewriter::new(f);
+    let mut interp = None;
+    let mut changed = false;
+    for inst in &f.insts {
+        let args: Vec<Value> = inst.args.iter().map(|&a| rw.get(a)).collect();
+        let ty = f.ty(inst.results[0]);
+        match simplify(rw.built(), inst, &args, ty) {
+            Some(Rewrite::Alias(v)) => rw.alias(inst.results[0], v),
+            Some(Rewrite::Replace(op, new_args)) => rw.push_like(inst, op, new_args),
+            None => {
+                if let Some(t) = fold(rw.built(), inst, &args, ty, &mut interp)? {
+                    rw.push_like(inst, Op::Constant(t), Vec::new());
+                } else {
+                    rw.push_like(inst, inst.op.clone(), args);
+                    continue;
+                }
+            }
+        }
+        changed = true;
+    }
+    if changed {
+        *f = rw.finish();
+    }
+    Ok(changed)
+}
+
+enum Rewrite {
+    /// The result is an existing value.
+    Alias(Value),
+    /// The instruction becomes another op over other operands.
+    Replace(Op, Vec<Value>),
+}
+
+/// The value every element of `v` has, if `v` is a splat constant or a broadcast of one.
+fn splat(f: &Func, v: Value) -> Option<Scalar> {
+    match &f.def_inst(v)?.op {
+        Op::Constant(t) if t.is_splat() => Some(t.data().get(0)),
+        Op::BroadcastInDim { .. } => splat(f, f.def_inst(v)?.args[0]),
+        _ => None,
+    }
+}
+
+fn is_one(s: Scalar) -> bool {
+    match s {
+        Scalar::F32(x) => x == 1.0,
+        Scalar::F64(x) => x == 1.0,
+        Scalar::I32(x) => x == 1,
+        Scalar::I64(x) => x == 1,
+        Scalar::U32(x) => x == 1,
+        Scalar::Bool(_) => false,
+    }
+}
+
+/// A zero `z` such that `x + z == x` bitwise for every `x` (`-0.0` for floats).
+fn is_additive_identity(s: Scalar) -> bool {
+    match s {
+        Scalar::F32(x) => x == 0.0 && x.is_sign_negative(),
+        Scalar::F64(x) => x == 0.0 && x.is_sign_negative(),
+        Scalar::I32(x) => x == 0,
+        Scalar::I64(x) => x == 0,
+        Scalar::U32(x) => x == 0,
+        Scalar::Bool(_) => false,
+    }
+}
+
+/// A zero `z` such that `x - z == x` bitwise for every `x` (`+0.0` for floats).
+fn is_subtractive_identity(s: Scalar) -> bool {
+    match s {
+        Scalar::F32(x) => x.to_bits() == 0,
+        Scalar::F64(x) => x.to_bits() == 0,
+        Scalar::I32(x) => x == 0,
+        Scalar::I64(x) => x == 0,
+        Scalar::U32(x) => x == 0,
+        Scalar::Bool(_) => false,
+    }
+}
+
+/// A cheaper equivalent of `inst` (whose operands are now `args` and result type `ty`).
+fn simplify(f: &Func, inst: &Inst, args: &[Value], ty: &TensorType) -> Option<Rewrite> {
+    let def = |v: Value| f.def_inst(v);
+    match &inst.op {
+        Op::Unary(UnaryOp::Neg) => match def(args[0]) {
+            Some(d) if d.op == Op::Unary(UnaryOp::Neg) => Some(Rewrite::Alias(d.args[0])),
+            _ => None,
+        },
+        Op::Binary(op) => {
+            let (a, b) = (args[0], args[1]);
+            let (sa, sb) = (splat(f, a), splat(f, b));
+            let hit = match op {
+                BinaryOp::Mul => {
+                    (sb.is_some_and(is_one).then_some(a)).or(sa.is_some_and(is_one).then_some(b))
+                }
+                BinaryOp::Div => sb.is_some_and(is_one).then_some(a),
+                BinaryOp::Add => (sb.is_some_and(is_additive_identity).then_some(a))
+                    .or(sa.is_some_and(is_additive_identity).then_some(b)),
+                BinaryOp::Sub => sb.is_some_and(is_subtractive_identity).then_some(a),
+                _ => None,
+            };
+            hit.map(Rewrite::Alias)
+        }
+        Op::Reshape | Op::Convert if f.ty(args[0]) == ty => Some(Rewrite::Alias(args[0])),
+        Op::Reshape => match def(args[0]) {
+            Some(d) if d.op == Op::Reshape => Some(Rewrite::Replace(Op::Reshape, vec![d.args[0]])),
+            _ => None,
+        },
+        Op::Transpose { perm } => {
+            if perm.iter().enumerate().all(|(i, &p)| i == p) {
+                return Some(Rewrite::Alias(args[0]));
+            }
+            match def(args[0]) {
+                Some(Inst {
+                    op: Op::Transpose { perm: inner },
+                    args: inner_args,
+                    ..
+                }) => {
+                    let composed = perm.iter().map(|&p| inner[p]).collect();
+                    Some(Rewrite::Replace(
+                        Op::Transpose { perm: composed },
+                        vec![inner_args[0]],
+                    ))
+                }
+                _ => None,
+            }
+        }
+        Op::BroadcastInDim { dims } => {
+            let identity = dims.iter().enumerate().all(|(i, &d)| i == d);
+            if identity && f.ty(args[0]) == ty {
+                return Some(Rewrite::Alias(args[0]));
+            }
+            match def(args[0]) {
+                Some(Inst {
+                    op: Op::BroadcastInDim { dims: inner },
+                    args: inner_args,
+                    ..
+                }) => {
+                    let composed = inner.iter().map(|&d| dims[d]).collect();
+                    Some(Rewrite::Replace(
+                        Op::BroadcastInDim { dims: composed },
+                        vec![inner_args[0]],
+                    ))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Evaluates `inst` with the interpreter if all operands are constants and the result small.
+fn fold(
+    f: &Func,
+    inst: &Inst,
+    args: &[Value],
+    ty: &TensorType,
+    interp: &mut Option<kiln_interp::Interpreter>,
+) -> Result<Option<Tensor>, CompileError> {
+    if args.is_empty() || matches!(inst.op, Op::Constant(_)) {
+        return Ok(None);
+    }
+    let mut consts = Vec::with_capacity(args.len());
+    for &a in args {
+        match f.def_inst(a).map(|d| &d.op) {
+            Some(Op::Constant(t)) => consts.push(t),
+            _ => return Ok(None),
+        }
+    }
+    if ty.num_elements() > FOLD_LIMIT {
+        return Ok(None);
+    }
+    let interp = match interp {
+        Some(i) => i,
+        None => interp.insert(kiln_interp::Interpreter::new(1)?),
+    };
+    Ok(Some(interp.eval(&inst.op, &consts, ty)?))
+}

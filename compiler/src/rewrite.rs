@@ -1,0 +1,71 @@
+//! Rebuilding a function instruction by instruction, with old values mapped to new ones.
+//! Passes use it instead of editing `Func` in place, so a rewrite is always a valid SSA
+//! function in definition order.
+
+use kiln_ir::{Func, Inst, Op, TensorType, Value};
+
+/// Copies a function into a new one, remapping values; names are preserved.
+pub struct Rewriter<'a> {
+    old: &'a Func,
+    new: Func,
+    map: Vec<Option<Value>>,
+}
+
+impl<'a> Rewriter<'a> {
+    /// A new function with `old`'s name and parameters.
+    pub fn new(old: &'a Func) -> Rewriter<'a> {
+        let mut new = Func::new(old.name.clone());
+        let mut map = vec![None; old.num_values()];
+        for &p in &old.params {
+            let v = new.add_param(Some(&old.value(p).name), old.ty(p).clone());
+            map[p.0 as usize] = Some(v);
+        }
+        Rewriter { old, new, map }
+    }
+
+    /// The new value standing for an old one.
+    pub fn get(&self, old: Value) -> Value {
+        self.map[old.0 as usize].expect("operands are mapped before their uses")
+    }
+
+    /// The function built so far.
+    pub fn built(&self) -> &Func {
+        &self.new
+    }
+
+    /// Makes `old` stand for an existing new value (the old instruction is dropped).
+    pub fn alias(&mut self, old: Value, new: Value) {
+        self.map[old.0 as usize] = Some(new);
+    }
+
+    /// Copies an instruction with remapped operands, keeping its result names.
+    pub fn copy(&mut self, inst: &Inst) {
+        let args = inst.args.iter().map(|&a| self.get(a)).collect();
+        self.push_like(inst, inst.op.clone(), args);
+    }
+
+    /// Emits `op` over new `args` in place of `inst` (same result names and types).
+    pub fn push_like(&mut self, inst: &Inst, op: Op, args: Vec<Value>) {
+        let r = inst.results[0];
+        let v = self.new.push_named(
+            op,
+            args,
+            self.old.ty(r).clone(),
+            Some(&self.old.value(r).name),
+            inst.loc,
+        );
+        self.new.insts.last_mut().expect("just pushed").scope = inst.scope;
+        self.map[r.0 as usize] = Some(v);
+    }
+
+    /// Emits a fresh instruction (for values a pass introduces); returns its result.
+    pub fn push_new(&mut self, op: Op, args: Vec<Value>, ty: TensorType) -> Value {
+        self.new.push(op, args, ty, None)
+    }
+
+    /// The new function, returning the mapped results of the old one.
+    pub fn finish(mut self) -> Func {
+        self.new.results = self.old.results.iter().map(|&r| self.get(r)).collect();
+        self.new
+    }
+}

@@ -1,0 +1,305 @@
+//! `dot_general` through `matrixmultiply`'s sgemm/dgemm.
+//!
+//! Both operands are brought to `[batch, M, K]` and `[batch, K, N]`: when each group of
+//! dimensions (batch, free, contracting) collapses into one stride, the operand is used in
+//! place through matrixmultiply's arbitrary strides; otherwise it is copied once into that
+//! order. The result `[batch, M, N]` is exactly XLA's `[batch…, lhs free…, rhs free…]`.
+//!
+//! Threads: one GEMM call per tile of the output (see [`tiles`]), spread over the pool. An
+//! output element's value does not depend on which other elements share its call (the K
+//! loop and the microkernel are the same), so the result is bit-identical for every thread
+//! count and every split. It is deterministic per machine, not across
+//! machines: the GEMM picks its microkernel (FMA or not) from the CPU (design.md, Invariant 2).
+
+use crate::hw::zeroed;
+use crate::scalar::Elem;
+use crate::shape::{gather, View};
+use kiln_ir::{row_major_strides, Buffer, DotDims, Tensor};
+use rayon::prelude::*;
+use std::borrow::Cow;
+
+/// Granularity of the output split: matrixmultiply's own row blocking (and a multiple of
+/// its microkernel's width), so tiles do not cut its blocks.
+const BLOCK: usize = 64;
+
+/// Below this many multiply-adds a product runs as one call per batch on the calling thread.
+const PAR_FLOPS: usize = 1 << 20;
+
+/// A float type with a GEMM.
+trait Gemm: Elem {
+    /// `C = A·B` for an `m×k` A and a `k×n` B with arbitrary strides (row, column).
+    ///
+    /// # Safety
+    /// Every element `a[i·rsa + l·csa]`, `b[l·rsb + j·csb]`, `c[i·rsc + j·csc]` for
+    /// `i < m, l < k, j < n` must be in bounds of its allocation, and `c` must not alias.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm(
+        dims: (usize, usize, usize),
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        c: *mut Self,
+        rsc: isize,
+    );
+}
+
+impl Gemm for f32 {
+    unsafe fn gemm(
+        (m, k, n): (usize, usize, usize),
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        c: *mut f32,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
+    }
+}
+
+impl Gemm for f64 {
+    unsafe fn gemm(
+        (m, k, n): (usize, usize, usize),
+        a: *const f64,
+        rsa: isize,
+        csa: isize,
+        b: *const f64,
+        rsb: isize,
+        csb: isize,
+        c: *mut f64,
+        rsc: isize,
+    ) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
+    }
+}
+
+/// `dot_general` of two float tensors (types already checked by the typing rule).
+pub(crate) fn dot_general(a: &Tensor, b: &Tensor, d: &DotDims) -> Result<Buffer, String> {
+    match (a.data(), b.data()) {
+        (Buffer::F32(x), Buffer::F32(y)) => Ok(Buffer::F32(dot(x, a.shape(), y, b.shape(), d))),
+        (Buffer::F64(x), Buffer::F64(y)) => Ok(Buffer::F64(dot(x, a.shape(), y, b.shape(), d))),
+        _ => Err(format!(
+            "operands must be of one float dtype, got {} and {}",
+            a.dtype(),
+            b.dtype()
+        )),
+    }
+}
+
+/// An operand seen as `[batch, rows, cols]` with element strides.
+struct Matrices<'a, T: Clone> {
+    data: Cow<'a, [T]>,
+    batch: usize,
+    rows: usize,
+    cols: usize,
+    batch_stride: usize,
+    row_stride: usize,
+    col_stride: usize,
+}
+
+/// The size and stride of `axes` taken as one dimension, if their strides chain (size-1
+/// axes are ignored). No axes: size 1, stride 0.
+fn collapse(shape: &[usize], strides: &[usize], axes: &[usize]) -> Option<(usize, usize)> {
+    let real: Vec<usize> = axes.iter().copied().filter(|&a| shape[a] != 1).collect();
+    for w in real.windows(2) {
+        if strides[w[0]] != strides[w[1]] * shape[w[1]] {
+            return None;
+        }
+    }
+    let size = axes.iter().map(|&a| shape[a]).product();
+    Some((size, real.last().map_or(0, |&a| strides[a])))
+}
+
+fn as_matrices<'a, T: Elem>(
+    data: &'a [T],
+    shape: &[usize],
+    batch: &[usize],
+    rows: &[usize],
+    cols: &[usize],
+) -> Matrices<'a, T> {
+    let strides = row_major_strides(shape);
+    let groups = [batch, rows, cols].map(|g| collapse(shape, &strides, g));
+    if let [Some(b), Some(r), Some(c)] = groups {
+        return Matrices {
+            data: Cow::Borrowed(data),
+            batch: b.0,
+            rows: r.0,
+            cols: c.0,
+            batch_stride: b.1,
+            row_stride: r.1,
+            col_stride: c.1,
+        };
+    }
+    let order: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
+    let view = View {
+        dims: order.iter().map(|&i| shape[i]).collect(),
+        strides: order.iter().map(|&i| strides[i]).collect(),
+        base: 0,
+    };
+    let size = |g: &[usize]| g.iter().map(|&i| shape[i]).product::<usize>();
+    let (nb, nr, nc) = (size(batch), size(rows), size(cols));
+    Matrices {
+        data: Cow::Owned(gather(data, &view)),
+        batch: nb,
+        rows: nr,
+        cols: nc,
+        batch_stride: nr * nc,
+        row_stride: nc,
+        col_stride: 1,
+    }
+}
+
+fn free_dims(rank: usize, batch: &[usize], contract: &[usize]) -> Vec<usize> {
+    (0..rank)
+        .filter(|i| !batch.contains(i) && !contract.contains(i))
+        .collect()
+}
+
+fn dot<T: Gemm>(x: &[T], xs: &[usize], y: &[T], ys: &[usize], d: &DotDims) -> Vec<T> {
+    let lhs_free = free_dims(xs.len(), &d.lhs_batch, &d.lhs_contract);
+    let rhs_free = free_dims(ys.len(), &d.rhs_batch, &d.rhs_contract);
+    let a = as_matrices(x, xs, &d.lhs_batch, &lhs_free, &d.lhs_contract);
+    let b = as_matrices(y, ys, &d.rhs_batch, &d.rhs_contract, &rhs_free);
+    let (batch, m, k, n) = (a.batch, a.rows, a.cols, b.cols);
+    let mut out = zeroed(batch * m * n);
+    if out.is_empty() || k == 0 {
+        return out; // an empty contraction is a sum of nothing: zeros
+    }
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    let call = |t: &Tile| {
+        let a_off = t.batch * a.batch_stride + t.row * a.row_stride;
+        let b_off = t.batch * b.batch_stride + t.col * b.col_stride;
+        let c_off = t.batch * m * n + t.row * n + t.col;
+        // SAFETY: `Matrices` describes in-bounds views: element (i, l) of batch `bi` is at
+        // `bi·batch_stride + i·row_stride + l·col_stride < data.len()` for i < rows, l < k
+        // (the strides of the operand's own row-major layout or of the gathered copy), and
+        // likewise for the right operand; slicing at `a_off`/`b_off` checks the starts. The
+        // tile's rows×cols block of the output, row stride n, lies inside `out`
+        // (batch·m·n elements), and tiles are disjoint, so no two calls write one element
+        // and nothing else reads `out` until all calls are done.
+        unsafe {
+            T::gemm(
+                (t.rows, k, t.cols),
+                a.data[a_off..].as_ptr(),
+                a.row_stride as isize,
+                a.col_stride as isize,
+                b.data[b_off..].as_ptr(),
+                b.row_stride as isize,
+                b.col_stride as isize,
+                out_ptr.get().add(c_off),
+                n as isize,
+            )
+        }
+    };
+    let tiles = tiles(batch, m, n, k);
+    if tiles.len() == 1 {
+        call(&tiles[0]);
+    } else {
+        tiles.par_iter().for_each(call);
+    }
+    out
+}
+
+/// One GEMM call's share of the output: `rows × cols` starting at (`row`, `col`) of `batch`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tile {
+    batch: usize,
+    row: usize,
+    rows: usize,
+    col: usize,
+    cols: usize,
+}
+
+/// Splits the output into tiles, about two per thread. Each GEMM call repacks the operand
+/// it shares with its neighbours: splitting rows repacks the right operand (K×N per call),
+/// splitting columns the left one (M×K), so the dimension whose split copies less is split.
+/// Blocks are multiples of [`BLOCK`]. Any split gives the same bits: each output element is
+/// computed by the same K loop in any tile.
+fn tiles(batch: usize, m: usize, n: usize, k: usize) -> Vec<Tile> {
+    let (mut rb, mut cb) = (m, n);
+    if batch * m * n * k >= PAR_FLOPS {
+        let want = (2 * rayon::current_num_threads()).div_ceil(batch);
+        if n > m {
+            cb = n.div_ceil(want).next_multiple_of(BLOCK);
+            rb = m.div_ceil(want.div_ceil(n.div_ceil(cb))).next_multiple_of(BLOCK);
+        } else {
+            rb = m.div_ceil(want).next_multiple_of(BLOCK);
+            cb = n.div_ceil(want.div_ceil(m.div_ceil(rb))).next_multiple_of(BLOCK);
+        }
+    }
+    let mut tiles = Vec::new();
+    for b in 0..batch {
+        for row in (0..m).step_by(rb.max(1)) {
+            for col in (0..n).step_by(cb.max(1)) {
+                tiles.push(Tile {
+                    batch: b,
+                    row,
+                    rows: rb.min(m - row),
+                    col,
+                    cols: cb.min(n - col),
+                });
+            }
+        }
+    }
+    tiles
+}
+
+/// The output buffer, shared by the tasks that write its disjoint tiles.
+#[derive(Clone, Copy)]
+struct OutPtr<T>(*mut T);
+
+impl<T> OutPtr<T> {
+    /// The pointer (a method, so closures capture the `Send` wrapper, not the raw field).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: tasks write disjoint tiles of the buffer (see `dot`), so sharing the pointer
+// between threads races on nothing.
+unsafe impl<T: Send> Send for OutPtr<T> {}
+// SAFETY: as above; the pointer itself is only copied, never written through twice.
+unsafe impl<T: Send> Sync for OutPtr<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapse_groups() {
+        let shape = [2, 3, 4];
+        let strides = row_major_strides(&shape);
+        assert_eq!(collapse(&shape, &strides, &[1, 2]), Some((12, 1)));
+        assert_eq!(collapse(&shape, &strides, &[2, 1]), None);
+        assert_eq!(collapse(&shape, &strides, &[0, 2]), None);
+        assert_eq!(collapse(&shape, &strides, &[]), Some((1, 0)));
+        assert_eq!(collapse(&[5, 1], &[1, 1], &[1, 0]), Some((5, 1)));
+    }
+
+    #[test]
+    fn tiles_cover_the_output_once() {
+        for (batch, m, n, k) in [
+            (1, 256, 512, 784),
+            (3, 100, 70, 500),
+            (1, 1, 5000, 300),
+            (2, 4, 4, 4),
+        ] {
+            let mut hit = vec![0u8; batch * m * n];
+            for t in tiles(batch, m, n, k) {
+                for i in t.row..t.row + t.rows {
+                    for j in t.col..t.col + t.cols {
+                        hit[t.batch * m * n + i * n + j] += 1;
+                    }
+                }
+            }
+            assert!(hit.iter().all(|&h| h == 1), "{batch}x{m}x{n}x{k}");
+        }
+    }
+}

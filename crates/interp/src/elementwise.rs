@@ -1,0 +1,167 @@
+//! Elementwise ops: unary, binary, `compare` and `select`.
+//!
+//! Each op dispatches on (op, dtype) once and then runs one monomorphised loop over slices
+//! (see [`crate::par`]); no per-element matching, so LLVM vectorises what it can.
+
+use crate::par::{map1, map2, map3};
+use crate::scalar::{fmax, fmin, fsign, Float, Int};
+use kiln_ir::{BinaryOp, Buffer, CompareDir, UnaryOp};
+
+fn undefined(op: &str, b: &Buffer) -> String {
+    format!("{op} is not defined for {}", b.dtype())
+}
+
+/// Applies a unary op to every element.
+pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
+    let out = match a {
+        Buffer::F32(v) => float_unary(op, v).map(Buffer::F32),
+        Buffer::F64(v) => float_unary(op, v).map(Buffer::F64),
+        Buffer::I32(v) => int_unary(op, v).map(Buffer::I32),
+        Buffer::I64(v) => int_unary(op, v).map(Buffer::I64),
+        Buffer::U32(v) => int_unary(op, v).map(Buffer::U32),
+        Buffer::Bool(v) => (op == UnaryOp::Not).then(|| Buffer::Bool(map1(v, |x: bool| !x))),
+    };
+    out.ok_or_else(|| undefined(op.name(), a))
+}
+
+fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
+    use UnaryOp::*;
+    Some(match op {
+        Neg => map1(v, |x: T| -x),
+        Abs => map1(v, T::abs),
+        Exp => map1(v, T::exp),
+        Expm1 => map1(v, T::expm1),
+        Log => map1(v, T::log),
+        Log1p => map1(v, T::log1p),
+        Tanh => map1(v, T::tanh),
+        Logistic => map1(v, T::logistic),
+        Sqrt => map1(v, T::sqrt),
+        Rsqrt => map1(v, T::rsqrt),
+        Sin => map1(v, T::sin),
+        Cos => map1(v, T::cos),
+        Erf => map1(v, T::erf),
+        Floor => map1(v, T::floor),
+        Ceil => map1(v, T::ceil),
+        Round => map1(v, T::round_even),
+        Sign => map1(v, fsign::<T>),
+        Not => return None,
+    })
+}
+
+fn int_unary<T: Int>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
+    use UnaryOp::*;
+    Some(match op {
+        Neg => map1(v, T::neg),
+        Abs => map1(v, T::abs),
+        Sign => map1(v, T::sign),
+        Not => map1(v, T::not),
+        _ => return None,
+    })
+}
+
+/// Applies a binary op to every pair of elements (operands of one dtype and length).
+pub(crate) fn binary(op: BinaryOp, a: &Buffer, b: &Buffer) -> Result<Buffer, String> {
+    let out = match (a, b) {
+        (Buffer::F32(x), Buffer::F32(y)) => float_binary(op, x, y).map(Buffer::F32),
+        (Buffer::F64(x), Buffer::F64(y)) => float_binary(op, x, y).map(Buffer::F64),
+        (Buffer::I32(x), Buffer::I32(y)) => int_binary(op, x, y).map(Buffer::I32),
+        (Buffer::I64(x), Buffer::I64(y)) => int_binary(op, x, y).map(Buffer::I64),
+        (Buffer::U32(x), Buffer::U32(y)) => int_binary(op, x, y).map(Buffer::U32),
+        (Buffer::Bool(x), Buffer::Bool(y)) => bool_binary(op, x, y).map(Buffer::Bool),
+        _ => return Err(mixed(a, b)),
+    };
+    out.ok_or_else(|| undefined(op.name(), a))
+}
+
+fn mixed(a: &Buffer, b: &Buffer) -> String {
+    format!("operands differ in dtype: {} vs {}", a.dtype(), b.dtype())
+}
+
+fn float_binary<T: Float>(op: BinaryOp, x: &[T], y: &[T]) -> Option<Vec<T>> {
+    use BinaryOp::*;
+    Some(match op {
+        Add => map2(x, y, |a: T, b: T| a + b),
+        Sub => map2(x, y, |a: T, b: T| a - b),
+        Mul => map2(x, y, |a: T, b: T| a * b),
+        Div => map2(x, y, |a: T, b: T| a / b),
+        // Rust's float `%` is C's fmod: exact, with the sign of the dividend.
+        Rem => map2(x, y, |a: T, b: T| a % b),
+        Pow => map2(x, y, T::pow),
+        Max => map2(x, y, fmax::<T>),
+        Min => map2(x, y, fmin::<T>),
+        And | Or | Xor => return None,
+    })
+}
+
+fn int_binary<T: Int>(op: BinaryOp, x: &[T], y: &[T]) -> Option<Vec<T>> {
+    use BinaryOp::*;
+    Some(match op {
+        Add => map2(x, y, T::add),
+        Sub => map2(x, y, T::sub),
+        Mul => map2(x, y, T::mul),
+        Div => map2(x, y, T::div),
+        Rem => map2(x, y, T::rem),
+        Max => map2(x, y, Ord::max),
+        Min => map2(x, y, Ord::min),
+        And => map2(x, y, T::and),
+        Or => map2(x, y, T::or),
+        Xor => map2(x, y, T::xor),
+        Pow => return None,
+    })
+}
+
+fn bool_binary(op: BinaryOp, x: &[bool], y: &[bool]) -> Option<Vec<bool>> {
+    use BinaryOp::*;
+    Some(match op {
+        And => map2(x, y, |a: bool, b: bool| a & b),
+        Or => map2(x, y, |a: bool, b: bool| a | b),
+        Xor => map2(x, y, |a: bool, b: bool| a ^ b),
+        _ => return None,
+    })
+}
+
+/// Elementwise comparison; floats compare as IEEE (`ne` is true for NaN), integers by their
+/// signedness, bools with `false < true`.
+pub(crate) fn compare(dir: CompareDir, a: &Buffer, b: &Buffer) -> Result<Buffer, String> {
+    let out = match (a, b) {
+        (Buffer::F32(x), Buffer::F32(y)) => compare_slices(dir, x, y),
+        (Buffer::F64(x), Buffer::F64(y)) => compare_slices(dir, x, y),
+        (Buffer::I32(x), Buffer::I32(y)) => compare_slices(dir, x, y),
+        (Buffer::I64(x), Buffer::I64(y)) => compare_slices(dir, x, y),
+        (Buffer::U32(x), Buffer::U32(y)) => compare_slices(dir, x, y),
+        (Buffer::Bool(x), Buffer::Bool(y)) => compare_slices(dir, x, y),
+        _ => return Err(mixed(a, b)),
+    };
+    Ok(Buffer::Bool(out))
+}
+
+fn compare_slices<T: PartialOrd + Copy + Sync>(dir: CompareDir, x: &[T], y: &[T]) -> Vec<bool> {
+    use CompareDir::*;
+    match dir {
+        Lt => map2(x, y, |a: T, b: T| a < b),
+        Le => map2(x, y, |a: T, b: T| a <= b),
+        Gt => map2(x, y, |a: T, b: T| a > b),
+        Ge => map2(x, y, |a: T, b: T| a >= b),
+        Eq => map2(x, y, |a: T, b: T| a == b),
+        Ne => map2(x, y, |a: T, b: T| a != b),
+    }
+}
+
+/// `pred ? a : b`, elementwise.
+pub(crate) fn select(pred: &Buffer, a: &Buffer, b: &Buffer) -> Result<Buffer, String> {
+    let Buffer::Bool(p) = pred else {
+        return Err(format!("predicate must be bool, got {}", pred.dtype()));
+    };
+    fn pick<T: Copy + Sync + Send + Default>(p: &[bool], x: &[T], y: &[T]) -> Vec<T> {
+        map3(p, x, y, |c: bool, a: T, b: T| if c { a } else { b })
+    }
+    Ok(match (a, b) {
+        (Buffer::F32(x), Buffer::F32(y)) => Buffer::F32(pick(p, x, y)),
+        (Buffer::F64(x), Buffer::F64(y)) => Buffer::F64(pick(p, x, y)),
+        (Buffer::I32(x), Buffer::I32(y)) => Buffer::I32(pick(p, x, y)),
+        (Buffer::I64(x), Buffer::I64(y)) => Buffer::I64(pick(p, x, y)),
+        (Buffer::U32(x), Buffer::U32(y)) => Buffer::U32(pick(p, x, y)),
+        (Buffer::Bool(x), Buffer::Bool(y)) => Buffer::Bool(pick(p, x, y)),
+        _ => return Err(mixed(a, b)),
+    })
+}

@@ -1,0 +1,76 @@
+//! Hardware-specific speedups that change no result.
+//!
+//! - [`with_simd`] runs a kernel compiled for AVX2 and FMA when the CPU has them. The
+//!   default x86-64 target has neither, so without this every `mul_add` in kiln-math would
+//!   be a libm call and every loop 128 bits wide. Rust never contracts `a*b+c` on its own
+//!   and IEEE operations round the same at every vector width, so both versions return
+//!   identical bits; only the speed differs.
+//! - [`zeroed`] allocates output buffers; large ones are advised onto transparent huge pages
+//!   (as numpy does), which removes most of the page-fault cost of touching fresh memory.
+
+/// Outputs at least this large (in bytes) are advised onto huge pages.
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// Runs `f`, compiled with AVX2 and FMA enabled where the CPU supports them.
+///
+/// `f` is inlined into a function compiled for those features, so the loops it contains are
+/// vectorised for them; a small closure that calls an `#[inline(always)]` kernel is enough.
+#[inline(always)]
+pub(crate) fn with_simd<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU supports the features `avx2_fma` is compiled for.
+            return unsafe { avx2_fma(f) };
+        }
+    }
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn avx2_fma<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// A vector of `n` default (zero) values, on huge pages when large.
+///
+/// Fresh large allocations come from the OS untouched (`vec![0; n]` maps zero pages without
+/// writing them), so advising them before the kernel writes makes those writes fault in
+/// 2 MiB pages instead of 4 KiB ones.
+pub(crate) fn zeroed<T: Default + Clone>(n: usize) -> Vec<T> {
+    let v = vec![T::default(); n];
+    if n * std::mem::size_of::<T>() >= HUGE_PAGE_MIN_BYTES {
+        advise_huge_pages(&v);
+    }
+    v
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn advise_huge_pages<T>(v: &[T]) {
+    use std::ffi::{c_int, c_void};
+    extern "C" {
+        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+    const MADV_HUGEPAGE: c_int = 14;
+    const PAGE: usize = 4096;
+    let start = v.as_ptr() as usize;
+    let aligned = start & !(PAGE - 1);
+    let len = std::mem::size_of_val(v) + (start - aligned);
+    // SAFETY: MADV_HUGEPAGE is advice: it sets a flag on the mapping and never changes the
+    // contents of memory. The range is mapped (it covers our live allocation, extended down
+    // to its page boundary). Failure (e.g. THP disabled) is harmless and ignored.
+    unsafe {
+        madvise(aligned as *mut c_void, len, MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+fn advise_huge_pages<T>(_v: &[T]) {}

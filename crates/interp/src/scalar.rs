@@ -1,0 +1,382 @@
+//! Scalar semantics shared by the elementwise kernels and the reductions: the float and
+//! integer traits the kernels are monomorphised over, XLA's NaN-propagating `max`/`min`, and
+//! the integer division rules.
+//!
+//! Transcendental functions come from `kiln_math` (never std's libm wrappers), so the
+//! interpreter computes the same bits as the compiled backends (design.md, Invariant 1).
+
+use kiln_ir::Buffer;
+use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
+
+/// `f32` or `f64`, with the kiln-math functions bound for that format.
+pub(crate) trait Float:
+    Elem
+    + PartialOrd
+    + 'static
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Rem<Output = Self>
+    + Neg<Output = Self>
+{
+    /// `+0.0`.
+    const ZERO: Self;
+    /// `1.0`.
+    const ONE: Self;
+    /// `-0.0`, the identity of a float sum.
+    const NEG_ZERO: Self;
+    /// `+inf`.
+    const INF: Self;
+    /// `-inf`.
+    const NEG_INF: Self;
+    /// The default NaN.
+    const NAN: Self;
+    fn exp(self) -> Self;
+    fn expm1(self) -> Self;
+    fn log(self) -> Self;
+    fn log1p(self) -> Self;
+    fn tanh(self) -> Self;
+    fn logistic(self) -> Self;
+    fn erf(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn rsqrt(self) -> Self;
+    fn pow(self, y: Self) -> Self;
+    fn sqrt(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn round_even(self) -> Self;
+    fn abs(self) -> Self;
+    fn is_nan(self) -> bool;
+    /// Bitwise and of the representations (for `max` of equal values, e.g. ±0).
+    fn bits_and(self, other: Self) -> Self;
+    /// Bitwise or of the representations (for `min` of equal values, e.g. ±0).
+    fn bits_or(self, other: Self) -> Self;
+}
+
+macro_rules! impl_float {
+    ($t:ty, $m:ident) => {
+        impl Float for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NEG_ZERO: Self = -0.0;
+            const INF: Self = <$t>::INFINITY;
+            const NEG_INF: Self = <$t>::NEG_INFINITY;
+            const NAN: Self = <$t>::NAN;
+            #[inline(always)]
+            fn exp(self) -> Self {
+                kiln_math::$m::exp(self)
+            }
+            #[inline(always)]
+            fn expm1(self) -> Self {
+                kiln_math::$m::expm1(self)
+            }
+            #[inline(always)]
+            fn log(self) -> Self {
+                kiln_math::$m::log(self)
+            }
+            #[inline(always)]
+            fn log1p(self) -> Self {
+                kiln_math::$m::log1p(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                kiln_math::$m::tanh(self)
+            }
+            #[inline(always)]
+            fn logistic(self) -> Self {
+                kiln_math::$m::logistic(self)
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                kiln_math::$m::erf(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                kiln_math::$m::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                kiln_math::$m::cos(self)
+            }
+            #[inline(always)]
+            fn rsqrt(self) -> Self {
+                kiln_math::$m::rsqrt(self)
+            }
+            #[inline(always)]
+            fn pow(self, y: Self) -> Self {
+                kiln_math::$m::pow(self, y)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn bits_and(self, other: Self) -> Self {
+                <$t>::from_bits(self.to_bits() & other.to_bits())
+            }
+            #[inline(always)]
+            fn bits_or(self, other: Self) -> Self {
+                <$t>::from_bits(self.to_bits() | other.to_bits())
+            }
+        }
+    };
+}
+
+impl_float!(f32, f32s);
+impl_float!(f64, f64s);
+
+/// XLA's float maximum: NaN if either operand is NaN, `max(-0, +0) = +0`.
+///
+/// Branch-free so that loops over it vectorise: `m1` and `m2` are the two operand orders of
+/// the hardware max (which returns its second operand on ties and NaN); they agree except
+/// for ±0, where `and` of the bits gives +0. A NaN operand gives the default NaN (payloads
+/// are not part of the contract).
+#[inline(always)]
+pub(crate) fn fmax<T: Float>(a: T, b: T) -> T {
+    let m1 = if a > b { a } else { b };
+    let m2 = if b > a { b } else { a };
+    let r = m1.bits_and(m2);
+    if a.is_nan() | b.is_nan() {
+        T::NAN
+    } else {
+        r
+    }
+}
+
+/// XLA's float minimum: NaN if either operand is NaN, `min(-0, +0) = -0` (`or` of the bits).
+#[inline(always)]
+pub(crate) fn fmin<T: Float>(a: T, b: T) -> T {
+    let m1 = if a < b { a } else { b };
+    let m2 = if b < a { b } else { a };
+    let r = m1.bits_or(m2);
+    if a.is_nan() | b.is_nan() {
+        T::NAN
+    } else {
+        r
+    }
+}
+
+/// Float sign: ±0 and NaN pass through, everything else becomes ±1.
+#[inline(always)]
+pub(crate) fn fsign<T: Float>(x: T) -> T {
+    if x > T::ZERO {
+        T::ONE
+    } else if x < T::ZERO {
+        -T::ONE
+    } else {
+        x
+    }
+}
+
+/// `i32`, `i64` or `u32`: wrapping arithmetic and XLA's division rules.
+pub(crate) trait Int: Elem + Ord {
+    /// The smallest value (identity of `max`).
+    const MIN: Self;
+    /// The largest value (identity of `min`).
+    const MAX: Self;
+    /// `0`, identity of a sum.
+    const ZERO: Self;
+    /// `1`, identity of a product.
+    const ONE: Self;
+    fn add(self, b: Self) -> Self;
+    fn sub(self, b: Self) -> Self;
+    fn mul(self, b: Self) -> Self;
+    /// Truncating division; `x / 0` is all ones (-1), `MIN / -1` is `MIN`.
+    fn div(self, b: Self) -> Self;
+    /// Remainder with the dividend's sign; `x % 0` is `x`, `MIN % -1` is 0.
+    fn rem(self, b: Self) -> Self;
+    fn neg(self) -> Self;
+    /// `|x|`, wrapping (`|MIN| = MIN`); the identity for unsigned types.
+    fn abs(self) -> Self;
+    /// -1, 0 or 1 (0 or 1 for unsigned types).
+    fn sign(self) -> Self;
+    fn not(self) -> Self;
+    fn and(self, b: Self) -> Self;
+    fn or(self, b: Self) -> Self;
+    fn xor(self, b: Self) -> Self;
+}
+
+macro_rules! impl_int {
+    ($t:ty, $abs:expr, $sign:expr) => {
+        impl Int for $t {
+            const MIN: Self = <$t>::MIN;
+            const MAX: Self = <$t>::MAX;
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn add(self, b: Self) -> Self {
+                self.wrapping_add(b)
+            }
+            #[inline(always)]
+            fn sub(self, b: Self) -> Self {
+                self.wrapping_sub(b)
+            }
+            #[inline(always)]
+            fn mul(self, b: Self) -> Self {
+                self.wrapping_mul(b)
+            }
+            #[inline(always)]
+            fn div(self, b: Self) -> Self {
+                if b == 0 {
+                    !0
+                } else {
+                    self.wrapping_div(b)
+                }
+            }
+            #[inline(always)]
+            fn rem(self, b: Self) -> Self {
+                if b == 0 {
+                    self
+                } else {
+                    self.wrapping_rem(b)
+                }
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                let f: fn(Self) -> Self = $abs;
+                f(self)
+            }
+            #[inline(always)]
+            fn sign(self) -> Self {
+                let f: fn(Self) -> Self = $sign;
+                f(self)
+            }
+            #[inline(always)]
+            fn not(self) -> Self {
+                !self
+            }
+            #[inline(always)]
+            fn and(self, b: Self) -> Self {
+                self & b
+            }
+            #[inline(always)]
+            fn or(self, b: Self) -> Self {
+                self | b
+            }
+            #[inline(always)]
+            fn xor(self, b: Self) -> Self {
+                self ^ b
+            }
+        }
+    };
+}
+
+impl_int!(i32, |x| x.wrapping_abs(), |x| x.signum());
+impl_int!(i64, |x| x.wrapping_abs(), |x| x.signum());
+impl_int!(u32, |x| x, |x| u32::from(x != 0));
+
+/// Any element type: how to view a [`Buffer`] as a slice of it and wrap a vector back.
+pub(crate) trait Elem: Copy + Send + Sync + Default + 'static {
+    /// The buffer's elements if it holds this type.
+    fn slice(b: &Buffer) -> Option<&[Self]>;
+    /// Wraps a vector in the matching [`Buffer`] variant.
+    fn into_buffer(v: Vec<Self>) -> Buffer;
+}
+
+macro_rules! impl_elem {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl Elem for $t {
+            fn slice(b: &Buffer) -> Option<&[Self]> {
+                match b {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_buffer(v: Vec<Self>) -> Buffer {
+                Buffer::$variant(v)
+            }
+        }
+    )*};
+}
+
+impl_elem!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u32 => U32, bool => Bool);
+
+/// Runs `$body` with `$T` bound to the Rust type of dtype `$dt`, so generic code is
+/// monomorphised once per dtype.
+macro_rules! for_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {
+        match $dt {
+            kiln_ir::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            kiln_ir::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            kiln_ir::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            kiln_ir::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            kiln_ir::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            kiln_ir::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use for_dtype;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_min_zero_signs_and_nan() {
+        assert_eq!(fmax(-0.0f32, 0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(fmax(0.0f32, -0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(fmin(0.0f32, -0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(fmin(-0.0f64, 0.0).to_bits(), (-0.0f64).to_bits());
+        assert!(fmax(f32::NAN, 1.0).is_nan());
+        assert!(fmax(1.0, f32::NAN).is_nan());
+        assert!(fmin(f64::NAN, f64::NEG_INFINITY).is_nan());
+        assert!(fmin(f64::NEG_INFINITY, f64::NAN).is_nan());
+        assert_eq!(fmax(2.0f32, 3.0), 3.0);
+        assert_eq!(fmin(2.0f32, 3.0), 2.0);
+    }
+
+    #[test]
+    fn integer_division_rules() {
+        assert_eq!(Int::div(7i32, 0), -1);
+        assert_eq!(Int::div(7u32, 0), u32::MAX);
+        assert_eq!(Int::rem(7i64, 0), 7);
+        assert_eq!(Int::div(i32::MIN, -1), i32::MIN);
+        assert_eq!(Int::rem(i32::MIN, -1), 0);
+        assert_eq!(Int::div(-7i32, 2), -3);
+        assert_eq!(Int::rem(-7i32, 2), -1);
+    }
+}

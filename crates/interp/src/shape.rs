@@ -1,0 +1,398 @@
+//! Shape ops: `broadcast_in_dim`, `transpose`, `slice`, `concat`, `pad`, and `iota`.
+//!
+//! `broadcast_in_dim`, `transpose` and `slice` are one kernel, [`gather`]: the output is
+//! written in row-major order and output index `(i_0, …)` reads input element
+//! `base + Σ i_k·stride_k` (stride 0 for a broadcast dimension). The view is first
+//! simplified (size-1 dimensions dropped, mergeable neighbours merged) so that the innermost
+//! loop is as long as possible, then the inner loop is chosen once per op: a contiguous copy,
+//! a fill, a cache-blocked 2-D transpose, or a plain strided loop. No per-element division.
+//! `reshape` and `constant` need no kernel (the buffer is reused or cloned).
+
+use crate::hw::zeroed;
+use crate::par::{BLOCK, PAR_MIN};
+use crate::scalar::{for_dtype, Elem};
+use kiln_ir::{row_major_strides, Buffer, DType, Tensor, TensorType};
+use rayon::prelude::*;
+
+/// Side of the square tiles of the blocked transpose: two 32×32 tiles of f64 fit in L1.
+const TILE: usize = 32;
+
+/// A strided view of an input buffer, read in row-major order of `dims`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct View {
+    /// Output dimensions.
+    pub dims: Vec<usize>,
+    /// Input stride (in elements) of each output dimension; 0 repeats.
+    pub strides: Vec<usize>,
+    /// Input offset of the first output element.
+    pub base: usize,
+}
+
+impl View {
+    /// Drops size-1 dimensions and merges neighbours `k, k+1` whose strides chain
+    /// (`stride_k == stride_{k+1}·dim_{k+1}`, which also merges two broadcast dimensions).
+    /// The result has rank ≥ 1 unless the view is empty.
+    fn simplify(&self) -> View {
+        let mut dims: Vec<usize> = Vec::new();
+        let mut strides: Vec<usize> = Vec::new();
+        for (&d, &s) in self.dims.iter().zip(&self.strides) {
+            if d == 1 {
+                continue;
+            }
+            match (dims.last_mut(), strides.last_mut()) {
+                (Some(pd), Some(ps)) if *ps == s * d => {
+                    *pd *= d;
+                    *ps = s;
+                }
+                _ => {
+                    dims.push(d);
+                    strides.push(s);
+                }
+            }
+        }
+        if dims.is_empty() {
+            dims.push(1);
+            strides.push(0);
+        }
+        View {
+            dims,
+            strides,
+            base: self.base,
+        }
+    }
+}
+
+/// Materialises `view` of `inp`, splitting the outermost dimension across the pool.
+pub(crate) fn gather<T: Elem>(inp: &[T], view: &View) -> Vec<T> {
+    let n: usize = view.dims.iter().product();
+    if n == 0 {
+        return Vec::new();
+    }
+    let v = view.simplify();
+    let mut out = zeroed(n);
+    let row = n / v.dims[0];
+    if n < PAR_MIN || v.dims[0] < 2 {
+        gather_into(&mut out, inp, &v);
+        return out;
+    }
+    let rows_per_task = BLOCK.div_ceil(row).max(1);
+    out.par_chunks_mut(rows_per_task * row)
+        .enumerate()
+        .for_each(|(t, chunk)| {
+            let mut sub = v.clone();
+            sub.dims[0] = chunk.len() / row;
+            sub.base += t * rows_per_task * v.strides[0];
+            gather_into(chunk, inp, &sub);
+        });
+    out
+}
+
+/// Odometer over some dimensions: yields the input offset of each index tuple in row-major
+/// order, advancing with additions only.
+struct Odometer<'a> {
+    dims: &'a [usize],
+    strides: &'a [usize],
+    idx: Vec<usize>,
+    off: usize,
+}
+
+impl<'a> Odometer<'a> {
+    fn new(dims: &'a [usize], strides: &'a [usize], base: usize) -> Self {
+        Odometer {
+            dims,
+            strides,
+            idx: vec![0; dims.len()],
+            off: base,
+        }
+    }
+
+    /// Moves to the next index tuple (wrapping to the first after the last).
+    fn advance(&mut self) {
+        for k in (0..self.dims.len()).rev() {
+            self.idx[k] += 1;
+            self.off += self.strides[k];
+            if self.idx[k] < self.dims[k] {
+                return;
+            }
+            self.off -= self.strides[k] * self.dims[k];
+            self.idx[k] = 0;
+        }
+    }
+}
+
+/// Writes a simplified view into `out` (row-major, `out.len()` = the view's element count).
+fn gather_into<T: Elem>(out: &mut [T], inp: &[T], v: &View) {
+    let last = v.dims.len() - 1;
+    let (len, step) = (v.dims[last], v.strides[last]);
+    if step > 1 {
+        if let Some(p) = v.strides[..last].iter().position(|&s| s == 1) {
+            return transpose_tiles(out, inp, v, p);
+        }
+    }
+    let mut odo = Odometer::new(&v.dims[..last], &v.strides[..last], v.base);
+    for run in out.chunks_exact_mut(len) {
+        let off = odo.off;
+        match step {
+            1 => run.copy_from_slice(&inp[off..off + len]),
+            0 => run.fill(inp[off]),
+            _ => {
+                for (o, &x) in run.iter_mut().zip(inp[off..].iter().step_by(step)) {
+                    *o = x;
+                }
+            }
+        }
+        odo.advance();
+    }
+}
+
+/// The case where output dimension `p` is contiguous in the input but the last output
+/// dimension is not: copies `TILE`×`TILE` tiles of the (p, last) plane so that both the
+/// reads and the writes of a tile stay in cache.
+fn transpose_tiles<T: Elem>(out: &mut [T], inp: &[T], v: &View, p: usize) {
+    let r = v.dims.len();
+    let last = r - 1;
+    let out_strides = row_major_strides(&v.dims);
+    let (dp, dl) = (v.dims[p], v.dims[last]);
+    let (osp, isl) = (out_strides[p], v.strides[last]);
+    // The remaining dimensions, iterated by an odometer that tracks both offsets.
+    let rest: Vec<usize> = (0..last).filter(|&k| k != p).collect();
+    let rest_dims: Vec<usize> = rest.iter().map(|&k| v.dims[k]).collect();
+    let rest_in: Vec<usize> = rest.iter().map(|&k| v.strides[k]).collect();
+    let rest_out: Vec<usize> = rest.iter().map(|&k| out_strides[k]).collect();
+    let outer: usize = rest_dims.iter().product();
+    let mut in_odo = Odometer::new(&rest_dims, &rest_in, v.base);
+    let mut out_odo = Odometer::new(&rest_dims, &rest_out, 0);
+    // The tile goes through a small local buffer: every cache line of the input and the
+    // output is then touched in one burst, so power-of-two strides (which map all rows of a
+    // tile to one cache set) cannot evict lines half-used.
+    let mut tile = [T::default(); TILE * TILE];
+    for _ in 0..outer {
+        let (ib, ob) = (in_odo.off, out_odo.off);
+        for i0 in (0..dp).step_by(TILE) {
+            let ni = TILE.min(dp - i0);
+            for j0 in (0..dl).step_by(TILE) {
+                let nj = TILE.min(dl - j0);
+                for j in 0..nj {
+                    let src = &inp[ib + (j0 + j) * isl + i0..][..ni];
+                    for (i, &x) in src.iter().enumerate() {
+                        tile[i * TILE + j] = x;
+                    }
+                }
+                for i in 0..ni {
+                    let dst = &mut out[ob + (i0 + i) * osp + j0..][..nj];
+                    dst.copy_from_slice(&tile[i * TILE..][..nj]);
+                }
+            }
+        }
+        in_odo.advance();
+        out_odo.advance();
+    }
+}
+
+fn slice_of<T: Elem>(b: &Buffer) -> Result<&[T], String> {
+    T::slice(b).ok_or_else(|| format!("unexpected operand dtype {}", b.dtype()))
+}
+
+/// Gathers `view` from a buffer of any dtype.
+pub(crate) fn gather_buffer(a: &Buffer, view: &View) -> Result<Buffer, String> {
+    for_dtype!(a.dtype(), T => Ok(T::into_buffer(gather(slice_of::<T>(a)?, view))))
+}
+
+/// `broadcast_in_dim`: operand dimension i becomes result dimension `dims[i]`.
+pub(crate) fn broadcast_in_dim(
+    a: &Tensor,
+    dims: &[usize],
+    out: &[usize],
+) -> Result<Buffer, String> {
+    let in_strides = row_major_strides(a.shape());
+    let mut strides = vec![0; out.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        if a.shape()[i] != 1 {
+            strides[d] = in_strides[i];
+        }
+    }
+    let view = View {
+        dims: out.to_vec(),
+        strides,
+        base: 0,
+    };
+    gather_buffer(a.data(), &view)
+}
+
+/// `transpose`: result dimension i is operand dimension `perm[i]`.
+pub(crate) fn transpose(a: &Tensor, perm: &[usize]) -> Result<Buffer, String> {
+    let in_strides = row_major_strides(a.shape());
+    let view = View {
+        dims: perm.iter().map(|&p| a.shape()[p]).collect(),
+        strides: perm.iter().map(|&p| in_strides[p]).collect(),
+        base: 0,
+    };
+    gather_buffer(a.data(), &view)
+}
+
+/// `slice` with per-dimension start and stride; `out` is the result shape.
+pub(crate) fn slice(
+    a: &Tensor,
+    start: &[usize],
+    stride: &[usize],
+    out: &[usize],
+) -> Result<Buffer, String> {
+    let in_strides = row_major_strides(a.shape());
+    let view = View {
+        dims: out.to_vec(),
+        strides: in_strides.iter().zip(stride).map(|(s, t)| s * t).collect(),
+        base: in_strides.iter().zip(start).map(|(s, i)| s * i).sum(),
+    };
+    gather_buffer(a.data(), &view)
+}
+
+/// `concat` along `axis`: each output "row" (fixed indices before `axis`) is the operands'
+/// rows one after another.
+pub(crate) fn concat(args: &[&Tensor], axis: usize, out: &TensorType) -> Result<Buffer, String> {
+    for_dtype!(out.dtype, T => {
+        let parts = args
+            .iter()
+            .map(|t| slice_of::<T>(t.data()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(T::into_buffer(concat_slices(&parts, args, axis, out)))
+    })
+}
+
+fn concat_slices<T: Elem>(
+    parts: &[&[T]],
+    args: &[&Tensor],
+    axis: usize,
+    out: &TensorType,
+) -> Vec<T> {
+    let n = out.num_elements();
+    let inner: usize = out.shape[axis + 1..].iter().product();
+    let runs: Vec<usize> = args.iter().map(|t| t.shape()[axis] * inner).collect();
+    let row: usize = runs.iter().sum();
+    let mut res = zeroed(n);
+    if n == 0 {
+        return res;
+    }
+    let fill = |start_row: usize, chunk: &mut [T]| {
+        let mut pos = 0;
+        for r in start_row.. {
+            if pos == chunk.len() {
+                break;
+            }
+            for (part, &len) in parts.iter().zip(&runs) {
+                chunk[pos..pos + len].copy_from_slice(&part[r * len..(r + 1) * len]);
+                pos += len;
+            }
+        }
+    };
+    if n < PAR_MIN {
+        fill(0, &mut res);
+    } else {
+        let rows_per_task = BLOCK.div_ceil(row).max(1);
+        res.par_chunks_mut(rows_per_task * row)
+            .enumerate()
+            .for_each(|(t, chunk)| fill(t * rows_per_task, chunk));
+    }
+    res
+}
+
+/// `pad`: the result is filled with the padding value, then the operand is copied into the
+/// interior one contiguous row at a time.
+pub(crate) fn pad(
+    a: &Tensor,
+    value: &Tensor,
+    low: &[usize],
+    out: &TensorType,
+) -> Result<Buffer, String> {
+    for_dtype!(out.dtype, T => {
+        let src = slice_of::<T>(a.data())?;
+        let fill = *slice_of::<T>(value.data())?
+            .first()
+            .ok_or("padding value has no element")?;
+        Ok(T::into_buffer(pad_slice(src, a.shape(), fill, low, &out.shape)))
+    })
+}
+
+fn pad_slice<T: Elem>(src: &[T], shape: &[usize], fill: T, low: &[usize], out: &[usize]) -> Vec<T> {
+    let mut res = zeroed(out.iter().product());
+    res.fill(fill);
+    if src.is_empty() {
+        return res;
+    }
+    if shape.is_empty() {
+        res[0] = src[0];
+        return res;
+    }
+    let out_strides = row_major_strides(out);
+    let last = shape.len() - 1;
+    let len = shape[last];
+    let base: usize = low.iter().zip(&out_strides).map(|(l, s)| l * s).sum();
+    let mut odo = Odometer::new(&shape[..last], &out_strides[..last], base);
+    for row in src.chunks_exact(len) {
+        res[odo.off..odo.off + len].copy_from_slice(row);
+        odo.advance();
+    }
+    res
+}
+
+/// `iota`: each element is its index along `dim`.
+pub(crate) fn iota(ty: &TensorType, dim: usize) -> Result<Buffer, String> {
+    macro_rules! fill {
+        ($t:ty, $variant:ident) => {
+            Buffer::$variant(iota_slice(&ty.shape, dim, |i| i as $t))
+        };
+    }
+    Ok(match ty.dtype {
+        DType::F32 => fill!(f32, F32),
+        DType::F64 => fill!(f64, F64),
+        DType::I32 => fill!(i32, I32),
+        DType::I64 => fill!(i64, I64),
+        DType::U32 => fill!(u32, U32),
+        DType::Bool => return Err("iota is not defined for bool".into()),
+    })
+}
+
+fn iota_slice<T: Elem>(shape: &[usize], dim: usize, of: impl Fn(usize) -> T) -> Vec<T> {
+    let inner: usize = shape[dim + 1..].iter().product();
+    let mut res = zeroed(shape.iter().product());
+    if inner == 0 {
+        return res;
+    }
+    for (k, run) in res.chunks_exact_mut(inner).enumerate() {
+        run.fill(of(k % shape[dim]));
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simplify_merges_and_drops() {
+        let v = View {
+            dims: vec![2, 1, 3, 4],
+            strides: vec![12, 99, 4, 1],
+            base: 5,
+        };
+        let s = v.simplify();
+        assert_eq!((s.dims, s.strides, s.base), (vec![24], vec![1], 5));
+        let b = View {
+            dims: vec![3, 4, 5],
+            strides: vec![0, 0, 1],
+            base: 0,
+        }
+        .simplify();
+        assert_eq!((b.dims, b.strides), (vec![12, 5], vec![0, 1]));
+    }
+
+    #[test]
+    fn odometer_offsets() {
+        let mut o = Odometer::new(&[2, 3], &[10, 1], 100);
+        let mut seen = Vec::new();
+        for _ in 0..7 {
+            seen.push(o.off);
+            o.advance();
+        }
+        assert_eq!(seen, vec![100, 101, 102, 110, 111, 112, 100]);
+    }
+}

@@ -1,0 +1,51 @@
+//! Subcommands of the `kiln` binary. Each returns an exit code or an error that `main`
+//! prints as `error: …`.
+
+mod check;
+mod inputs;
+mod run;
+
+use clap::{Parser, Subcommand};
+use kiln::KilnError;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Kiln: a tracing JIT graph compiler for tensor programs.
+#[derive(Parser)]
+#[command(name = "kiln", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a .kir function on .npy inputs (or synthesised random inputs).
+    Run(run::RunArgs),
+    /// Parse and verify a .kir file, printing every error.
+    Check(check::CheckArgs),
+    /// Print every flag of TF_XLA_FLAGS / XLA_FLAGS with its default, value in effect and source.
+    Flags,
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn main() -> Result<ExitCode, KilnError> {
+    let cli = Cli::parse();
+    let flags = kiln::config::flags()?;
+    kiln_flags::init_logging(&flags);
+    match cli.command {
+        Command::Run(a) => run::run(a, &flags),
+        Command::Check(a) => check::check(a),
+        Command::Flags => {
+            print!("{}", kiln_flags::render_flags_table(&flags));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Reads and parses a `.kir` file; errors name the file (and line for syntax errors).
+fn load_module(path: &Path) -> Result<kiln::Module, KilnError> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| KilnError::Invalid(format!("{}: {e}", path.display())))?;
+    Ok(kiln::parse_module(&src, &path.display().to_string())?)
+}

@@ -1,0 +1,86 @@
+//! `kiln run FILE.kir`: run a function and summarise (or save) its outputs.
+
+use super::{inputs, load_module};
+use kiln::{npy, KilnError, Tensor};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `kiln run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The .kir file.
+    file: PathBuf,
+    /// Function to run (default: @main, else the first in the file).
+    #[arg(long)]
+    func: Option<String>,
+    /// A parameter's value: NAME=FILE.npy (repeatable).
+    #[arg(long = "input", value_name = "NAME=FILE")]
+    inputs: Vec<String>,
+    /// Synthesise parameters without --input from this seed.
+    #[arg(long, value_name = "SEED")]
+    random_inputs: Option<u64>,
+    /// Save outputs to .npy files, in result order (repeatable).
+    #[arg(long = "output", value_name = "FILE")]
+    outputs: Vec<PathBuf>,
+    /// Threads for CPU kernels (default: XLA_FLAGS --xla_cpu_num_threads, else all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Runs the function and prints one summary line per output.
+pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnError> {
+    let module = load_module(&a.file)?;
+    let file = a.file.display().to_string();
+    let diags = kiln_ir::verify_module(&module);
+    if !diags.is_empty() {
+        return Err(KilnError::Verify(
+            diags.iter().map(|d| d.render(&file)).collect(),
+        ));
+    }
+    let func = match &a.func {
+        Some(name) => module
+            .func(name.trim_start_matches('@'))
+            .ok_or_else(|| KilnError::Invalid(format!("{file}: no function '@{name}'")))?,
+        None => module
+            .entry()
+            .expect("the parser rejects files without functions"),
+    };
+    if a.outputs.len() > func.results.len() {
+        return Err(KilnError::Invalid(format!(
+            "{} --output files given but @{} returns {} value(s)",
+            a.outputs.len(),
+            func.name,
+            func.results.len()
+        )));
+    }
+    let files = inputs::parse_input_flags(&a.inputs)?;
+    let args = inputs::gather(func, &files, a.random_inputs)?;
+    let interp = kiln_interp::Interpreter::new(a.threads.unwrap_or(flags.cpu_threads()))?;
+    let outs = interp.run(func, &args)?;
+    for (i, (t, &v)) in outs.iter().zip(&func.results).enumerate() {
+        println!("%{} = {}", func.value(v).name, summary(t));
+        if let Some(path) = a.outputs.get(i) {
+            npy::write_npy(path, t)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `f32[4,8] min=… max=… mean=… [first values]`.
+fn summary(t: &Tensor) -> String {
+    let n = t.num_elements();
+    let vals: Vec<f64> = (0..n).map(|i| t.data().get(i).to_f64()).collect();
+    let first: Vec<String> = (0..n.min(6)).map(|i| t.data().get(i).to_string()).collect();
+    let more = if n > 6 { ", …" } else { "" };
+    if n == 0 {
+        return format!("{} (empty)", t.ty());
+    }
+    let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mean = vals.iter().sum::<f64>() / n as f64;
+    format!(
+        "{}  min={min:.6} max={max:.6} mean={mean:.6}  [{}{more}]",
+        t.ty(),
+        first.join(", ")
+    )
+}

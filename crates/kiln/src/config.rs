@@ -1,0 +1,28 @@
+//! Process-wide configuration at the API edge: the flags in effect (from the environment,
+//! read by `kiln-flags`) plus programmatic switches such as
+//! [`enable_op_determinism`]. Everything below this crate receives a `Flags` value
+//! explicitly.
+
+use crate::KilnError;
+pub use kiln_flags::Flags;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static OP_DETERMINISM: AtomicBool = AtomicBool::new(false);
+
+/// Turns on deterministic execution for this process, like
+/// `tf.config.experimental.enable_op_determinism()`: same inputs on the same hardware give
+/// bit-identical outputs, independent of the thread count.
+pub fn enable_op_determinism() {
+    OP_DETERMINISM.store(true, Ordering::SeqCst);
+}
+
+/// The flags in effect: the environment (`TF_XLA_FLAGS`, `XLA_FLAGS`,
+/// `TF_DETERMINISTIC_OPS`, `TF_CPP_VMODULE`, `TF_CPP_MIN_LOG_LEVEL`) plus programmatic
+/// switches. Errors name the bad flag.
+pub fn flags() -> Result<Flags, KilnError> {
+    let mut flags = Flags::from_env()?;
+    if OP_DETERMINISM.load(Ordering::SeqCst) {
+        flags.enable_op_determinism();
+    }
+    Ok(flags)
+}

@@ -1,0 +1,127 @@
+//! [`Function`]: the `tf.function` / `jax.jit` analogue. It wraps a Rust closure over
+//! symbolic tensors, traces it once per input signature, and runs the traced graph.
+
+use crate::error::KilnError;
+use kiln_interp::Interpreter;
+use kiln_ir::{trace, Func, Tensor, TensorType, TraceOutputs, Tracer};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A static (non-tensor) argument. Its *value* is part of the signature, so a new value
+/// retraces, as Python scalars do for `tf.function`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Static {
+    /// An integer.
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+    /// A string.
+    Str(String),
+    /// A float, compared by its bits.
+    FloatBits(u64),
+}
+
+impl Static {
+    /// A float static argument.
+    pub fn float(x: f64) -> Static {
+        Static::FloatBits(x.to_bits())
+    }
+
+    /// The value as f64 if it is numeric.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Static::Int(i) => Some(*i as f64),
+            Static::FloatBits(b) => Some(f64::from_bits(*b)),
+            _ => None,
+        }
+    }
+}
+
+/// What one trace is keyed by: tensor argument types and static argument values.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Signature {
+    /// Dtype and shape of each tensor argument.
+    pub tensors: Vec<TensorType>,
+    /// Value of each static argument.
+    pub statics: Vec<Static>,
+}
+
+type Body = dyn Fn(&[Tracer], &[Static]) -> Vec<Tracer> + Send + Sync;
+
+/// A traced function with one graph per input signature.
+pub struct Function {
+    name: String,
+    body: Box<Body>,
+    traces: Mutex<HashMap<Signature, Arc<Func>>>,
+    trace_count: AtomicUsize,
+    interp: Arc<Interpreter>,
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Function(@{}, {} traces)", self.name, self.trace_count())
+    }
+}
+
+impl Function {
+    /// Wraps a closure over tensor arguments.
+    pub fn new<O: TraceOutputs>(
+        name: &str,
+        f: impl Fn(&[Tracer]) -> O + Send + Sync + 'static,
+    ) -> Result<Function, KilnError> {
+        Function::with_static(name, move |t: &[Tracer], _: &[Static]| f(t))
+    }
+
+    /// Wraps a closure over tensor arguments and static arguments.
+    pub fn with_static<O: TraceOutputs>(
+        name: &str,
+        f: impl Fn(&[Tracer], &[Static]) -> O + Send + Sync + 'static,
+    ) -> Result<Function, KilnError> {
+        Ok(Function {
+            name: name.to_string(),
+            body: Box::new(move |t, s| f(t, s).into_tracers()),
+            traces: Mutex::new(HashMap::new()),
+            trace_count: AtomicUsize::new(0),
+            interp: Arc::new(Interpreter::new(0)?),
+        })
+    }
+
+    /// How many times the closure has been traced (one per distinct signature).
+    pub fn trace_count(&self) -> usize {
+        self.trace_count.load(Ordering::Relaxed)
+    }
+
+    /// The traced graph for a signature, tracing it if this signature is new
+    /// (`get_concrete_function` in TensorFlow).
+    pub fn graph(&self, sig: &Signature) -> Result<Arc<Func>, KilnError> {
+        let mut traces = self.traces.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = traces.get(sig) {
+            return Ok(f.clone());
+        }
+        let func = trace(&self.name, &sig.tensors, |t| (self.body)(t, &sig.statics))?;
+        self.trace_count.fetch_add(1, Ordering::Relaxed);
+        let func = Arc::new(func);
+        traces.insert(sig.clone(), func.clone());
+        Ok(func)
+    }
+
+    /// Calls the function on tensors.
+    pub fn call(&self, args: &[Tensor]) -> Result<Vec<Tensor>, KilnError> {
+        self.call_static(args, &[])
+    }
+
+    /// Calls the function on tensors and static arguments.
+    pub fn call_static(
+        &self,
+        args: &[Tensor],
+        statics: &[Static],
+    ) -> Result<Vec<Tensor>, KilnError> {
+        let sig = Signature {
+            tensors: args.iter().map(Tensor::ty).collect(),
+            statics: statics.to_vec(),
+        };
+        let func = self.graph(&sig)?;
+        Ok(self.interp.run(&func, args)?)
+    }
+}

@@ -1,0 +1,229 @@
+//! The `kiln` binary: exit codes and the messages users see for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn kiln(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the kiln binary runs")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kiln-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn write_temp(name: &str, text: &str) -> String {
+    let p = temp(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn check_accepts_the_examples() {
+    for ex in ["softmax", "gelu", "layernorm", "mlp_forward"] {
+        let o = kiln(&["check", &format!("examples/{ex}.kir")]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains(": ok (1 function)"));
+    }
+}
+
+#[test]
+fn check_reports_a_syntax_error_with_position_and_suggestion() {
+    let p = write_temp(
+        "typo.kir",
+        "func @f(%x: f32[4]) -> f32[4] {\n  %y = tahn %x : f32[4]\n  return %y\n}\n",
+    );
+    let o = kiln(&["check", &p]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!("error: {p}:2:8: unknown op 'tahn' (did you mean 'tanh'?)\n")
+    );
+}
+
+#[test]
+fn check_reports_every_type_error() {
+    let p = write_temp(
+        "types.kir",
+        "func @f(%x: f32[4], %i: i32[4]) -> f32[4] {\n  %a = add %x, %i : f32[4]\n  %b = exp %i : i32[4]\n  return %x\n}\n",
+    );
+    let o = kiln(&["check", &p]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{p}:2:3: '%a = add': operand types differ: f32[4] vs i32[4]"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{p}:3:3: '%b = exp': not defined for i32")),
+        "{err}"
+    );
+    assert!(err.contains("2 errors"), "{err}");
+}
+
+#[test]
+fn run_matches_numpy_and_writes_outputs() {
+    let out = temp("softmax_out.npy");
+    let o = kiln(&[
+        "run",
+        "examples/softmax.kir",
+        "--input",
+        "x=examples/data/softmax/x.npy",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("%y = f32[16,64]  min="),
+        "{}",
+        stdout(&o)
+    );
+    let got = kiln::npy::read_npy(&out).unwrap();
+    let want = kiln::npy::read_npy(&repo().join("examples/data/softmax/expected.npy")).unwrap();
+    for (g, w) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()) {
+        assert!((g - w).abs() <= 1e-5 * w.abs() + 1e-6);
+    }
+}
+
+#[test]
+fn run_with_random_inputs() {
+    let o = kiln(&["run", "examples/mlp_forward.kir", "--random-inputs", "7"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("%y = f32[8,10]"));
+}
+
+#[test]
+fn run_rejects_wrong_npy_dtype() {
+    let o = kiln(&[
+        "run",
+        "examples/softmax.kir",
+        "--input",
+        "x=examples/data/layernorm/gamma.npy",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "error: input '%x' from examples/data/layernorm/gamma.npy: expected f32[16,64], got f32[64]\n"
+    );
+    let ints = temp("ints.npy");
+    let t = kiln::Tensor::new([16, 64], kiln::Buffer::I32(vec![0; 1024])).unwrap();
+    kiln::npy::write_npy(&ints, &t).unwrap();
+    let o = kiln(&[
+        "run",
+        "examples/softmax.kir",
+        "--input",
+        &format!("x={}", ints.display()),
+    ]);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: input '%x' from {}: expected f32[16,64], got i32[16,64]\n",
+            ints.display()
+        )
+    );
+}
+
+#[test]
+fn run_rejects_missing_unknown_and_unreadable_inputs() {
+    let o = kiln(&[
+        "run",
+        "examples/layernorm.kir",
+        "--input",
+        "x=examples/data/layernorm/x.npy",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("error: missing input for parameter '%gamma: f32[64]'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = kiln(&[
+        "run",
+        "examples/softmax.kir",
+        "--input",
+        "z=examples/data/softmax/x.npy",
+    ]);
+    assert_eq!(
+        stderr(&o),
+        "error: --input 'z': @softmax has no parameter '%z' (parameters: %x)\n"
+    );
+    let o = kiln(&["run", "examples/softmax.kir", "--input", "x=nope.npy"]);
+    assert!(
+        stderr(&o).starts_with("error: nope.npy: "),
+        "{}",
+        stderr(&o)
+    );
+    let garbage = write_temp("garbage.npy", "not an npy file");
+    let o = kiln(&[
+        "run",
+        "examples/softmax.kir",
+        "--input",
+        &format!("x={garbage}"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with(&format!("error: {garbage}: ")),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn run_reports_a_missing_file() {
+    let o = kiln(&["run", "no_such.kir"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("error: no_such.kir: "),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn flags_lists_every_flag_and_bad_flags_are_errors() {
+    let o = kiln(&["flags"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for spec in kiln_flags_names() {
+        assert!(stdout(&o).contains(spec), "kiln flags does not list {spec}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["check", "examples/softmax.kir"])
+        .current_dir(repo())
+        .env("TF_XLA_FLAGS", "--tf_xla_auto_jt=1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("did you mean `--tf_xla_auto_jit`?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+fn kiln_flags_names() -> Vec<&'static str> {
+    vec![
+        "tf_xla_auto_jit",
+        "tf_xla_min_cluster_size",
+        "xla_gpu_autotune_level",
+        "xla_cpu_num_threads",
+    ]
+}

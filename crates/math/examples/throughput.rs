@@ -1,0 +1,66 @@
+//! Single-threaded throughput of the scalar math over a 16M-element array, the way the
+//! interpreter calls it (one function call per element in a plain loop, which LLVM
+//! vectorises):
+//!
+//! ```text
+//! cargo run -p kiln-math --release --example throughput
+//! ```
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use kiln_math::{f32s, f64s};
+
+const N: usize = 16 << 20;
+
+/// Best of five passes of `f` over `input`, in ns per element.
+fn time<T: Copy + Default, F: Fn(T) -> T>(f: F, input: &[T]) -> f64 {
+    let mut out = vec![T::default(); input.len()];
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t = Instant::now();
+        for (o, &x) in out.iter_mut().zip(input) {
+            *o = f(x);
+        }
+        black_box(&mut out);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best * 1e9 / input.len() as f64
+}
+
+/// `n` pseudo-random values uniform in `[lo, hi)` (xorshift, so runs are repeatable).
+fn uniform(n: usize, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+fn main() {
+    let wide: Vec<f32> = uniform(N, -80.0, 80.0).iter().map(|&v| v as f32).collect();
+    let unit: Vec<f32> = uniform(N, -10.0, 10.0).iter().map(|&v| v as f32).collect();
+    let pos: Vec<f32> = uniform(N, 0.0, 1000.0).iter().map(|&v| v as f32).collect();
+    println!("f32, {N} elements, one thread, ns/element:");
+    println!("  copy      {:6.2}", time(|x: f32| x, &wide));
+    println!("  exp       {:6.2}", time(f32s::exp, &wide));
+    println!("  tanh      {:6.2}", time(f32s::tanh, &unit));
+    println!("  expm1     {:6.2}", time(f32s::expm1, &unit));
+    println!("  logistic  {:6.2}", time(f32s::logistic, &unit));
+    println!("  log       {:6.2}", time(f32s::log, &pos));
+    println!("  log1p     {:6.2}", time(f32s::log1p, &pos));
+    println!("  erf       {:6.2}", time(f32s::erf, &unit));
+    println!("  sin       {:6.2}", time(f32s::sin, &wide));
+    println!("  cos       {:6.2}", time(f32s::cos, &wide));
+    println!("  rsqrt     {:6.2}", time(f32s::rsqrt, &pos));
+    println!("  pow       {:6.2}", time(|x: f32| f32s::pow(x, 1.7), &pos));
+    let wide64: Vec<f64> = uniform(N / 4, -80.0, 80.0);
+    println!("f64, {} elements, one thread, ns/element:", N / 4);
+    println!("  exp       {:6.2}", time(f64s::exp, &wide64));
+    println!("  tanh      {:6.2}", time(f64s::tanh, &wide64));
+    println!("  sin       {:6.2}", time(f64s::sin, &wide64));
+}

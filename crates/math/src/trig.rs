@@ -1,0 +1,159 @@
+//! `sin` and `cos`: Payne–Hanek reduction to `r = r.0 + r.1` in `[-π/4, π/4]`
+//! ([`crate::pio2`]), then fdlibm's kernels `__sin(x, y, 1)` and `__cos(x, y)` (musl
+//! `__sin.c`/`__cos.c`), which take the low part `y` of the reduced argument into account and
+//! stay below 1 ulp without `fma`. Both kernels are evaluated and the quadrant selects one.
+//!
+//! For f32 the kernels use fdlibm's coefficients rounded to single precision, truncated after
+//! the `x^9` (sin) and `x^10` (cos) terms; the dropped terms are below `2^-28` relative.
+
+// Coefficients are written as fdlibm prints them, digit for digit, so they can be checked
+// against the source.
+#![allow(clippy::excessive_precision)]
+
+use crate::arith::{Arith, FloatCC};
+use crate::bits::{abs_and_sign, bit_set, c, cmp_c, flip_sign, ic, pick, poly};
+use crate::exact::Df;
+use crate::pio2::reduce_pio2;
+
+/// fdlibm's `S1..S6` and `C1..C6`, per format.
+struct TrigConsts {
+    s: &'static [f64],
+    c: &'static [f64],
+}
+
+const S: [f64; 6] = [
+    -1.666_666_666_666_663_243_48e-01,
+    8.333_333_333_322_489_461_24e-03,
+    -1.984_126_982_985_794_931_34e-04,
+    2.755_731_370_707_006_767_89e-06,
+    -2.505_076_025_340_686_341_95e-08,
+    1.589_690_995_211_550_102_21e-10,
+];
+
+const C: [f64; 6] = [
+    4.166_666_666_666_660_190_37e-02,
+    -1.388_888_888_887_410_957_49e-03,
+    2.480_158_728_947_672_941_78e-05,
+    -2.755_731_435_139_066_330_35e-07,
+    2.087_572_321_298_174_827_90e-09,
+    -1.135_964_755_778_819_482_65e-11,
+];
+
+const TRIG_F32: TrigConsts = TrigConsts {
+    s: S.split_at(4).0,
+    c: C.split_at(4).0,
+};
+
+const TRIG_F64: TrigConsts = TrigConsts { s: &S, c: &C };
+
+/// `sin(x + y)` for `|x| <= π/4`, `|y| <= ulp(x)/2`.
+#[inline(always)]
+fn sin_kernel<A: Arith>(a: &mut A, k: &TrigConsts, x: A::F, y: A::F) -> A::F {
+    let z = a.mul(x, x);
+    let r = poly(a, z, &k.s[1..]);
+    let v = a.mul(z, x);
+    let half = c(a, 0.5);
+    let hy = a.mul(half, y);
+    let vr = a.mul(v, r);
+    let t = a.sub(hy, vr);
+    let t = a.mul(z, t);
+    let t = a.sub(t, y);
+    let s1 = c(a, k.s[0]);
+    let vs1 = a.mul(v, s1);
+    let t = a.sub(t, vs1);
+    a.sub(x, t)
+}
+
+/// `cos(x + y)` for `|x| <= π/4`, `|y| <= ulp(x)/2`; `1 - z/2` is formed with its rounding
+/// error carried separately.
+#[inline(always)]
+fn cos_kernel<A: Arith>(a: &mut A, k: &TrigConsts, x: A::F, y: A::F) -> A::F {
+    let z = a.mul(x, x);
+    let p = poly(a, z, k.c);
+    let r = a.mul(z, p);
+    let half = c(a, 0.5);
+    let hz = a.mul(half, z);
+    let one = c(a, 1.0);
+    let w = a.sub(one, hz);
+    let t = a.sub(one, w);
+    let t = a.sub(t, hz);
+    let zr = a.mul(z, r);
+    let xy = a.mul(x, y);
+    let u = a.sub(zr, xy);
+    let t = a.add(t, u);
+    a.add(w, t)
+}
+
+/// `sin` and `cos` of the reduced argument, and what is needed to undo the reduction.
+struct Reduced<A: Arith> {
+    sin: A::F,
+    cos: A::F,
+    /// Quadrant (low two bits).
+    q: A::U,
+    /// Sign bit of `x`.
+    sign: A::U,
+    /// `|x|`.
+    ax: A::F,
+}
+
+/// Shared part of `sin` and `cos`.
+#[inline(always)]
+fn sincos_reduced<A: Arith>(a: &mut A, x: A::F) -> Reduced<A> {
+    let k = pick::<A, _>(&TRIG_F32, &TRIG_F64);
+    let (ax, sign) = abs_and_sign(a, x);
+    let ((rh, rl), q): (Df<A::F>, A::U) = reduce_pio2(a, ax);
+    // Below π/4 the argument is already reduced (and the reduction would lose precision
+    // for tiny |x|).
+    let small = cmp_c(a, FloatCC::Lt, ax, 0.75);
+    let rh = a.select(small, ax, rh);
+    let zero = c(a, 0.0);
+    let rl = a.select(small, zero, rl);
+    let zero_i = a.uconst(0);
+    let q = a.select_u(small, zero_i, q);
+    let sin = sin_kernel(a, k, rh, rl);
+    let cos = cos_kernel(a, k, rh, rl);
+    Reduced { sin, cos, q, sign, ax }
+}
+
+/// Moves bit 1 of `q` (the "negate" bit of a quadrant) to the sign bit.
+#[inline(always)]
+fn quadrant_sign<A: Arith>(a: &mut A, q: A::U) -> A::U {
+    let two = ic(a, 2);
+    let t = a.and(q, two);
+    a.shl(t, A::FORMAT.bits() - 2)
+}
+
+/// NaN for infinite or NaN `x` (given as `|x|`), else `y`.
+#[inline(always)]
+fn nan_unless_finite<A: Arith>(a: &mut A, ax: A::F, y: A::F) -> A::F {
+    let finite = cmp_c(a, FloatCC::Lt, ax, f64::INFINITY);
+    let nan = c(a, f64::NAN);
+    a.select(finite, y, nan)
+}
+
+/// Sine, within 1 ulp over the whole range, huge arguments included (Payne–Hanek);
+/// `sin(±inf) = NaN`, `sin(±0) = ±0`.
+#[inline(always)]
+pub fn sin<A: Arith>(a: &mut A, x: A::F) -> A::F {
+    let r = sincos_reduced(a, x);
+    let odd = bit_set(a, r.q, 1);
+    let y = a.select(odd, r.cos, r.sin);
+    let qs = quadrant_sign(a, r.q);
+    let flip = a.xor(qs, r.sign);
+    let y = flip_sign(a, y, flip);
+    nan_unless_finite(a, r.ax, y)
+}
+
+/// Cosine, within 1 ulp over the whole range, huge arguments included (Payne–Hanek);
+/// `cos(±inf) = NaN`.
+#[inline(always)]
+pub fn cos<A: Arith>(a: &mut A, x: A::F) -> A::F {
+    let r = sincos_reduced(a, x);
+    let odd = bit_set(a, r.q, 1);
+    let y = a.select(odd, r.sin, r.cos);
+    let one = a.uconst(1);
+    let q1 = a.iadd(r.q, one);
+    let qs = quadrant_sign(a, q1);
+    let y = flip_sign(a, y, qs);
+    nan_unless_finite(a, r.ax, y)
+}

@@ -1,0 +1,96 @@
+//! `Function`: one trace per signature, reused across calls; new shapes and new static
+//! values retrace; Rust control flow is baked in at trace time.
+
+use kiln::{DType, Function, Static, Tensor, Tracer};
+
+fn vec_f32(n: usize, f: impl Fn(usize) -> f32) -> Tensor {
+    Tensor::from_f32([n], (0..n).map(f).collect()).unwrap()
+}
+
+#[test]
+fn traced_once_called_many_times_retraced_on_new_shape() {
+    let f = Function::new("scale_add", |a: &[Tracer]| (&(&a[0] * 2.0) + &a[1]).tanh()).unwrap();
+    let x = vec_f32(8, |i| i as f32 * 0.1);
+    let y = vec_f32(8, |_| 0.5);
+    let mut first = None;
+    for _ in 0..100 {
+        let out = f.call(&[x.clone(), y.clone()]).unwrap();
+        let first = first.get_or_insert_with(|| out[0].clone());
+        assert!(out[0].bit_eq(first));
+    }
+    assert_eq!(
+        f.trace_count(),
+        1,
+        "100 calls with one signature trace once"
+    );
+    let out = f.call(&[vec_f32(3, |_| 1.0), vec_f32(3, |_| 0.0)]).unwrap();
+    assert_eq!(f.trace_count(), 2, "a new shape retraces");
+    assert_eq!(out[0].shape(), &[3]);
+    assert_eq!(out[0].as_f32().unwrap()[0], kiln_math_tanh(2.0));
+    f.call(&[x.clone(), y.clone()]).unwrap();
+    assert_eq!(f.trace_count(), 2, "the first signature is still cached");
+}
+
+fn kiln_math_tanh(x: f32) -> f32 {
+    // The interpreter computes tanh with Kiln's own math, not the platform's; compare with
+    // the value the function itself gives for the same input instead of libm.
+    let f = Function::new("t", |a: &[Tracer]| a[0].tanh()).unwrap();
+    f.call(&[Tensor::scalar_f32(x)]).unwrap()[0]
+        .as_f32()
+        .unwrap()[0]
+}
+
+#[test]
+fn static_arguments_are_part_of_the_signature_and_control_flow_is_baked_in() {
+    let f = Function::with_static("power", |a: &[Tracer], s: &[Static]| {
+        let n = s[0].as_f64().unwrap() as usize;
+        let mut y = a[0].clone();
+        for _ in 1..n {
+            y = &y * &a[0];
+        }
+        y
+    })
+    .unwrap();
+    let x = vec_f32(4, |i| i as f32);
+    let cube = f.call_static(&[x.clone()], &[Static::Int(3)]).unwrap();
+    assert_eq!(cube[0].as_f32().unwrap(), &[0.0, 1.0, 8.0, 27.0]);
+    f.call_static(&[x.clone()], &[Static::Int(3)]).unwrap();
+    assert_eq!(f.trace_count(), 1);
+    let sq = f.call_static(&[x], &[Static::Int(2)]).unwrap();
+    assert_eq!(sq[0].as_f32().unwrap(), &[0.0, 1.0, 4.0, 9.0]);
+    assert_eq!(f.trace_count(), 2, "a new static value retraces");
+}
+
+#[test]
+fn dtype_is_part_of_the_signature() {
+    let f = Function::new("neg", |a: &[Tracer]| -&a[0]).unwrap();
+    f.call(&[vec_f32(2, |_| 1.0)]).unwrap();
+    let i = Tensor::new([2], kiln::Buffer::I32(vec![1, -2])).unwrap();
+    let out = f.call(&[i]).unwrap();
+    assert_eq!(out[0].dtype(), DType::I32);
+    assert_eq!(f.trace_count(), 2);
+}
+
+#[test]
+fn trace_errors_name_the_op_and_both_shapes() {
+    let f = Function::new("bad", |a: &[Tracer]| &a[0] + &a[1]).unwrap();
+    let e = f
+        .call(&[vec_f32(4, |_| 0.0), vec_f32(3, |_| 0.0)])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "trace error: add: cannot broadcast f32[4] and f32[3] to a common shape"
+    );
+    assert_eq!(f.trace_count(), 0, "a failed trace is not cached");
+}
+
+#[test]
+fn multiple_outputs() {
+    let f = Function::new("stats", |a: &[Tracer]| {
+        (a[0].sum(&[0]), a[0].reduce_max(&[0]))
+    })
+    .unwrap();
+    let out = f.call(&[vec_f32(5, |i| i as f32)]).unwrap();
+    assert_eq!(out[0].as_f32().unwrap(), &[10.0]);
+    assert_eq!(out[1].as_f32().unwrap(), &[4.0]);
+}

@@ -5,6 +5,8 @@
 //! **Invariant:** the compiler reads no environment variables and no clock; everything it
 //! needs arrives in [`Options`], built from `kiln_flags::Flags` at the edge.
 
+mod cycles;
+mod form_clusters;
 pub mod passes;
 mod pipeline;
 mod rewrite;
@@ -21,6 +23,9 @@ pub struct Options {
     pub flags: Flags,
     /// Names of passes to skip (to bisect a miscompile), e.g. `["cse"]`.
     pub disabled_passes: Vec<String>,
+    /// True when the graph runs on a GPU (resolves `--tf_xla_auto_jit=single-gpu(N)` and
+    /// exempts it from `--tf_xla_cpu_global_jit`).
+    pub gpu: bool,
 }
 
 impl Options {
@@ -29,7 +34,13 @@ impl Options {
         Options {
             flags: flags.clone(),
             disabled_passes: Vec::new(),
+            gpu: false,
         }
+    }
+
+    /// Whether the graph uses exactly one GPU (every graph runs on one device today).
+    pub fn single_gpu_graph(&self) -> bool {
+        self.gpu
     }
 }
 

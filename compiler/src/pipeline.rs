@@ -13,6 +13,7 @@ pub const PASSES: &[(&str, PassFn)] = &[
     ("simplify", passes::simplify::run),
     ("cse", passes::cse::run),
     ("dce", passes::dce::run),
+    ("mark_for_compilation", passes::mark_for_compilation::run),
 ];
 
 /// What one pass did.

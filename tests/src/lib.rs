@@ -10,8 +10,10 @@
 //!
 //! Kinds: `print` (the canonical text of the module), `run` (each result of `@main`, run by
 //! the interpreter, printed as a literal; bit-exact because floats print round-trippably),
-//! `verify` (the verifier's diagnostics) and `pass NAME[,NAME…]` (the module after running
-//! those compiler passes, in order, on every function). Every kind also checks that printing round-trips.
+//! `verify` (the verifier's diagnostics), `pass NAME[,NAME…]` (the module after running
+//! those compiler passes, in order, on every function) and `cluster` (the module after
+//! `mark_for_compilation`, then TF's clustering summary with op counts and refusals). An
+//! optional `// flags: …` line gives `TF_XLA_FLAGS` for the test. Every kind also checks that printing round-trips.
 //! `KILN_BLESS=1` rewrites the expected sections instead of comparing.
 
 use kiln_ir::{parse_module, print_module, verify_module, Module};
@@ -119,10 +121,43 @@ fn actual_output(program: &str, path: &Path) -> Result<String, String> {
         }
         "run" => run_main(&module),
         other if other.starts_with("pass ") => run_passes(module, &other[5..]),
+        "cluster" => run_cluster(module, program),
         other => Err(format!(
             "unknown test kind '{other}' (expected print, run, verify or pass NAMES)"
         )),
     }
+}
+
+/// Options from the file's `// flags: …` line (TF_XLA_FLAGS syntax), or the defaults.
+fn options(program: &str) -> Result<kiln_compiler::Options, String> {
+    let tf_xla_flags = program.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("// flags:")
+            .map(|f| f.trim().to_string())
+    });
+    let sources = kiln_flags::Sources {
+        tf_xla_flags,
+        ..Default::default()
+    };
+    let flags = kiln_flags::Flags::from_sources(&sources).map_err(|e| e.to_string())?;
+    Ok(kiln_compiler::Options::from_flags(&flags))
+}
+
+fn run_cluster(mut module: Module, program: &str) -> Result<String, String> {
+    let opts = options(program)?;
+    let mut summary = String::new();
+    for f in &mut module.funcs {
+        let plan = kiln_compiler::passes::mark_for_compilation::plan(f, &opts);
+        for (level, line) in kiln_compiler::passes::mark_for_compilation::summary(f, &plan) {
+            summary += &format!("[{level}] {line}\n");
+        }
+        kiln_compiler::passes::mark_for_compilation::run(f, &opts).map_err(|e| e.to_string())?;
+        let diags = kiln_ir::verify_func(f);
+        if !diags.is_empty() {
+            return Err(format!("clustering left an invalid graph: {diags:?}"));
+        }
+    }
+    Ok(format!("{}\n{summary}", print_module(&module)))
 }
 
 fn run_passes(mut module: Module, names: &str) -> Result<String, String> {

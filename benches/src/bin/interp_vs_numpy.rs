@@ -6,7 +6,7 @@
 //! Usage: `cargo run -p kiln-benches --release --bin interp_vs_numpy [REPS]` (default 7;
 //! each number is the median of REPS runs after one warm-up).
 
-use kiln_interp::Interpreter;
+use kiln_interp::{zeroed_buffer, Interpreter};
 use kiln_ir::{BinaryOp, Buffer, DType, DotDims, Op, ReduceKind, Tensor, TensorType, UnaryOp};
 use std::process::Command;
 use std::time::Instant;
@@ -34,8 +34,14 @@ fn uniform(n: usize, lo: f32, hi: f32, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Inputs live in buffers allocated as the interpreter allocates its own results (and as
+/// numpy allocates its arrays: large ones on huge pages), so both sides read alike.
 fn tensor(shape: &[usize], data: Vec<f32>) -> Tensor {
-    Tensor::new(shape.to_vec(), Buffer::F32(data)).expect("shape matches data")
+    let mut buf = zeroed_buffer(DType::F32, data.len());
+    if let Buffer::F32(v) = &mut buf {
+        v.copy_from_slice(&data);
+    }
+    Tensor::new(shape.to_vec(), buf).expect("shape matches data")
 }
 
 fn cases() -> (Vec<Tensor>, Vec<Case>) {

@@ -3,4 +3,5 @@
 
 pub mod cse;
 pub mod dce;
+pub mod mark_for_compilation;
 pub mod simplify;

@@ -90,7 +90,7 @@ fn convert_slice<T: Cast>(v: &[T], to: DType) -> Buffer {
 /// Converts every element of `a` to `to`.
 pub(crate) fn convert(a: &Buffer, to: DType) -> Buffer {
     if a.dtype() == to {
-        return a.clone();
+        return crate::hw::copy_buffer(a);
     }
     match a {
         Buffer::F32(v) => convert_slice(v, to),

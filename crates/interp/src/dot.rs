@@ -228,10 +228,14 @@ fn tiles(batch: usize, m: usize, n: usize, k: usize) -> Vec<Tile> {
         let want = (2 * rayon::current_num_threads()).div_ceil(batch);
         if n > m {
             cb = n.div_ceil(want).next_multiple_of(BLOCK);
-            rb = m.div_ceil(want.div_ceil(n.div_ceil(cb))).next_multiple_of(BLOCK);
+            rb = m
+                .div_ceil(want.div_ceil(n.div_ceil(cb)))
+                .next_multiple_of(BLOCK);
         } else {
             rb = m.div_ceil(want).next_multiple_of(BLOCK);
-            cb = n.div_ceil(want.div_ceil(m.div_ceil(rb))).next_multiple_of(BLOCK);
+            cb = n
+                .div_ceil(want.div_ceil(m.div_ceil(rb)))
+                .next_multiple_of(BLOCK);
         }
     }
     let mut tiles = Vec::new();

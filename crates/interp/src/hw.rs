@@ -47,6 +47,37 @@ pub(crate) fn zeroed<T: Default + Clone>(n: usize) -> Vec<T> {
     v
 }
 
+/// A zero-filled buffer of `len` elements of `dtype`, allocated like [`zeroed`].
+pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
+    use kiln_ir::{Buffer, DType};
+    match dtype {
+        DType::F32 => Buffer::F32(zeroed(len)),
+        DType::F64 => Buffer::F64(zeroed(len)),
+        DType::I32 => Buffer::I32(zeroed(len)),
+        DType::I64 => Buffer::I64(zeroed(len)),
+        DType::U32 => Buffer::U32(zeroed(len)),
+        DType::Bool => Buffer::Bool(zeroed(len)),
+    }
+}
+
+/// A copy of `b` in a buffer allocated like [`zeroed`].
+pub(crate) fn copy_buffer(b: &kiln_ir::Buffer) -> kiln_ir::Buffer {
+    fn copy<T: Default + Copy>(v: &[T]) -> Vec<T> {
+        let mut out = zeroed(v.len());
+        out.copy_from_slice(v);
+        out
+    }
+    use kiln_ir::Buffer;
+    match b {
+        Buffer::F32(v) => Buffer::F32(copy(v)),
+        Buffer::F64(v) => Buffer::F64(copy(v)),
+        Buffer::I32(v) => Buffer::I32(copy(v)),
+        Buffer::I64(v) => Buffer::I64(copy(v)),
+        Buffer::U32(v) => Buffer::U32(copy(v)),
+        Buffer::Bool(v) => Buffer::Bool(copy(v)),
+    }
+}
+
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")

@@ -28,6 +28,10 @@ mod scalar;
 mod shape;
 
 pub use error::InterpError;
+/// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
+/// ones on transparent huge pages, as numpy does): use it for large inputs that ops will
+/// stream through, so that they read as fast as the interpreter's own results.
+pub use hw::zeroed_buffer;
 pub use reduce::canonical_reduce_ref;
 pub use run::{last_uses, LastUse, RunStats};
 
@@ -80,6 +84,13 @@ impl Interpreter {
         let types: Vec<TensorType> = args.iter().map(|t| t.ty()).collect();
         let type_refs: Vec<&TensorType> = types.iter().collect();
         infer(op, &type_refs, Some(result)).map_err(err)?;
+        if let Op::Cluster(c) = op {
+            // A one-result cluster (the typing rule checked that): its region, op by op.
+            let (mut outs, _) = self.run_refs(&c.body, args)?;
+            return outs
+                .pop()
+                .ok_or_else(|| err("the region yields nothing".into()));
+        }
         let buffer = self
             .pool
             .install(|| eval_checked(op, args, result))
@@ -92,7 +103,7 @@ impl Interpreter {
 fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_ir::Buffer, String> {
     let data = |i: usize| args[i].data();
     Ok(match op {
-        Op::Constant(t) => t.data().clone(),
+        Op::Constant(t) => hw::copy_buffer(t.data()),
         Op::Iota { dim } => shape::iota(result, *dim)?,
         Op::Unary(u) => elementwise::unary(*u, data(0))?,
         Op::Binary(b) => elementwise::binary(*b, data(0), data(1))?,
@@ -100,11 +111,13 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
         Op::Convert => convert::convert(data(0), result.dtype),
         Op::BroadcastInDim { dims } => shape::broadcast_in_dim(args[0], dims, &result.shape)?,
-        Op::Reshape => data(0).clone(),
+        Op::Reshape => hw::copy_buffer(data(0)),
         Op::Transpose { perm } => shape::transpose(args[0], perm)?,
         Op::Slice { start, stride, .. } => shape::slice(args[0], start, stride, &result.shape)?,
         Op::Concat { axis } => shape::concat(args, *axis, result)?,
         Op::Pad { low, .. } => shape::pad(args[0], args[1], low, result)?,
+        // Regions run through `Interpreter::run_refs` (see `eval`), never as one kernel.
+        Op::Cluster(c) => return Err(format!("@{} is a region, not a kernel", c.name)),
         Op::Reduce { kind, axes } => reduce::reduce(*kind, data(0), args[0].shape(), axes)?,
         Op::DotGeneral(d) => dot::dot_general(args[0], args[1], d)?,
     })

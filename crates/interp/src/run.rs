@@ -6,7 +6,7 @@
 //! The only buffer reuse is `reshape` of a dying value, which moves the buffer.
 
 use crate::{InterpError, Interpreter};
-use kiln_ir::{Func, Op, Tensor, TensorType};
+use kiln_ir::{Func, Inst, Op, Tensor, TensorType};
 
 /// When the executor may free a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +109,17 @@ impl Interpreter {
         f: &Func,
         args: &[Tensor],
     ) -> Result<(Vec<Tensor>, RunStats), InterpError> {
+        let refs: Vec<&Tensor> = args.iter().collect();
+        self.run_refs(f, &refs)
+    }
+
+    /// [`Interpreter::run_with_stats`] over borrowed arguments (also how cluster regions
+    /// run, so their operands are not copied).
+    pub fn run_refs(
+        &self,
+        f: &Func,
+        args: &[&Tensor],
+    ) -> Result<(Vec<Tensor>, RunStats), InterpError> {
         check_args(f, args)?;
         let uses = last_uses(f);
         let mut live = Live {
@@ -121,38 +132,25 @@ impl Interpreter {
             live.slots[p.0 as usize] = Some(Slot::Arg(a));
         }
         for (i, inst) in f.insts.iter().enumerate() {
-            let [result] = inst.results[..] else {
-                return Err(op_error(inst.op.name(), "expects exactly one result"));
-            };
+            let name = inst.results.first().map(|&r| f.value(r).name.clone());
             let at = |e: InterpError| InterpError::At {
                 func: f.name.clone(),
-                value: f.value(result).name.clone(),
+                value: name.clone().unwrap_or_default(),
                 source: Box::new(e),
             };
-            let ty = f.ty(result);
-            let out = match self.reshape_in_place(&inst.op, &inst.args, ty, i, &uses, &mut live) {
-                Some(t) => t,
-                None => {
-                    let operands = inst
-                        .args
-                        .iter()
-                        .map(|a| match live.slots.get(a.0 as usize) {
-                            Some(Some(s)) => Ok(s.tensor()),
-                            _ => Err(op_error(inst.op.name(), "operand is not defined")),
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(at)?;
-                    self.eval(&inst.op, &operands, ty).map_err(at)?
-                }
-            };
-            live.insert(result.0 as usize, out);
+            let outs = self.exec_inst(f, inst, i, &uses, &mut live).map_err(at)?;
+            for (&r, t) in inst.results.iter().zip(outs) {
+                live.insert(r.0 as usize, t);
+            }
             for a in &inst.args {
                 if uses[a.0 as usize] == LastUse::Inst(i) {
                     live.take(a.0 as usize);
                 }
             }
-            if uses[result.0 as usize] == LastUse::Unused {
-                live.take(result.0 as usize);
+            for r in &inst.results {
+                if uses[r.0 as usize] == LastUse::Unused {
+                    live.take(r.0 as usize);
+                }
             }
         }
         let stats = live.stats;
@@ -175,6 +173,48 @@ impl Interpreter {
             results.push(t);
         }
         Ok((results, stats))
+    }
+
+    /// The results of instruction `i`: a cluster runs its region op by op (the fallback
+    /// path), anything else is one [`Interpreter::eval`].
+    fn exec_inst(
+        &self,
+        f: &Func,
+        inst: &Inst,
+        i: usize,
+        uses: &[LastUse],
+        live: &mut Live<'_>,
+    ) -> Result<Vec<Tensor>, InterpError> {
+        if let Op::Cluster(c) = &inst.op {
+            let operands = operands(inst, live)?;
+            let (outs, inner) = self.run_refs(&c.body, &operands)?;
+            if outs.len() != inst.results.len() {
+                return Err(op_error(
+                    "cluster",
+                    &format!(
+                        "@{} yields {} values for {} results",
+                        c.name,
+                        outs.len(),
+                        inst.results.len()
+                    ),
+                ));
+            }
+            // The region's intermediates were alive on top of everything alive here.
+            live.stats.peak_live_values =
+                (live.stats.peak_live_values).max(live.values + inner.peak_live_values);
+            live.stats.peak_live_bytes =
+                (live.stats.peak_live_bytes).max(live.bytes + inner.peak_live_bytes);
+            return Ok(outs);
+        }
+        let [result] = inst.results[..] else {
+            return Err(op_error(inst.op.name(), "expects exactly one result"));
+        };
+        let ty = f.ty(result);
+        if let Some(t) = self.reshape_in_place(&inst.op, &inst.args, ty, i, uses, live) {
+            return Ok(vec![t]);
+        }
+        let operands = operands(inst, live)?;
+        Ok(vec![self.eval(&inst.op, &operands, ty)?])
     }
 
     /// `reshape` of a value that dies here: moves its buffer instead of copying it.
@@ -201,6 +241,17 @@ impl Interpreter {
     }
 }
 
+/// The operand tensors of `inst`.
+fn operands<'l>(inst: &Inst, live: &'l Live<'_>) -> Result<Vec<&'l Tensor>, InterpError> {
+    inst.args
+        .iter()
+        .map(|a| match live.slots.get(a.0 as usize) {
+            Some(Some(s)) => Ok(s.tensor()),
+            _ => Err(op_error(inst.op.name(), "operand is not defined")),
+        })
+        .collect()
+}
+
 fn op_error(op: &'static str, message: &str) -> InterpError {
     InterpError::Op {
         op,
@@ -208,7 +259,7 @@ fn op_error(op: &'static str, message: &str) -> InterpError {
     }
 }
 
-fn check_args(f: &Func, args: &[Tensor]) -> Result<(), InterpError> {
+fn check_args(f: &Func, args: &[&Tensor]) -> Result<(), InterpError> {
     if args.len() != f.params.len() {
         return Err(InterpError::ArgCount {
             func: f.name.clone(),

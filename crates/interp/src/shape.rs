@@ -75,7 +75,12 @@ pub(crate) fn gather<T: Elem>(inp: &[T], view: &View) -> Vec<T> {
         gather_into(&mut out, inp, &v);
         return out;
     }
-    let rows_per_task = BLOCK.div_ceil(row).max(1);
+    let mut rows_per_task = BLOCK.div_ceil(row).max(1);
+    if v.strides[0] == 1 {
+        // A transpose whose input rows are read across the task's rows: whole tiles per
+        // task, so each input cache line is used completely while it is cached.
+        rows_per_task = rows_per_task.max(8 * TILE);
+    }
     out.par_chunks_mut(rows_per_task * row)
         .enumerate()
         .for_each(|(t, chunk)| {
@@ -168,10 +173,11 @@ fn transpose_tiles<T: Elem>(out: &mut [T], inp: &[T], v: &View, p: usize) {
     let mut tile = [T::default(); TILE * TILE];
     for _ in 0..outer {
         let (ib, ob) = (in_odo.off, out_odo.off);
-        for i0 in (0..dp).step_by(TILE) {
-            let ni = TILE.min(dp - i0);
-            for j0 in (0..dl).step_by(TILE) {
-                let nj = TILE.min(dl - j0);
+        // Input rows (j) outermost: each input row is read in long contiguous runs.
+        for j0 in (0..dl).step_by(TILE) {
+            let nj = TILE.min(dl - j0);
+            for i0 in (0..dp).step_by(TILE) {
+                let ni = TILE.min(dp - i0);
                 for j in 0..nj {
                     let src = &inp[ib + (j0 + j) * isl + i0..][..ni];
                     for (i, &x) in src.iter().enumerate() {

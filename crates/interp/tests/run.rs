@@ -199,3 +199,41 @@ fn unused_values_are_freed_at_once() {
     assert_eq!(stats.peak_live_values, 1);
     assert_bits(&out[0], &f32s(&[4], &[-1.0, -2.0, -3.0, -4.0]));
 }
+
+const CLUSTERED: &str = "\
+func @g(%x: f32[4], %y: f32[4]) -> (f32[4], f32[4]) {
+  %s, %p = cluster @cluster_0(%x, %y) -> (f32[4], f32[4]) {
+    %s = add %x, %y : f32[4]
+    %p = mul %x, %y : f32[4]
+    yield %s, %p
+  }
+  %r = sub %s, %p : f32[4]
+  %q = cluster @cluster_1(%r) -> f32[4] {
+    %q = neg %r : f32[4]
+    yield %q
+  }
+  return %q, %s
+}
+";
+
+#[test]
+fn clusters_run_op_by_op_on_the_fallback_path() {
+    let f = parse_func(CLUSTERED, "g.kir").unwrap();
+    let x = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let y = f32s(&[4], &[0.5, 0.5, 2.0, -1.0]);
+    let out = Interpreter::new(2).unwrap().run(&f, &[x.clone(), y.clone()]).unwrap();
+    // q = -((x + y) - x·y), s = x + y
+    assert_bits(&out[0], &f32s(&[4], &[-1.0, -1.5, 1.0, -7.0]));
+    assert_bits(&out[1], &f32s(&[4], &[1.5, 2.5, 5.0, 3.0]));
+    // A one-result cluster can also be evaluated as one op.
+    let Some(inst) = f.insts.iter().find(|i| i.op.name() == "cluster" && i.results.len() == 1)
+    else {
+        panic!("no one-result cluster")
+    };
+    let r = f32s(&[4], &[1.0, -2.0, 0.0, 3.0]);
+    let q = Interpreter::new(1)
+        .unwrap()
+        .eval(&inst.op, &[&r], &TensorType::new(DType::F32, vec![4]))
+        .unwrap();
+    assert_bits(&q, &f32s(&[4], &[-1.0, 2.0, -0.0, -3.0]));
+}

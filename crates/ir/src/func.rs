@@ -160,6 +160,35 @@ impl Func {
         v
     }
 
+    /// Appends an instruction with several results (a cluster), named `names` (an empty name
+    /// picks a fresh one), and returns the results.
+    pub fn push_multi(
+        &mut self,
+        op: Op,
+        args: Vec<Value>,
+        types: Vec<TensorType>,
+        names: &[String],
+        loc: Option<Loc>,
+    ) -> Vec<Value> {
+        let id = InstId(self.insts.len() as u32);
+        let results: Vec<Value> = types
+            .into_iter()
+            .enumerate()
+            .map(|(k, ty)| {
+                let name = names.get(k).filter(|n| !n.is_empty()).map(String::as_str);
+                self.new_value(name, ty, ValueDef::Inst(id, k))
+            })
+            .collect();
+        self.insts.push(Inst {
+            op,
+            args,
+            results: results.clone(),
+            loc,
+            scope: None,
+        });
+        results
+    }
+
     /// The instruction that defines `v`, if it is not a parameter.
     pub fn def_inst(&self, v: Value) -> Option<&Inst> {
         match self.value(v).def {

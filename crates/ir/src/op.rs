@@ -4,6 +4,7 @@
 //! backends ask an op for its category instead of keeping their own lists of op names.
 //! Typing rules live in [`crate::typecheck`].
 
+use crate::func::Func;
 use crate::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,8 @@ pub enum OpCategory {
     Reduction,
     /// Contraction (`dot_general`); compiled through a GEMM library.
     Dot,
+    /// A cluster: a region of ops chosen for compilation as one unit.
+    Cluster,
 }
 
 macro_rules! named_enum {
@@ -225,6 +228,20 @@ pub enum Op {
     },
     /// XLA's `DotGeneral`: result dims are batch, lhs free, rhs free; float operands.
     DotGeneral(DotDims),
+    /// A cluster: operands are the region's parameters (types must match), results are the
+    /// values the region yields. Formed by `mark_for_compilation`; compiled as one unit or,
+    /// on the fallback path, interpreted op by op.
+    Cluster(Box<Cluster>),
+}
+
+/// The region of a `cluster` instruction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    /// `cluster_<n>`; printed as `@cluster_<n>`.
+    pub name: String,
+    /// The ops, as a function whose parameters are the cluster's inputs and whose results
+    /// are its outputs. Never contains another cluster.
+    pub body: Func,
 }
 
 impl Op {
@@ -246,6 +263,7 @@ impl Op {
             Op::Pad { .. } => "pad",
             Op::Reduce { kind, .. } => kind.name(),
             Op::DotGeneral(_) => "dot_general",
+            Op::Cluster(_) => "cluster",
         }
     }
 
@@ -264,10 +282,12 @@ impl Op {
             | Op::Pad { .. } => OpCategory::Shape,
             Op::Reduce { .. } => OpCategory::Reduction,
             Op::DotGeneral(_) => OpCategory::Dot,
+            Op::Cluster(_) => OpCategory::Cluster,
         }
     }
 
-    /// Number of operands the op takes; `None` for variadic (`concat`, at least one).
+    /// Number of operands the op takes; `None` for variadic (`concat`, at least one; a
+    /// cluster, as many as its region has parameters).
     pub fn arity(&self) -> Option<usize> {
         match self {
             Op::Constant(_) | Op::Iota { .. } => Some(0),
@@ -280,7 +300,7 @@ impl Op {
             | Op::Reduce { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) | Op::Pad { .. } | Op::DotGeneral(_) => Some(2),
             Op::Select => Some(3),
-            Op::Concat { .. } => None,
+            Op::Concat { .. } | Op::Cluster(_) => None,
         }
     }
 }
@@ -300,6 +320,7 @@ pub fn all_op_names() -> Vec<&'static str> {
         "concat",
         "pad",
         "dot_general",
+        "cluster",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

@@ -241,25 +241,7 @@ impl Parser {
                 self.expect(',')?;
             }
         }
-        if self.peek() != &Tok::Arrow {
-            return self.unexpected("'->'");
-        }
-        self.pos += 1;
-        let result_types = if self.eat('(') {
-            let mut ts = Vec::new();
-            if !self.eat(')') {
-                loop {
-                    ts.push(self.ty()?);
-                    if self.eat(')') {
-                        break;
-                    }
-                    self.expect(',')?;
-                }
-            }
-            ts
-        } else {
-            vec![self.ty()?]
-        };
+        let result_types = self.arrow_types()?;
         self.expect('{')?;
         loop {
             match self.peek() {
@@ -306,12 +288,125 @@ impl Parser {
         Ok(f)
     }
 
-    fn inst(&mut self, f: &mut Func) -> PResult<()> {
-        let (name, name_loc) = self.value_name()?;
-        if f.lookup(&name).is_some() {
-            return Err((name_loc, format!("'%{name}' is defined twice")));
+    /// `-> T` or `-> (T1, T2, …)`.
+    fn arrow_types(&mut self) -> PResult<Vec<TensorType>> {
+        if self.peek() != &Tok::Arrow {
+            return self.unexpected("'->'");
+        }
+        self.pos += 1;
+        if !self.eat('(') {
+            return Ok(vec![self.ty()?]);
+        }
+        let mut ts = Vec::new();
+        if !self.eat(')') {
+            loop {
+                ts.push(self.ty()?);
+                if self.eat(')') {
+                    break;
+                }
+                self.expect(',')?;
+            }
+        }
+        Ok(ts)
+    }
+
+    /// `%a, %b, …` up to `=`, each name new in `f`.
+    fn result_names(&mut self, f: &Func) -> PResult<Vec<(String, Loc)>> {
+        let mut names: Vec<(String, Loc)> = Vec::new();
+        loop {
+            let (name, loc) = self.value_name()?;
+            if f.lookup(&name).is_some() || names.iter().any(|(n, _)| *n == name) {
+                return Err((loc, format!("'%{name}' is defined twice")));
+            }
+            names.push((name, loc));
+            if !self.eat(',') {
+                break;
+            }
         }
         self.expect('=')?;
+        Ok(names)
+    }
+
+    /// `cluster @name(%a, …) -> T { insts… yield %v, … }` after the result names.
+    fn cluster(&mut self, f: &mut Func, names: Vec<(String, Loc)>) -> PResult<()> {
+        let loc = self.loc();
+        let name = match self.next().tok {
+            Tok::FuncName(n) => n,
+            t => {
+                return Err((
+                    loc,
+                    format!(
+                        "expected a cluster name like '@cluster_0', found {}",
+                        t.describe()
+                    ),
+                ))
+            }
+        };
+        let mut body = Func::new(name.clone());
+        let mut args = Vec::new();
+        self.expect('(')?;
+        if !self.eat(')') {
+            loop {
+                let (n, l) = self.value_name()?;
+                let v = f
+                    .lookup(&n)
+                    .ok_or((l, format!("use of undefined value '%{n}'")))?;
+                if body.lookup(&n).is_some() {
+                    return Err((l, format!("'%{n}' is passed to the cluster twice")));
+                }
+                body.add_param(Some(&n), f.ty(v).clone());
+                args.push(v);
+                if self.eat(')') {
+                    break;
+                }
+                self.expect(',')?;
+            }
+        }
+        let types = self.arrow_types()?;
+        if types.len() != names.len() {
+            return Err((
+                loc,
+                format!(
+                    "{} result names for {} result types",
+                    names.len(),
+                    types.len()
+                ),
+            ));
+        }
+        self.expect('{')?;
+        while let Tok::ValueName(_) = self.peek() {
+            self.inst(&mut body)?;
+        }
+        self.keyword("yield")?;
+        loop {
+            let (n, l) = self.value_name()?;
+            let v = body
+                .lookup(&n)
+                .ok_or((l, format!("use of undefined value '%{n}' in @{name}")))?;
+            body.results.push(v);
+            if !self.eat(',') {
+                break;
+            }
+        }
+        self.expect('}')?;
+        let op = Op::Cluster(Box::new(crate::op::Cluster { name, body }));
+        let result_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
+        f.push_multi(op, args, types, &result_names, Some(names[0].1));
+        Ok(())
+    }
+
+    fn inst(&mut self, f: &mut Func) -> PResult<()> {
+        let names = self.result_names(f)?;
+        if let Tok::Ident(w) = self.peek() {
+            if w == "cluster" {
+                self.pos += 1;
+                return self.cluster(f, names);
+            }
+        }
+        let [(name, name_loc)] = &names[..] else {
+            return Err((names[1].1, "only a cluster has several results".into()));
+        };
+        let (name, name_loc) = (name.clone(), *name_loc);
         let op_loc = self.loc();
         let op_name = match self.next().tok {
             Tok::Ident(n) => n,

@@ -23,12 +23,7 @@ pub fn print_func(f: &Func) -> String {
         .iter()
         .map(|&p| format!("%{}: {}", f.value(p).name, f.ty(p)))
         .collect();
-    let results: Vec<String> = f.result_types().iter().map(|t| t.to_string()).collect();
-    let ret = if results.len() == 1 {
-        results[0].clone()
-    } else {
-        format!("({})", results.join(", "))
-    };
+    let ret = result_signature(&f.result_types());
     let _ = writeln!(out, "func @{}({}) -> {} {{", f.name, params.join(", "), ret);
     for inst in &f.insts {
         let _ = writeln!(out, "  {}", print_inst(f, inst));
@@ -47,8 +42,22 @@ pub fn print_func(f: &Func) -> String {
     out
 }
 
-/// Prints one instruction line, without indentation or newline.
+/// The `-> T` / `-> (T1, T2)` part of a signature.
+fn result_signature(types: &[crate::TensorType]) -> String {
+    let shown: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+    if shown.len() == 1 {
+        shown[0].clone()
+    } else {
+        format!("({})", shown.join(", "))
+    }
+}
+
+/// Prints one instruction, without leading indentation or trailing newline. A cluster spans
+/// several lines: its region is indented by two more spaces and closed with `}`.
 pub fn print_inst(f: &Func, inst: &Inst) -> String {
+    if let Op::Cluster(c) = &inst.op {
+        return print_cluster(f, inst, c);
+    }
     let mut s = String::new();
     let results: Vec<String> = inst
         .results
@@ -71,6 +80,31 @@ pub fn print_inst(f: &Func, inst: &Inst) -> String {
     }
     let types: Vec<String> = inst.results.iter().map(|&r| f.ty(r).to_string()).collect();
     let _ = write!(s, " : {}", types.join(", "));
+    s
+}
+
+fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster) -> String {
+    let name = |v: &crate::Value| format!("%{}", f.value(*v).name);
+    let results: Vec<String> = inst.results.iter().map(name).collect();
+    let args: Vec<String> = inst.args.iter().map(name).collect();
+    let types: Vec<crate::TensorType> = inst.results.iter().map(|&r| f.ty(r).clone()).collect();
+    let mut s = format!(
+        "{} = cluster @{}({}) -> {} {{\n",
+        results.join(", "),
+        c.name,
+        args.join(", "),
+        result_signature(&types)
+    );
+    let b = &c.body;
+    for i in &b.insts {
+        let _ = writeln!(s, "    {}", print_inst(b, i));
+    }
+    let yields: Vec<String> = b
+        .results
+        .iter()
+        .map(|v| format!("%{}", b.value(*v).name))
+        .collect();
+    let _ = write!(s, "    yield {}\n  }}", yields.join(", "));
     s
 }
 
@@ -109,7 +143,9 @@ fn attributes(op: &Op) -> Vec<String> {
         .filter(|(_, v)| !v.is_empty())
         .map(|(k, v)| format!("{k}={}", list(v)))
         .collect(),
-        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Convert | Op::Reshape => Vec::new(),
+        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Convert | Op::Reshape | Op::Cluster(_) => {
+            Vec::new()
+        }
     }
 }
 

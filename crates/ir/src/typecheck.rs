@@ -21,7 +21,9 @@ pub fn infer(
                 args.len()
             ))
         }
-        None if args.is_empty() => return Err("expects at least one operand".into()),
+        None if args.is_empty() && !matches!(op, Op::Cluster(_)) => {
+            return Err("expects at least one operand".into())
+        }
         _ => {}
     }
     let need_declared = || {
@@ -149,6 +151,7 @@ pub fn infer(
             )
         }
         Op::DotGeneral(d) => dot_general(args[0], args[1], d)?,
+        Op::Cluster(c) => cluster_result(c, args)?,
     };
     if let Some(decl) = declared {
         if *decl != inferred {
@@ -158,6 +161,38 @@ pub fn infer(
         }
     }
     Ok(inferred)
+}
+
+/// Checks a cluster's operands against its region's parameters; its one result type (the
+/// verifier checks multi-result clusters through [`cluster_operands`]).
+fn cluster_result(c: &crate::op::Cluster, args: &[&TensorType]) -> Result<TensorType, String> {
+    cluster_operands(c, args)?;
+    match &c.body.result_types()[..] {
+        [one] => Ok(one.clone()),
+        many => Err(format!("has {} results, not one", many.len())),
+    }
+}
+
+/// Checks a cluster's operands against its region's parameters.
+pub fn cluster_operands(c: &crate::op::Cluster, args: &[&TensorType]) -> Result<(), String> {
+    let params = c.body.param_types();
+    if params.len() != args.len() {
+        return Err(format!(
+            "@{} has {} parameters but {} operands",
+            c.name,
+            params.len(),
+            args.len()
+        ));
+    }
+    for (i, (p, a)) in params.iter().zip(args).enumerate() {
+        if p != *a {
+            return Err(format!(
+                "@{}: operand {i} is {a} but the region's parameter is {p}",
+                c.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn same_type(a: &TensorType, b: &TensorType) -> Result<(), String> {

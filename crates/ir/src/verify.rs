@@ -83,7 +83,32 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
                 );
             }
         }
-        if inst.results.len() != 1 {
+        if let crate::Op::Cluster(c) = &inst.op {
+            let arg_types: Vec<_> = inst.args.iter().map(|a| f.ty(*a)).collect();
+            if let Err(e) = crate::typecheck::cluster_operands(c, &arg_types) {
+                report(inst.loc, format!("{head}: {e}"));
+            }
+            let declared: Vec<_> = inst.results.iter().map(|r| f.ty(*r).clone()).collect();
+            if declared != c.body.result_types() {
+                report(
+                    inst.loc,
+                    format!(
+                        "{head}: @{} yields values of other types than it declares",
+                        c.name
+                    ),
+                );
+            }
+            if c.body
+                .insts
+                .iter()
+                .any(|i| matches!(i.op, crate::Op::Cluster(_)))
+            {
+                report(inst.loc, format!("{head}: clusters cannot nest"));
+            }
+            for d in verify_func(&c.body) {
+                report(d.loc.or(inst.loc), format!("in @{}: {}", c.name, d.message));
+            }
+        } else if inst.results.len() != 1 {
             report(
                 inst.loc,
                 format!(
@@ -102,6 +127,9 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
             }
         }
         let arg_types: Vec<_> = inst.args.iter().map(|a| f.ty(*a)).collect();
+        if matches!(inst.op, crate::Op::Cluster(_)) {
+            continue;
+        }
         if let Some(&r) = inst.results.first() {
             if let Err(e) = infer(&inst.op, &arg_types, Some(f.ty(r))) {
                 let shown: Vec<String> = arg_types.iter().map(|t| t.to_string()).collect();

@@ -12,6 +12,9 @@ pub enum KilnError {
     /// `TF_XLA_FLAGS`, `XLA_FLAGS` or another steering variable is invalid.
     #[error(transparent)]
     Flags(#[from] kiln_flags::FlagsError),
+    /// The compiler rejected the graph or failed.
+    #[error(transparent)]
+    Compile(#[from] kiln_compiler::CompileError),
     /// A `.kir` file did not parse.
     #[error(transparent)]
     Parse(#[from] kiln_ir::ParseError),

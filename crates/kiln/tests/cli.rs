@@ -227,3 +227,43 @@ fn kiln_flags_names() -> Vec<&'static str> {
         "xla_cpu_num_threads",
     ]
 }
+
+#[test]
+fn cluster_prints_the_clustered_graph_and_tf_summary() {
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["cluster", "examples/mlp_forward.kir"])
+        .current_dir(repo())
+        .env(
+            "TF_XLA_FLAGS",
+            "--tf_xla_auto_jit=fusible --tf_xla_min_cluster_size=2",
+        )
+        .env("TF_CPP_VMODULE", "mark_for_compilation_pass=2")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("= cluster @cluster_0("), "{out}");
+    assert!(
+        out.contains("// *** Clustering info for graph of size 15"),
+        "{out}"
+    );
+    assert!(
+        out.contains("//  Built 2 clusters, size 13 / 15 (86.67%)"),
+        "{out}"
+    );
+    assert!(out.contains("//   dot_general: 2 instances"), "{out}");
+    assert!(
+        stderr(&o).contains("mark_for_compilation_pass] *** Clustering info for graph of size 15"),
+        "TF_CPP_VMODULE logging: {}",
+        stderr(&o)
+    );
+    let o = kiln(&["cluster", "examples/softmax.kir", "--disable-pass", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with(
+            "error: unknown pass 'nope' (passes: simplify, cse, dce, mark_for_compilation)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}

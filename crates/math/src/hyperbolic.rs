@@ -5,7 +5,9 @@
 
 use crate::arith::{Arith, FloatCC};
 use crate::bits::{abs_and_sign, c, cmp_c, flip_sign, pick, poly};
-use crate::exp::exp;
+use crate::exact::fast_two_sum;
+use crate::bits::scale_pow2;
+use crate::exp::{exp, exp_reduced};
 
 /// Below this `|x|` (= log(3)/2), `tanh` uses the odd polynomial; above it
 /// `1 - 2/(e^2|x| + 1)` is at least 1/2, so its subtraction cannot cancel.
@@ -58,17 +60,35 @@ pub fn tanh<A: Arith>(a: &mut A, x: A::F) -> A::F {
     flip_sign(a, y, sign)
 }
 
-/// The logistic sigmoid `1 / (1 + e^-x)`. For `x < 0` it is computed as `e^x / (1 + e^x)`,
-/// so it stays accurate (relative to the result) down into the subnormal range instead of
-/// rounding to 0 once `e^-x` overflows. `logistic(-inf) = 0`, `logistic(+inf) = 1`.
+/// The logistic sigmoid `1 / (1 + e^-x)`. With `e^-|x| = 2^k (1 + t)` kept unevaluated,
+/// `x < 0` gives `2^k (1 + t) / (1 + e^-|x|)`: accurate relative to the result down into
+/// the subnormal range, instead of rounding to 0 once `e^-x` overflows. Numerator and
+/// denominator are exact double-float sums, so only the quotient's rounding and the error of
+/// `t` remain. `logistic(-inf) = 0`, `logistic(+inf) = 1`.
 #[inline(always)]
 pub fn logistic<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let ax = a.abs(x);
     let nax = a.neg(ax);
-    let e = exp(a, nax);
+    let (t, k) = exp_reduced(a, nax);
     let one = c(a, 1.0);
-    let d = a.add(one, e);
+    let (nh, nl) = fast_two_sum(a, one, t); // 1 + t exactly
+    // e = e^-|x| <= 1 and d + dl = 1 + e (the parts of e below d's precision go to dl).
+    let eh = scale_pow2(a, nh, k);
+    let el = scale_pow2(a, nl, k);
+    let (d, dl) = fast_two_sum(a, one, eh);
+    let dl = a.add(dl, el);
+    // x < 0: (nh + nl) / (d + dl), scaled by 2^k at the end (one rounding into subnormals);
+    // x >= 0: 1 / (d + dl).
     let negative = cmp_c(a, FloatCC::Lt, x, 0.0);
-    let num = a.select(negative, e, one);
-    a.div(num, d)
+    let num_h = a.select(negative, nh, one);
+    let zero = c(a, 0.0);
+    let num_l = a.select(negative, nl, zero);
+    let q = a.div(num_h, d);
+    let qdl = a.mul(q, dl);
+    let r = a.sub(num_l, qdl);
+    let r = a.div(r, d);
+    let y = a.add(q, r);
+    let zero_i = a.uconst(0);
+    let k = a.select_u(negative, k, zero_i);
+    scale_pow2(a, y, k)
 }

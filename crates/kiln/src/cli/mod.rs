@@ -2,6 +2,7 @@
 //! prints as `error: …`.
 
 mod check;
+mod cluster;
 mod inputs;
 mod run;
 
@@ -24,6 +25,9 @@ enum Command {
     Run(run::RunArgs),
     /// Parse and verify a .kir file, printing every error.
     Check(check::CheckArgs),
+    /// Run the pass pipeline and auto-clustering on a .kir file; print the clustered graph
+    /// and TensorFlow's clustering summary (honours TF_XLA_FLAGS).
+    Cluster(cluster::ClusterArgs),
     /// Print every flag of TF_XLA_FLAGS / XLA_FLAGS with its default, value in effect and source.
     Flags,
 }
@@ -36,6 +40,7 @@ pub fn main() -> Result<ExitCode, KilnError> {
     match cli.command {
         Command::Run(a) => run::run(a, &flags),
         Command::Check(a) => check::check(a),
+        Command::Cluster(a) => cluster::cluster(a, &flags),
         Command::Flags => {
             print!("{}", kiln_flags::render_flags_table(&flags));
             Ok(ExitCode::SUCCESS)

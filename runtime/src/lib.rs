@@ -1,1 +1,34 @@
-//! kiln-runtime
+//! Kiln's runtime: runs clustered graphs. Plain ops run on the interpreter; each cluster
+//! goes through the compile policy of TensorFlow's XLA compilation cache (lazy, eager,
+//! deferred, asynchronous; slow-compile and megamorphic rules), an in-memory cache and an
+//! optional persistent cache, and runs compiled or on the fallback path.
+//!
+//! **Invariant:** the runtime reads no environment variables; everything comes from
+//! [`RuntimeOptions`] (built from `kiln_flags::Flags` at the edge). A failed compile or a
+//! failed compiled run never loses the user's result: the fallback answers.
+
+pub mod backend;
+mod executor;
+pub mod persistent;
+pub mod policy;
+pub mod stats;
+
+pub use backend::{Backend, CompileFailure, Executable};
+pub use executor::{Runtime, RuntimeOptions};
+pub use persistent::{CacheDirError, CacheStats, PersistentCache};
+pub use policy::PolicyConfig;
+pub use stats::ClusterStats;
+
+/// What can go wrong running a graph; each names what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The persistent cache directory is unusable.
+    #[error(transparent)]
+    CacheDir(#[from] CacheDirError),
+    /// The interpreter failed (bad argument, or an op failed).
+    #[error(transparent)]
+    Interp(#[from] kiln_interp::InterpError),
+    /// Bad arguments or an inconsistent graph.
+    #[error("{0}")]
+    Invalid(String),
+}

@@ -5,12 +5,17 @@
 //! **Invariant:** the compiler reads no environment variables and no clock; everything it
 //! needs arrives in [`Options`], built from `kiln_flags::Flags` at the edge.
 
+pub mod cranelift;
 mod cycles;
 mod form_clusters;
+pub mod kernel;
+pub mod lower;
 pub mod passes;
 mod pipeline;
 mod rewrite;
 
+/// The CPU backend's public interface (`compile_cluster`, `CpuExecutable`).
+pub use crate::cranelift::cpu;
 pub use pipeline::{run_pipeline, PassReport, PASSES};
 pub use rewrite::Rewriter;
 
@@ -21,7 +26,8 @@ use kiln_flags::Flags;
 pub struct Options {
     /// The flags in effect (auto-jit level, cluster sizes, fuel, dump directory, logging).
     pub flags: Flags,
-    /// Names of passes to skip (to bisect a miscompile), e.g. `["cse"]`.
+    /// Names of passes to skip (to bisect a miscompile), e.g. `["cse"]`; from
+    /// `--xla_disable_hlo_passes`.
     pub disabled_passes: Vec<String>,
     /// True when the graph runs on a GPU (resolves `--tf_xla_auto_jit=single-gpu(N)` and
     /// exempts it from `--tf_xla_cpu_global_jit`).
@@ -33,7 +39,7 @@ impl Options {
     pub fn from_flags(flags: &Flags) -> Options {
         Options {
             flags: flags.clone(),
-            disabled_passes: Vec::new(),
+            disabled_passes: flags.disabled_passes.clone(),
             gpu: false,
         }
     }

@@ -1,1 +1,40 @@
-//! kiln-ptx
+//! kiln-ptx: PTX text for NVIDIA GPUs, and the one place where CUDA is touched.
+//!
+//! - [`module`]: a small table-driven builder for PTX module text (target directives, kernel
+//!   entries, typed virtual registers, a grid-stride loop);
+//! - [`arith`]: the [`kiln_math::Arith`] trait over PTX registers, so the generic scalar math
+//!   emits *the same sequence of IEEE operations* as the interpreter (design.md, Invariant 1);
+//! - [`kernels`]: elementwise math kernels `y[i] = f(x[i])`, used to validate the above;
+//! - [`ptxas`]: assembling emitted text with NVIDIA's `ptxas` (a check, no GPU needed);
+//! - [`driver`]: loading and launching kernels through cudarc, behind a probe for `libcuda`
+//!   so that a machine without a GPU gets [`driver::DriverError::NoGpu`], never a panic.
+//!
+//! **Invariant:** nothing here except [`driver`] knows about CUDA, and nothing reads the
+//! environment: the `ptxas` location is passed in by the caller (a test or a tool).
+//! Deliberately not here yet: the kernel-IR → PTX emitter (it will reuse [`arith`] and
+//! [`module`]).
+
+#![warn(missing_docs)]
+
+pub mod arith;
+pub mod driver;
+pub mod kernels;
+pub mod module;
+pub mod ptxas;
+
+pub use arith::{Double, PtxArith, PtxFloat, Single};
+pub use kernels::{elementwise_kernel, emit_math_kernel, MathFn};
+pub use module::{emit_module, Body, Kernel, Label, Reg, RegClass, Target};
+
+/// Errors of the pure PTX text emitters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PtxError {
+    /// The requested compute capability has no entry in the target table.
+    #[error("unsupported GPU target sm_{sm}: {reason}")]
+    UnsupportedTarget {
+        /// The requested compute capability, e.g. `80` for sm_80.
+        sm: u32,
+        /// Why it is refused, naming the supported targets.
+        reason: String,
+    },
+}

@@ -103,6 +103,8 @@ pub struct Flags {
     pub multiheap_size_constraint_per_heap: i64,
     /// `--xla_dump_to`: the dump directory, if any.
     pub dump_to: Option<PathBuf>,
+    /// `--xla_disable_hlo_passes`: graph passes to skip, by name.
+    pub disabled_passes: Vec<String>,
     /// `--xla_gpu_deterministic_ops` exactly as written; it is folded into
     /// [`Flags::deterministic_ops`], which is what the rest of Kiln should consult.
     pub gpu_deterministic_ops: bool,
@@ -142,6 +144,7 @@ impl Default for Flags {
             disable_ptxas_optimizations: false,
             multiheap_size_constraint_per_heap: -1,
             dump_to: None,
+            disabled_passes: Vec::new(),
             gpu_deterministic_ops: false,
             cpu_num_threads: 0,
             deterministic_ops: false,

@@ -86,6 +86,10 @@ pub(crate) enum Access {
         get: fn(&Flags) -> &VModule,
         set: fn(&mut Flags, VModule),
     },
+    Names {
+        get: fn(&Flags) -> &[String],
+        set: fn(&mut Flags, Vec<String>),
+    },
 }
 
 /// Why a value could not be applied; the caller adds the location and flag name.
@@ -104,6 +108,7 @@ impl FlagSpec {
             Access::AutoJit { .. } => Kind::AutoJit,
             Access::Path { .. } => Kind::Path,
             Access::VModule { .. } => Kind::VModule,
+            Access::Names { .. } => Kind::Names,
         }
     }
 
@@ -145,6 +150,14 @@ impl FlagSpec {
             Access::Path { get, .. } => {
                 get(flags).map_or("unset".to_string(), |p| p.display().to_string())
             }
+            Access::Names { get, .. } => {
+                let names = get(flags);
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(",")
+                }
+            }
             Access::VModule { get, .. } => {
                 let vmodule = get(flags);
                 if vmodule.is_empty() {
@@ -180,6 +193,16 @@ impl FlagSpec {
             }
             (Access::VModule { set, .. }, Some(v)) => {
                 set(flags, VModule::parse(v).map_err(|_| bad)?)
+            }
+            (Access::Names { set, .. }, Some(v)) => {
+                let names: Vec<String> = v.split(',').map(|n| n.trim().to_string()).collect();
+                let valid = |n: &String| {
+                    !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                };
+                if !names.iter().all(valid) {
+                    return Err(bad);
+                }
+                set(flags, names)
             }
         }
         Ok(())
@@ -411,6 +434,15 @@ pub static FLAGS: &[FlagSpec] = &[
         access: Access::Path { get: |f| f.dump_to.as_deref(), set: |f, v| f.dump_to = Some(v) },
     },
     FlagSpec {
+        name: "xla_disable_hlo_passes",
+        variables: XLA,
+        default: "none",
+        help: "Comma-separated graph passes to skip (`simplify`, `cse`, `dce`, `mark_for_compilation`), to bisect a miscompile. An unknown pass name is an error when the pipeline runs.",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.disabled_passes, set: |f, v| f.disabled_passes = v },
+    },
+    FlagSpec {
         name: "xla_gpu_deterministic_ops",
         variables: XLA,
         default: "false",
@@ -539,6 +571,7 @@ mod tests {
             "xla_gpu_disable_ptxas_optimizations",
             "xla_multiheap_size_constraint_per_heap",
             "xla_dump_to",
+            "xla_disable_hlo_passes",
             "xla_gpu_deterministic_ops",
             "xla_cpu_num_threads",
         ] {

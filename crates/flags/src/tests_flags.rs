@@ -62,6 +62,7 @@ fn every_flag_accepts_a_valid_value_of_its_kind_and_rejects_an_invalid_one() {
             Kind::Int { .. } => ("7", "7", "seven"),
             Kind::AutoJit => ("fusible", "fusible", "3"),
             Kind::Path => ("/tmp/kiln", "/tmp/kiln", ""),
+            Kind::Names => ("cse,dce", "cse,dce", "cse,,dce"),
             Kind::VModule => unreachable!("TF_CPP_VMODULE is not a --flag"),
         };
         let flags = in_home(spec.name, &format!("--{}={valid}", spec.name)).unwrap();

@@ -104,6 +104,8 @@ pub enum Kind {
     Path,
     /// A `TF_CPP_VMODULE` list: `module=level,module=level`.
     VModule,
+    /// A comma-separated list of names (`cse,dce`).
+    Names,
 }
 
 impl Kind {
@@ -125,6 +127,7 @@ impl Kind {
                 "`-1`, `0`, `1`, `2`, `fusible` or `single-gpu(N)` with N = 0, 1 or 2".to_string()
             }
             Kind::Path => "a non-empty path".to_string(),
+            Kind::Names => "comma-separated names".to_string(),
             Kind::VModule => {
                 "a comma-separated list of `module=level` with non-negative levels".to_string()
             }

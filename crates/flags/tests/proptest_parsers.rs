@@ -130,6 +130,10 @@ fn valid_token() -> impl Strategy<Value = (&'static FlagSpec, String, String)> {
             }
             // One directory for every path, so the two cache names never disagree.
             Kind::Path => ("=\"/tmp/k k\"".to_string(), "/tmp/k k".to_string()),
+            Kind::Names => {
+                let v = ["cse", "dce", "simplify", "cse,dce", "mark_for_compilation"][n as usize];
+                (format!("={v}"), v.to_string())
+            }
             Kind::VModule => unreachable!("not a --flag"),
         };
         (spec, format!("--{}{written}", spec.name), shown)

@@ -39,6 +39,7 @@ use kiln_ir::typecheck::infer;
 use kiln_ir::{Op, Tensor, TensorType};
 
 /// The interpreter: evaluates ops and functions on host tensors, using its own thread pool.
+#[derive(Debug)]
 pub struct Interpreter {
     pool: rayon::ThreadPool,
 }

@@ -15,6 +15,9 @@ pub enum KilnError {
     /// The compiler rejected the graph or failed.
     #[error(transparent)]
     Compile(#[from] kiln_compiler::CompileError),
+    /// The runtime failed (bad arguments, unusable cache directory, …).
+    #[error(transparent)]
+    Runtime(#[from] kiln_runtime::RuntimeError),
     /// A `.kir` file did not parse.
     #[error(transparent)]
     Parse(#[from] kiln_ir::ParseError),

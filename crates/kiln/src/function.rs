@@ -2,7 +2,7 @@
 //! symbolic tensors, traces it once per input signature, and runs the traced graph.
 
 use crate::error::KilnError;
-use kiln_interp::Interpreter;
+use crate::session::Session;
 use kiln_ir::{trace, Func, Tensor, TensorType, TraceOutputs, Tracer};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,9 +53,16 @@ type Body = dyn Fn(&[Tracer], &[Static]) -> Vec<Tracer> + Send + Sync;
 pub struct Function {
     name: String,
     body: Box<Body>,
-    traces: Mutex<HashMap<Signature, Arc<Func>>>,
+    traces: Mutex<HashMap<Signature, Traced>>,
     trace_count: AtomicUsize,
-    interp: Arc<Interpreter>,
+    session: Session,
+}
+
+/// One signature's graphs: as traced, and after the pass pipeline (clustered).
+#[derive(Clone)]
+struct Traced {
+    graph: Arc<Func>,
+    prepared: Arc<Func>,
 }
 
 impl std::fmt::Debug for Function {
@@ -73,9 +80,19 @@ impl Function {
         Function::with_static(name, move |t: &[Tracer], _: &[Static]| f(t))
     }
 
-    /// Wraps a closure over tensor arguments and static arguments.
+    /// Wraps a closure over tensor arguments and static arguments. Uses the flags in effect
+    /// (`TF_XLA_FLAGS`, `XLA_FLAGS`, …); see [`Function::with_session`] to choose.
     pub fn with_static<O: TraceOutputs>(
         name: &str,
+        f: impl Fn(&[Tracer], &[Static]) -> O + Send + Sync + 'static,
+    ) -> Result<Function, KilnError> {
+        Function::with_session(name, Session::from_env()?, f)
+    }
+
+    /// Wraps a closure running in a given session (flags, runtime and its caches).
+    pub fn with_session<O: TraceOutputs>(
+        name: &str,
+        session: Session,
         f: impl Fn(&[Tracer], &[Static]) -> O + Send + Sync + 'static,
     ) -> Result<Function, KilnError> {
         Ok(Function {
@@ -83,8 +100,13 @@ impl Function {
             body: Box::new(move |t, s| f(t, s).into_tracers()),
             traces: Mutex::new(HashMap::new()),
             trace_count: AtomicUsize::new(0),
-            interp: Arc::new(Interpreter::new(0)?),
+            session,
         })
+    }
+
+    /// The session this function runs in.
+    pub fn session(&self) -> &Session {
+        &self.session
     }
 
     /// How many times the closure has been traced (one per distinct signature).
@@ -95,15 +117,30 @@ impl Function {
     /// The traced graph for a signature, tracing it if this signature is new
     /// (`get_concrete_function` in TensorFlow).
     pub fn graph(&self, sig: &Signature) -> Result<Arc<Func>, KilnError> {
+        Ok(self.traced(sig)?.graph)
+    }
+
+    /// The graph for a signature after the pass pipeline: what actually runs, with its
+    /// cluster nodes.
+    pub fn prepared_graph(&self, sig: &Signature) -> Result<Arc<Func>, KilnError> {
+        Ok(self.traced(sig)?.prepared)
+    }
+
+    fn traced(&self, sig: &Signature) -> Result<Traced, KilnError> {
         let mut traces = self.traces.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = traces.get(sig) {
-            return Ok(f.clone());
+        if let Some(t) = traces.get(sig) {
+            return Ok(t.clone());
         }
         let func = trace(&self.name, &sig.tensors, |t| (self.body)(t, &sig.statics))?;
         self.trace_count.fetch_add(1, Ordering::Relaxed);
-        let func = Arc::new(func);
-        traces.insert(sig.clone(), func.clone());
-        Ok(func)
+        let mut prepared = func.clone();
+        self.session.prepare(&mut prepared)?;
+        let t = Traced {
+            graph: Arc::new(func),
+            prepared: Arc::new(prepared),
+        };
+        traces.insert(sig.clone(), t.clone());
+        Ok(t)
     }
 
     /// Calls the function on tensors.
@@ -121,7 +158,7 @@ impl Function {
             tensors: args.iter().map(Tensor::ty).collect(),
             statics: statics.to_vec(),
         };
-        let func = self.graph(&sig)?;
-        Ok(self.interp.run(&func, args)?)
+        let func = self.prepared_graph(&sig)?;
+        self.session.run(&func, args)
     }
 }

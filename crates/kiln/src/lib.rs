@@ -17,6 +17,7 @@ pub mod config;
 mod error;
 mod function;
 pub mod npy;
+mod session;
 
 pub use error::KilnError;
 pub use function::{Function, Signature, Static};
@@ -24,3 +25,4 @@ pub use kiln_ir::{
     parse_module, print_func, verify_func, Buffer, DType, Func, Module, Scalar, Tensor, TensorType,
     Tracer,
 };
+pub use session::Session;

@@ -267,3 +267,53 @@ fn cluster_prints_the_clustered_graph_and_tf_summary() {
         stderr(&o)
     );
 }
+
+#[test]
+fn cache_stats_and_clear_check_the_directory() {
+    let o = kiln(&["cache", "stats", "/nonexistent/kiln-cache"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("does not exist or is not a directory"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = temp("cache-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let o = kiln(&["cache", "stats", dir.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(
+            stderr(&o).contains("is writable by other users"),
+            "{}",
+            stderr(&o)
+        );
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let o = kiln(&["cache", "stats", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(": 0 entries, 0 corrupt"),
+        "{}",
+        stdout(&o)
+    );
+    let o = kiln(&["cache", "clear", dir.to_str().unwrap()]);
+    assert!(stdout(&o).contains("removed 0 files"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_bad_cache_directory_flag_is_a_clear_error_at_start_up() {
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["run", "examples/softmax.kir", "--random-inputs", "0"])
+        .current_dir(repo())
+        .env(
+            "TF_XLA_FLAGS",
+            "--tf_xla_persistent_cache_directory=/nonexistent/kiln",
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/nonexistent/kiln"), "{}", stderr(&o));
+}

@@ -20,7 +20,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--stride" {
-            stride = args.next().and_then(|s| s.parse().ok()).expect("--stride N");
+            stride = args
+                .next()
+                .and_then(|s| s.parse().ok())
+                .expect("--stride N");
         } else {
             names.push(a);
         }

@@ -158,7 +158,17 @@ mod tests {
     #[test]
     fn round_small_matches_round_ties_even() {
         let a = &mut ScalarF32;
-        for v in [-2.5f32, -1.5, -0.5, 0.49, 0.5, 1.5, 2.5, 1234.56, -4_000_000.4] {
+        for v in [
+            -2.5f32,
+            -1.5,
+            -0.5,
+            0.49,
+            0.5,
+            1.5,
+            2.5,
+            1234.56,
+            -4_000_000.4,
+        ] {
             let (r, n) = round_small(a, v);
             assert_eq!(r, v.round_ties_even(), "{v}");
             assert_eq!(n as i32, v.round_ties_even() as i32, "{v}");

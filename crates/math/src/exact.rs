@@ -101,7 +101,12 @@ mod tests {
     #[test]
     fn two_prod_is_exact() {
         let a = &mut ScalarF32;
-        for (x, y) in [(1.1f32, 3.3f32), (-7.77e10, 1.0e-7), (0.1, 0.1), (16777215.0, 3.0)] {
+        for (x, y) in [
+            (1.1f32, 3.3f32),
+            (-7.77e10, 1.0e-7),
+            (0.1, 0.1),
+            (16777215.0, 3.0),
+        ] {
             let (p, e) = two_prod(a, x, y);
             assert_eq!(p as f64 + e as f64, x as f64 * y as f64, "{x} {y}");
         }
@@ -114,7 +119,12 @@ mod tests {
     #[test]
     fn two_sum_is_exact() {
         let a = &mut ScalarF32;
-        for (x, y) in [(1.0f32, 1e-9f32), (1e-9, 1.0), (3.0, -2.9999998), (1e30, -1e22)] {
+        for (x, y) in [
+            (1.0f32, 1e-9f32),
+            (1e-9, 1.0),
+            (3.0, -2.9999998),
+            (1e30, -1e22),
+        ] {
             let (s, e) = two_sum(a, x, y);
             assert_eq!(s as f64 + e as f64, x as f64 + y as f64, "{x} {y}");
         }

@@ -49,9 +49,11 @@ const EXP_F64: ExpConsts = ExpConsts {
     max: 710.0,
 };
 
-/// `e^x`, within 1 ulp (fdlibm's bound; f32: at most 1 ulp over all inputs, measured);
-/// exact special values: `exp(-inf) = 0`, `exp(+inf) = inf`, NaN in NaN out, gradual
+/// `e^x`; `exp(-inf) = 0`, `exp(+inf) = inf`, NaN in NaN out, overflow to inf, gradual
 /// underflow into subnormals.
+///
+/// Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly rounded result); f64 0.82
+/// ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn exp<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let (t, k) = exp_reduced(a, x);
@@ -137,8 +139,10 @@ const EXPM1_F64: Expm1Consts = Expm1Consts {
     max: 710.0,
 };
 
-/// `e^x - 1`, accurate near 0 (within 1 ulp, fdlibm's bound); `expm1(-inf) = -1`,
-/// `expm1(+inf) = inf`, `expm1(±0) = ±0`.
+/// `e^x - 1`, accurate near 0; `expm1(-inf) = -1`, `expm1(+inf) = inf`, `expm1(±0) = ±0`.
+///
+/// Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly rounded result); f64 0.74
+/// ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn expm1<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let k = pick::<A, _>(&EXPM1_F32, &EXPM1_F64);

@@ -4,9 +4,9 @@
 //! out exactly.
 
 use crate::arith::{Arith, FloatCC};
+use crate::bits::scale_pow2;
 use crate::bits::{abs_and_sign, c, cmp_c, flip_sign, pick, poly};
 use crate::exact::fast_two_sum;
-use crate::bits::scale_pow2;
 use crate::exp::{exp, exp_reduced};
 
 /// Below this `|x|` (= log(3)/2), `tanh` uses the odd polynomial; above it
@@ -40,6 +40,9 @@ const TANH_F64: &[f64] = &[
 
 /// Hyperbolic tangent: `x + x^3 P(x^2)` for `|x| < log(3)/2`, else `1 - 2 / (e^2|x| + 1)`;
 /// both computed, one selected. `tanh(±inf) = ±1`, `tanh(±0) = ±0`.
+///
+/// Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly rounded result); f64 1.25
+/// ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn tanh<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let (ax, sign) = abs_and_sign(a, x);
@@ -65,6 +68,9 @@ pub fn tanh<A: Arith>(a: &mut A, x: A::F) -> A::F {
 /// the subnormal range, instead of rounding to 0 once `e^-x` overflows. Numerator and
 /// denominator are exact double-float sums, so only the quotient's rounding and the error of
 /// `t` remain. `logistic(-inf) = 0`, `logistic(+inf) = 1`.
+///
+/// Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly rounded result); f64 1.12
+/// ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn logistic<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let ax = a.abs(x);
@@ -72,7 +78,7 @@ pub fn logistic<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let (t, k) = exp_reduced(a, nax);
     let one = c(a, 1.0);
     let (nh, nl) = fast_two_sum(a, one, t); // 1 + t exactly
-    // e = e^-|x| <= 1 and d + dl = 1 + e (the parts of e below d's precision go to dl).
+                                            // e = e^-|x| <= 1 and d + dl = 1 + e (the parts of e below d's precision go to dl).
     let eh = scale_pow2(a, nh, k);
     let el = scale_pow2(a, nl, k);
     let (d, dl) = fast_two_sum(a, one, eh);

@@ -4,14 +4,14 @@
 //!
 //! `|x| = m 2^e` with an integer significand `m`. Only a window of the bits of 2/π matters:
 //! bits weighted above the window give multiples of 4 quadrants, bits below it less than
-//! `2^-89` (f32) / `2^-188` (f64) of a quadrant. The window position depends on `e`; it is
-//! chosen with selects among the words of a 2/π table (coarse, by word) followed by a
-//! three-stage barrel shift (by byte), and the sub-byte part of the shift moves into `m`.
-//! Multiplying `m` by the 4-word window (`imul`/`umulhi`) gives the quadrant in two integer
-//! bits and the fraction in fixed point, which becomes a double-float and is multiplied by
-//! π/2. Because the code is straight-line, both formats and all exponents run the same
-//! instructions; a separate Cody–Waite path for small `|x|` would only add work, since
-//! branch-free code evaluates every path anyway.
+//! `2^-89` (f32) / `2^-188` (f64) of a quadrant. The window position depends on `e`. Its
+//! whole-word part is chosen with a barrel shifter of selects over the 2/π table (one stage
+//! per bit of the word index), its whole-byte part with a barrel shift of the selected
+//! words, and the remaining 0-7 bits go into `m` (an exact scaling). Multiplying `m` by the
+//! 4-word window (`imul`/`umulhi`) gives the quadrant in two integer bits and the fraction in
+//! fixed point, which becomes a double-float and is multiplied by π/2. Because the code is
+//! straight-line, every exponent runs the same instructions; a separate Cody–Waite path for
+//! small `|x|` would only add work, since branch-free code evaluates every path anyway.
 //!
 //! Not here: `|x| < 1/2` (callers use `r = x`), infinities and NaN (callers select NaN).
 
@@ -21,6 +21,7 @@ use crate::exact::{df_add_f, df_mul, fast_two_sum, Df};
 
 /// Bits of 2/π, most significant first: `0.a2f9836e...` (1344 bits, generated with mpmath;
 /// the first 96 agree with fdlibm's `ipio2` table).
+#[rustfmt::skip]
 const TWO_OVER_PI: [u64; 21] = [
     0xa2f9836e4e441529, 0xfc2757d1f534ddc0, 0xdb6295993c439041,
     0xfe5163abdebbc561, 0xb7246e3a424dd2e0, 0x06492eea09d1921c,
@@ -117,8 +118,8 @@ pub(crate) fn reduce_pio2<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
         stage *= 2;
     }
 
-    // P = M * window mod 2^(4w); the lowest word of P only matters through its carry-free
-    // high half, so it is not formed.
+    // P = M * window mod 2^(4w). Its lowest word, lo(M * W3), is never needed: nothing is
+    // added to it, so it carries nothing into the words above.
     let hi3 = a.umulhi(big_m, win[3]);
     let lo2 = a.imul(big_m, win[2]);
     let hi2 = a.umulhi(big_m, win[2]);
@@ -158,7 +159,12 @@ pub(crate) fn reduce_pio2<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
     let cb = a.and(f0, low);
     let cc = a.lshr(f1, hw);
     let cd = a.and(f1, low);
-    let mut parts = [a.sint_to_f(ca), a.sint_to_f(cb), a.sint_to_f(cc), a.sint_to_f(cd)];
+    let mut parts = [
+        a.sint_to_f(ca),
+        a.sint_to_f(cb),
+        a.sint_to_f(cc),
+        a.sint_to_f(cd),
+    ];
     for (i, p) in parts.iter_mut().enumerate() {
         let scale = c(a, (2f64).powi(-((i as i32 + 1) * hw as i32)));
         *p = a.mul(*p, scale);
@@ -169,7 +175,10 @@ pub(crate) fn reduce_pio2<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
     frac = df_add_f(a, frac, parts[3]);
 
     let pio2 = pick::<A, (f64, f64)>(
-        (std::f32::consts::FRAC_PI_2 as f64, -4.371_138_828_673_793e-8),
+        (
+            std::f32::consts::FRAC_PI_2 as f64,
+            -4.371_138_828_673_793e-8,
+        ),
         (std::f64::consts::FRAC_PI_2, 6.123_233_995_736_766e-17),
     );
     let pio2 = (c(a, pio2.0), c(a, pio2.1));

@@ -204,7 +204,10 @@ fn exp_df<A: Arith>(a: &mut A, k: &PowConsts, d: Df<A::F>) -> A::F {
 
 /// `x^y` with the C99 (Annex F) special cases: `pow(x, ±0) = 1` and `pow(1, y) = 1` even for
 /// NaN, a negative `x` gives a signed result for integer `y` and NaN otherwise,
-/// `pow(±0, y < 0) = inf` (signed for odd `y`), `pow(-1, ±inf) = 1`, and so on. Within 1 ulp.
+/// `pow(±0, y < 0) = inf` (signed for odd `y`), `pow(-1, ±inf) = 1`, and so on.
+///
+/// Measured error: f32 1 ulp (2M sampled pairs, vs the correctly rounded result); f64 0.56
+/// ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn pow<A: Arith>(a: &mut A, x: A::F, y: A::F) -> A::F {
     let k = pick::<A, _>(&POW_F32, &POW_F64);
@@ -283,7 +286,7 @@ pub fn pow<A: Arith>(a: &mut A, x: A::F, y: A::F) -> A::F {
 }
 
 /// `1 / sqrt(x)`: two correctly rounded operations; `rsqrt(+0) = +inf`, `rsqrt(-0) = -inf`,
-/// `rsqrt(x < 0) = NaN`, `rsqrt(+inf) = +0`.
+/// `rsqrt(x < 0) = NaN`, `rsqrt(+inf) = +0`. At most 1 ulp (f32: all inputs, measured).
 #[inline(always)]
 pub fn rsqrt<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let s = a.sqrt(x);

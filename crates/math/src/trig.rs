@@ -112,7 +112,13 @@ fn sincos_reduced<A: Arith>(a: &mut A, x: A::F) -> Reduced<A> {
     let q = a.select_u(small, zero_i, q);
     let sin = sin_kernel(a, k, rh, rl);
     let cos = cos_kernel(a, k, rh, rl);
-    Reduced { sin, cos, q, sign, ax }
+    Reduced {
+        sin,
+        cos,
+        q,
+        sign,
+        ax,
+    }
 }
 
 /// Moves bit 1 of `q` (the "negate" bit of a quadrant) to the sign bit.
@@ -131,8 +137,11 @@ fn nan_unless_finite<A: Arith>(a: &mut A, ax: A::F, y: A::F) -> A::F {
     a.select(finite, y, nan)
 }
 
-/// Sine, within 1 ulp over the whole range, huge arguments included (Payne–Hanek);
-/// `sin(±inf) = NaN`, `sin(±0) = ±0`.
+/// Sine, over the whole range (huge arguments are reduced exactly); `sin(±inf) = NaN`,
+/// `sin(±0) = ±0`.
+///
+/// Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly rounded result); f64 0.74
+/// ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn sin<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let r = sincos_reduced(a, x);
@@ -144,8 +153,10 @@ pub fn sin<A: Arith>(a: &mut A, x: A::F) -> A::F {
     nan_unless_finite(a, r.ax, y)
 }
 
-/// Cosine, within 1 ulp over the whole range, huge arguments included (Payne–Hanek);
-/// `cos(±inf) = NaN`.
+/// Cosine, over the whole range (huge arguments are reduced exactly); `cos(±inf) = NaN`.
+///
+/// Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly rounded result); f64 0.71
+/// ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn cos<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let r = sincos_reduced(a, x);

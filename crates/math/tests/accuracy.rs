@@ -49,11 +49,40 @@ fn f32_inputs(seed: u64) -> Vec<f32> {
     // Thresholds and delicate points: exp/expm1 overflow and underflow, near 1 for log,
     // near -1 for log1p, multiples of π/2 for sin/cos, tanh's and erf's interval edges.
     let specials = [
-        88.72283, 88.722839, 88.7228394, 88.72284, -87.33654, -103.27893, -103.972076,
-        -103.97208, -104.0, -17.328679, 0.34657359, 1.03972077, 0.54930614, 0.25541281,
-        0.84375, 1.25, 2.857142857, 6.0, 3.9192059, 0.9999999, 1.0000001, -0.9999999,
-        -0.29289323, 0.41421357, FRAC_PI_2, PI, 3.0 * FRAC_PI_2, TAU, 1.0e20,
-        3.4028235e38, 1.1754944e-38, 1.4e-45, 2.9802322e-8, 5.9604645e-8,
+        88.72283,
+        88.722839,
+        88.7228394,
+        88.72284,
+        -87.33654,
+        -103.27893,
+        -103.972076,
+        -103.97208,
+        -104.0,
+        -17.328679,
+        0.34657359,
+        1.03972077,
+        0.54930614,
+        0.25541281,
+        0.84375,
+        1.25,
+        2.857142857,
+        6.0,
+        3.9192059,
+        0.9999999,
+        1.0000001,
+        -0.9999999,
+        -0.29289323,
+        0.41421357,
+        FRAC_PI_2,
+        PI,
+        3.0 * FRAC_PI_2,
+        TAU,
+        1.0e20,
+        3.4028235e38,
+        1.1754944e-38,
+        1.4e-45,
+        2.9802322e-8,
+        5.9604645e-8,
     ];
     for &s in &specials {
         let b = (s as f32).to_bits();
@@ -67,11 +96,16 @@ fn f32_inputs(seed: u64) -> Vec<f32> {
 
 /// Every f32 in `[lo, hi)` (positive bounds): dense coverage of a delicate interval.
 fn dense(lo: f32, hi: f32, step: u32) -> impl Iterator<Item = f32> {
-    (lo.to_bits()..hi.to_bits()).step_by(step as usize).map(f32::from_bits)
+    (lo.to_bits()..hi.to_bits())
+        .step_by(step as usize)
+        .map(f32::from_bits)
 }
 
 fn check_unary_f32(name: &str) {
-    let u = UNARY.iter().find(|u| u.name == name).expect("known function");
+    let u = UNARY
+        .iter()
+        .find(|u| u.name == name)
+        .expect("known function");
     let mut inputs = f32_inputs(name.len() as u64 * 7919);
     // Dense: the whole [1/2, 2) (log and log1p near their zero, sin/cos/tanh/erf where the
     // reductions meet), and the reduced-argument range of sin/cos.
@@ -94,7 +128,9 @@ fn check_unary_f32(name: &str) {
                 })
             })
             .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).fold(Worst::default(), Worst::merge)
+        hs.into_iter()
+            .map(|h| h.join().unwrap())
+            .fold(Worst::default(), Worst::merge)
     });
     println!(
         "f32 {name:9}: max {} ulp over {} inputs (worst x = {:e})",
@@ -201,7 +237,13 @@ fn pow_f32() {
         "f32 pow      : max {} ulp over {n} pairs (worst x = {:e}, y = {:e})",
         worst.ulp, worst.x, worst.y
     );
-    assert!(worst.ulp <= 2, "pow({:e}, {:e}): {} ulp", worst.x, worst.y, worst.ulp);
+    assert!(
+        worst.ulp <= 2,
+        "pow({:e}, {:e}): {} ulp",
+        worst.x,
+        worst.y,
+        worst.ulp
+    );
 }
 
 /// Stratified f64 inputs: random significands in every binade of both signs.
@@ -281,6 +323,15 @@ fn pow_f64() {
             }
         }
     }
-    println!("f64 pow      : max {} ulp vs std (worst x = {:e}, y = {:e})", worst.0, worst.1, worst.2);
-    assert!(worst.0 <= 3, "pow({:e}, {:e}): {} ulp", worst.1, worst.2, worst.0);
+    println!(
+        "f64 pow      : max {} ulp vs std (worst x = {:e}, y = {:e})",
+        worst.0, worst.1, worst.2
+    );
+    assert!(
+        worst.0 <= 3,
+        "pow({:e}, {:e}): {} ulp",
+        worst.1,
+        worst.2,
+        worst.0
+    );
 }

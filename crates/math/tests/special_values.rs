@@ -11,7 +11,14 @@ fn same<T: Into<f64> + Copy>(a: T, b: T) -> bool {
 macro_rules! check {
     ($f:expr, $x:expr, $want:expr) => {{
         let got = $f($x);
-        assert!(same(got, $want), "{}({:?}) = {:?}, want {:?}", stringify!($f), $x, got, $want);
+        assert!(
+            same(got, $want),
+            "{}({:?}) = {:?}, want {:?}",
+            stringify!($f),
+            $x,
+            got,
+            $want
+        );
     }};
 }
 
@@ -34,7 +41,11 @@ macro_rules! special_values {
             check!(exp, <$t>::MAX.ln(), <$t>::MAX.ln().exp());
             // Gradual underflow: the smallest results are subnormal, not flushed.
             let x = (MIN_SUB as f64).ln() as $t;
-            assert!(exp(x) > 0.0 && exp(x) < <$t>::MIN_POSITIVE, "exp({x:?}) = {:?}", exp(x));
+            assert!(
+                exp(x) > 0.0 && exp(x) < <$t>::MIN_POSITIVE,
+                "exp({x:?}) = {:?}",
+                exp(x)
+            );
 
             check!(expm1, -INF, -1.0);
             check!(expm1, INF, INF);
@@ -110,8 +121,14 @@ macro_rules! special_values {
             check!(cos, -0.0, 1.0);
             for x in [<$t>::MAX, -<$t>::MAX, 1e30, 1e22, 1e10, 12345.678] {
                 let (s, c) = ((x as f64).sin() as $t, (x as f64).cos() as $t);
-                assert!((sin(x) - s).abs() <= s.abs() * 4.0 * <$t>::EPSILON, "sin({x:?})");
-                assert!((cos(x) - c).abs() <= c.abs() * 4.0 * <$t>::EPSILON, "cos({x:?})");
+                assert!(
+                    (sin(x) - s).abs() <= s.abs() * 4.0 * <$t>::EPSILON,
+                    "sin({x:?})"
+                );
+                assert!(
+                    (cos(x) - c).abs() <= c.abs() * 4.0 * <$t>::EPSILON,
+                    "cos({x:?})"
+                );
             }
 
             check!(rsqrt, 0.0, INF);
@@ -206,7 +223,10 @@ macro_rules! pow_table {
             ];
             for &(x, y, want) in cases {
                 let got = pow(x, y);
-                assert!(same(got, want), "pow({x:?}, {y:?}) = {got:?}, want {want:?}");
+                assert!(
+                    same(got, want),
+                    "pow({x:?}, {y:?}) = {got:?}, want {want:?}"
+                );
             }
         }
     };

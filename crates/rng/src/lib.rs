@@ -1,1 +1,47 @@
-//! kiln-rng
+//! Random numbers for Kiln: Philox4x32-10 and ThreeFry2x32-20 block functions and
+//! TensorFlow's/JAX's distributions, written once over [`kiln_math::Arith`] (design.md,
+//! Invariant 1), plus fast host fills, TF's stateless ops, `tf.random.Generator` and JAX's
+//! key API on top.
+//!
+//! Layers, bottom up:
+//! - generic straight-line code every backend instantiates: [`philox4x32_10`],
+//!   [`counter_add`], [`scramble_seed`], [`threefry2x32_20`], the TF mappings in
+//!   [`uniform_f32`], [`box_muller_f32`], [`normal_group_f32`], [`TruncatedGroup`] …, and
+//!   JAX's in [`jax::bits_element`], [`jax::uniform_from_bits_f32`], …;
+//! - host fills over a [`PhiloxRandom`] stream ([`tf_fill`]), vectorised and parallel, with
+//!   results independent of the thread count;
+//! - the user-facing API: [`stateless_normal`] & co., [`Generator`], [`jax`].
+//!
+//! This crate reads no environment and no global flags: determinism is a parameter
+//! ([`require_seeded`]).
+
+mod batch;
+mod error;
+mod generator;
+pub mod jax;
+mod philox;
+mod sincos;
+mod stateless;
+mod tf_dist;
+pub mod tf_fill;
+mod threefry;
+mod words;
+
+pub use error::{num_elements, require_seeded, Result, RngError};
+pub use generator::Generator;
+pub use philox::{
+    counter_add, philox4x32_10, PhiloxRandom, PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1,
+};
+pub use stateless::{
+    scramble_seed, stateless_bits, stateless_bits_u64, stateless_fold_in, stateless_key_counter,
+    stateless_normal, stateless_normal_f64, stateless_split, stateless_truncated_normal,
+    stateless_truncated_normal_f64, stateless_uniform, stateless_uniform_f64,
+    stateless_uniform_int, stateless_uniform_int64, SeedDtype, STATELESS_SCRAMBLE_KEY,
+};
+pub use tf_dist::{
+    box_muller_f32, box_muller_f64, normal_group_f32, truncated_normal_block_f64,
+    truncated_normal_pair_f32, two_pi_times_uniform_f32, uniform_f32, uniform_f64,
+    uniform_group_f32, TruncatedGroup, BOX_MULLER_EPSILON_F32, BOX_MULLER_EPSILON_F64,
+    TRUNCATED_BLOCKS_PER_GROUP_F32, TRUNCATED_BLOCKS_PER_GROUP_F64, TRUNCATE_VALUE,
+};
+pub use threefry::{threefry2x32_20, THREEFRY_PARITY, THREEFRY_ROTATIONS};

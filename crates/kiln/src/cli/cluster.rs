@@ -12,7 +12,7 @@ use std::process::ExitCode;
 pub struct ClusterArgs {
     /// The .kir file.
     file: PathBuf,
-    /// Skip a pass by name (repeatable), e.g. to bisect a miscompile.
+    /// Skip a pass by name (repeatable), as --xla_disable_hlo_passes does.
     #[arg(long = "disable-pass", value_name = "NAME")]
     disabled: Vec<String>,
 }
@@ -29,7 +29,7 @@ pub fn cluster(a: ClusterArgs, flags: &kiln::config::Flags) -> Result<ExitCode, 
         ));
     }
     let mut opts = kiln_compiler::Options::from_flags(flags);
-    opts.disabled_passes = a.disabled;
+    opts.disabled_passes.extend(a.disabled);
     for f in &mut module.funcs {
         // Summarise the graph mark_for_compilation sees: after the other passes.
         let mut before = f.clone();

@@ -1,6 +1,7 @@
 //! Subcommands of the `kiln` binary. Each returns an exit code or an error that `main`
 //! prints as `error: …`.
 
+mod cache;
 mod check;
 mod cluster;
 mod inputs;
@@ -28,6 +29,9 @@ enum Command {
     /// Run the pass pipeline and auto-clustering on a .kir file; print the clustered graph
     /// and TensorFlow's clustering summary (honours TF_XLA_FLAGS).
     Cluster(cluster::ClusterArgs),
+    /// Inspect or clear a persistent compile cache directory.
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
     /// Print every flag of TF_XLA_FLAGS / XLA_FLAGS with its default, value in effect and source.
     Flags,
 }
@@ -41,6 +45,7 @@ pub fn main() -> Result<ExitCode, KilnError> {
         Command::Run(a) => run::run(a, &flags),
         Command::Check(a) => check::check(a),
         Command::Cluster(a) => cluster::cluster(a, &flags),
+        Command::Cache(c) => cache::cache(c),
         Command::Flags => {
             print!("{}", kiln_flags::render_flags_table(&flags));
             Ok(ExitCode::SUCCESS)

@@ -55,8 +55,14 @@ pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnErro
     }
     let files = inputs::parse_input_flags(&a.inputs)?;
     let args = inputs::gather(func, &files, a.random_inputs)?;
-    let interp = kiln_interp::Interpreter::new(a.threads.unwrap_or(flags.cpu_threads()))?;
-    let outs = interp.run(func, &args)?;
+    let mut flags = flags.clone();
+    if let Some(t) = a.threads {
+        flags.cpu_num_threads = t;
+    }
+    let session = kiln::Session::new(&flags)?;
+    let mut prepared = func.clone();
+    session.prepare(&mut prepared)?;
+    let outs = session.run(&prepared, &args)?;
     for (i, (t, &v)) in outs.iter().zip(&func.results).enumerate() {
         println!("%{} = {}", func.value(v).name, summary(t));
         if let Some(path) = a.outputs.get(i) {

@@ -64,6 +64,7 @@ pub struct Unary {
 }
 
 /// Every single-argument function, with its reference (std's f64 libm, `libm::erf`).
+#[rustfmt::skip]
 pub const UNARY: &[Unary] = &[
     Unary { name: "exp", ours: f32s::exp, reference: f64::exp },
     Unary { name: "expm1", ours: f32s::expm1, reference: f64::exp_m1 },
@@ -85,6 +86,7 @@ pub struct Unary64 {
 }
 
 /// Every single-argument function in f64.
+#[rustfmt::skip]
 pub const UNARY64: &[Unary64] = &[
     Unary64 { name: "exp", ours: f64s::exp, reference: f64::exp },
     Unary64 { name: "expm1", ours: f64s::expm1, reference: f64::exp_m1 },

@@ -1,0 +1,282 @@
+//! [`Arith`] over Cranelift values (design.md, Invariant 1): `kiln_math`'s generic functions
+//! instantiated with [`ClifArith`] append the same IEEE operations to the function being
+//! built that the interpreter executes on plain `f32`/`f64` values.
+//!
+//! One lane (`F32`, `F64`) or four (`F32X4`); integers have the float's width (`I32`,
+//! `I32X4`, `I64`). Masks are `I8` 0/1 in scalar code and all-ones lanes (`I32X4`) in vector
+//! code. Operations x86-64 Cranelift cannot lower for vectors (`umulhi`, `rotl`) are done
+//! per lane; `fma` is never needed (`kiln_math` does not use it) but is provided exactly.
+
+use cranelift_codegen::ir::condcodes::{FloatCC as CFloatCC, IntCC as CIntCC};
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::FunctionBuilder;
+use kiln_math::{Arith, FloatCC, Format, IntCC};
+
+/// Cranelift code for one lane or four. `F64 = true` computes in binary64 (scalar only).
+pub struct ClifArith<'a, 'b, const F64: bool> {
+    /// The function being built.
+    pub b: &'a mut FunctionBuilder<'b>,
+    /// Four lanes (`F32X4`) instead of one.
+    pub vector: bool,
+}
+
+impl<const F64: bool> ClifArith<'_, '_, F64> {
+    /// The float type of a value.
+    pub fn ft(&self) -> Type {
+        match (F64, self.vector) {
+            (true, _) => types::F64,
+            (false, false) => types::F32,
+            (false, true) => types::F32X4,
+        }
+    }
+    /// The integer type of the float's width.
+    pub fn ut(&self) -> Type {
+        match (F64, self.vector) {
+            (true, _) => types::I64,
+            (false, false) => types::I32,
+            (false, true) => types::I32X4,
+        }
+    }
+    fn lane_ut(&self) -> Type {
+        if F64 {
+            types::I64
+        } else {
+            types::I32
+        }
+    }
+    fn bits_flags() -> MemFlagsData {
+        MemFlagsData::new().with_endianness(Endianness::Little)
+    }
+    fn splat_u(&mut self, s: Value) -> Value {
+        if self.vector {
+            let t = self.ut();
+            self.b.ins().splat(t, s)
+        } else {
+            s
+        }
+    }
+    /// Applies a scalar integer operation lane by lane (for ops x86 lacks on vectors).
+    fn per_lane(
+        &mut self,
+        a: Value,
+        c: Value,
+        op: impl Fn(&mut FunctionBuilder, Value, Value) -> Value,
+    ) -> Value {
+        if !self.vector {
+            return op(self.b, a, c);
+        }
+        let mut r = a;
+        for l in 0..4u8 {
+            let x = self.b.ins().extractlane(a, l);
+            let y = self.b.ins().extractlane(c, l);
+            let z = op(self.b, x, y);
+            r = self.b.ins().insertlane(r, z, l);
+        }
+        r
+    }
+}
+
+fn fcc(cc: FloatCC) -> CFloatCC {
+    match cc {
+        FloatCC::Lt => CFloatCC::LessThan,
+        FloatCC::Le => CFloatCC::LessThanOrEqual,
+        FloatCC::Gt => CFloatCC::GreaterThan,
+        FloatCC::Ge => CFloatCC::GreaterThanOrEqual,
+        FloatCC::Eq => CFloatCC::Equal,
+        FloatCC::Ne => CFloatCC::NotEqual,
+        FloatCC::Ordered => CFloatCC::Ordered,
+        FloatCC::Unordered => CFloatCC::Unordered,
+    }
+}
+
+/// The Cranelift condition code of an [`IntCC`].
+pub fn icc(cc: IntCC) -> CIntCC {
+    match cc {
+        IntCC::Eq => CIntCC::Equal,
+        IntCC::Ne => CIntCC::NotEqual,
+        IntCC::Slt => CIntCC::SignedLessThan,
+        IntCC::Sle => CIntCC::SignedLessThanOrEqual,
+        IntCC::Sgt => CIntCC::SignedGreaterThan,
+        IntCC::Sge => CIntCC::SignedGreaterThanOrEqual,
+        IntCC::Ult => CIntCC::UnsignedLessThan,
+        IntCC::Ule => CIntCC::UnsignedLessThanOrEqual,
+        IntCC::Ugt => CIntCC::UnsignedGreaterThan,
+        IntCC::Uge => CIntCC::UnsignedGreaterThanOrEqual,
+    }
+}
+
+macro_rules! impl_clif_arith {
+    ($f64:literal, $format:expr) => {
+        impl Arith for ClifArith<'_, '_, $f64> {
+            type F = Value;
+            type U = Value;
+            type M = Value;
+            const FORMAT: Format = $format;
+
+            fn fconst(&mut self, v: f64) -> Value {
+                let s = if $f64 {
+                    self.b.ins().f64const(v)
+                } else {
+                    self.b.ins().f32const(v as f32)
+                };
+                if self.vector {
+                    let t = self.ft();
+                    self.b.ins().splat(t, s)
+                } else {
+                    s
+                }
+            }
+            fn uconst(&mut self, v: u64) -> Value {
+                let t = self.lane_ut();
+                let v = if $f64 { v as i64 } else { i64::from(v as u32) };
+                let s = self.b.ins().iconst(t, v);
+                self.splat_u(s)
+            }
+            fn add(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().fadd(a, b)
+            }
+            fn sub(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().fsub(a, b)
+            }
+            fn mul(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().fmul(a, b)
+            }
+            fn div(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().fdiv(a, b)
+            }
+            fn fma(&mut self, a: Value, b: Value, c: Value) -> Value {
+                self.b.ins().fma(a, b, c)
+            }
+            fn sqrt(&mut self, a: Value) -> Value {
+                self.b.ins().sqrt(a)
+            }
+            fn neg(&mut self, a: Value) -> Value {
+                self.b.ins().fneg(a)
+            }
+            fn abs(&mut self, a: Value) -> Value {
+                self.b.ins().fabs(a)
+            }
+            // Cranelift's fmin/fmax are IEEE 754-2019 minimum/maximum: NaN-propagating with
+            // -0 < +0, exactly XLA's semantics.
+            fn min(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().fmin(a, b)
+            }
+            fn max(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().fmax(a, b)
+            }
+            fn floor(&mut self, a: Value) -> Value {
+                self.b.ins().floor(a)
+            }
+            fn ceil(&mut self, a: Value) -> Value {
+                self.b.ins().ceil(a)
+            }
+            fn trunc(&mut self, a: Value) -> Value {
+                self.b.ins().trunc(a)
+            }
+            fn round_even(&mut self, a: Value) -> Value {
+                self.b.ins().nearest(a)
+            }
+            fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+                self.b.ins().fcmp(fcc(cc), a, b)
+            }
+            fn select(&mut self, m: Value, a: Value, b: Value) -> Value {
+                if self.vector {
+                    let t = self.ft();
+                    let m = self.b.ins().bitcast(t, Self::bits_flags(), m);
+                    self.b.ins().bitselect(m, a, b)
+                } else {
+                    self.b.ins().select(m, a, b)
+                }
+            }
+            fn to_bits(&mut self, a: Value) -> Value {
+                let t = self.ut();
+                self.b.ins().bitcast(t, Self::bits_flags(), a)
+            }
+            fn from_bits(&mut self, a: Value) -> Value {
+                let t = self.ft();
+                self.b.ins().bitcast(t, Self::bits_flags(), a)
+            }
+            fn f_to_sint(&mut self, a: Value) -> Value {
+                let t = self.ut();
+                self.b.ins().fcvt_to_sint_sat(t, a)
+            }
+            fn sint_to_f(&mut self, a: Value) -> Value {
+                let t = self.ft();
+                self.b.ins().fcvt_from_sint(t, a)
+            }
+            fn uint_to_f(&mut self, a: Value) -> Value {
+                let t = self.ft();
+                self.b.ins().fcvt_from_uint(t, a)
+            }
+            fn iadd(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().iadd(a, b)
+            }
+            fn isub(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().isub(a, b)
+            }
+            fn imul(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().imul(a, b)
+            }
+            fn umulhi(&mut self, a: Value, b: Value) -> Value {
+                self.per_lane(a, b, |fb, x, y| fb.ins().umulhi(x, y))
+            }
+            fn and(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().band(a, b)
+            }
+            fn or(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().bor(a, b)
+            }
+            fn xor(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().bxor(a, b)
+            }
+            fn not(&mut self, a: Value) -> Value {
+                self.b.ins().bnot(a)
+            }
+            fn shl(&mut self, a: Value, n: u32) -> Value {
+                self.b.ins().ishl_imm_s(a, i64::from(n))
+            }
+            fn lshr(&mut self, a: Value, n: u32) -> Value {
+                self.b.ins().ushr_imm_s(a, i64::from(n))
+            }
+            fn ashr(&mut self, a: Value, n: u32) -> Value {
+                self.b.ins().sshr_imm_s(a, i64::from(n))
+            }
+            fn rotl(&mut self, a: Value, n: u32) -> Value {
+                let bits = if $f64 { 64 } else { 32 };
+                if n == 0 {
+                    return a;
+                }
+                let l = self.b.ins().ishl_imm_s(a, i64::from(n));
+                let r = self.b.ins().ushr_imm_s(a, i64::from(bits - n));
+                self.b.ins().bor(l, r)
+            }
+            fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
+                self.b.ins().icmp(icc(cc), a, b)
+            }
+            fn select_u(&mut self, m: Value, a: Value, b: Value) -> Value {
+                if self.vector {
+                    self.b.ins().bitselect(m, a, b)
+                } else {
+                    self.b.ins().select(m, a, b)
+                }
+            }
+            fn mand(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().band(a, b)
+            }
+            fn mor(&mut self, a: Value, b: Value) -> Value {
+                self.b.ins().bor(a, b)
+            }
+            fn mnot(&mut self, a: Value) -> Value {
+                // Scalar masks are 0/1 (`I8`), vector masks all-ones lanes.
+                if self.vector {
+                    self.b.ins().bnot(a)
+                } else {
+                    self.b.ins().bxor_imm_s(a, 1)
+                }
+            }
+        }
+    };
+}
+
+impl_clif_arith!(false, Format::F32);
+impl_clif_arith!(true, Format::F64);

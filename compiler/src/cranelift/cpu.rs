@@ -1,0 +1,374 @@
+//! The CPU backend's entry point: [`compile_cluster`] lowers a cluster to kernel IR, emits
+//! each kernel with Cranelift and returns a [`CpuExecutable`] the runtime calls with host
+//! tensors. Results never depend on [`CpuOptions::threads`]: threads split rows (and long
+//! pointwise rows into column ranges), and every element is computed the same way.
+
+use super::emit::{emit_kernel, kernel_signature};
+use super::values::arg_slot;
+use crate::kernel::{print_program, BufRef, Program};
+use crate::lower::{lower_cluster, LowerError};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module};
+use kiln_ir::{Buffer, Cluster, Tensor};
+use rayon::prelude::*;
+use std::path::PathBuf;
+
+/// Options of the CPU backend, from the flags (`xla_cpu_num_threads`,
+/// `xla_backend_optimization_level`, `xla_dump_to`).
+#[derive(Debug, Clone)]
+pub struct CpuOptions {
+    /// Threads a run uses (≥ 1).
+    pub threads: usize,
+    /// `xla_backend_optimization_level` 0..=3: 0 is Cranelift's `none`, ≥ 1 `speed`.
+    pub opt_level: u8,
+    /// `--xla_dump_to`: writes `<cluster>.kernel.txt` and `<cluster>.<kernel>.clif`.
+    pub dump_to: Option<PathBuf>,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        CpuOptions {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            opt_level: 2,
+            dump_to: None,
+        }
+    }
+}
+
+/// Why a cluster was not compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuCompileError {
+    /// The backend cannot express this cluster yet: run it on the fallback path.
+    Unsupported(String),
+    /// Code generation failed: a Kiln bug (log it, then use the fallback path).
+    Failed(String),
+}
+
+impl std::fmt::Display for CpuCompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CpuCompileError::Unsupported(r) => write!(f, "unsupported: {r}"),
+            CpuCompileError::Failed(r) => write!(f, "compilation failed: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for CpuCompileError {}
+
+type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64, i64, i64);
+
+/// A compiled cluster: kernel functions in JIT memory plus what is needed to launch them.
+pub struct CpuExecutable {
+    program: Program,
+    fns: Vec<KernelFn>,
+    module: Option<JITModule>,
+    pool: Option<rayon::ThreadPool>,
+    opts: CpuOptions,
+}
+
+// SAFETY: after `finalize_definitions` the JIT memory is immutable executable code; the
+// kernels share no state and write only the buffers passed to each call.
+unsafe impl Send for CpuExecutable {}
+// SAFETY: as above; `run` takes `&self` and touches nothing shared mutably.
+unsafe impl Sync for CpuExecutable {}
+
+impl Drop for CpuExecutable {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: `fns` point into this module and die with `self`.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// Host features the generated code may rely on.
+fn make_isa(opts: &CpuOptions) -> Result<(cranelift_codegen::isa::OwnedTargetIsa, bool), String> {
+    let mut fb = settings::builder();
+    let level = if opts.opt_level == 0 { "none" } else { "speed" };
+    fb.set("opt_level", level).map_err(|e| e.to_string())?;
+    fb.set("is_pic", "false").map_err(|e| e.to_string())?;
+    let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
+    let isa = ib
+        .finish(settings::Flags::new(fb))
+        .map_err(|e| e.to_string())?;
+    // Vector floor/ceil/nearest and i32x4 multiply need SSE4.1; without it, scalar code.
+    let sse41 = isa
+        .isa_flags()
+        .iter()
+        .any(|f| f.name == "has_sse41" && f.as_bool() == Some(true));
+    let vector_ok = sse41 || !cfg!(target_arch = "x86_64");
+    Ok((isa, vector_ok))
+}
+
+/// Compiles a cluster for this CPU.
+pub fn compile_cluster(
+    cluster: &Cluster,
+    opts: &CpuOptions,
+) -> Result<CpuExecutable, CpuCompileError> {
+    let program = lower_cluster(cluster)
+        .map_err(|LowerError::Unsupported(r)| CpuCompileError::Unsupported(r))?;
+    compile_program(program, opts)
+}
+
+/// Compiles an already lowered program.
+pub fn compile_program(
+    program: Program,
+    opts: &CpuOptions,
+) -> Result<CpuExecutable, CpuCompileError> {
+    let failed = CpuCompileError::Failed;
+    if opts.threads == 0 {
+        return Err(failed("threads must be at least 1".into()));
+    }
+    if program
+        .kernels
+        .iter()
+        .any(|k| k.points() > i32::MAX as usize / 2)
+        || program
+            .inputs
+            .iter()
+            .chain(&program.outputs)
+            .any(|t| t.num_elements() > i32::MAX as usize / 2)
+    {
+        return Err(CpuCompileError::Unsupported(
+            "tensors of 2^30 or more elements".into(),
+        ));
+    }
+    let (isa, vector_ok) = make_isa(opts).map_err(failed)?;
+    let mut module = JITModule::new(JITBuilder::with_isa(
+        isa,
+        cranelift_module::default_libcall_names(),
+    ));
+    let sig = kernel_signature(module.isa().default_call_conv());
+    let mut ids = Vec::new();
+    let mut ctx = module.make_context();
+    let mut dumps = Vec::new();
+    for k in &program.kernels {
+        let id = module
+            .declare_function(
+                &format!("{}_{}", program.name, k.name),
+                Linkage::Local,
+                &sig,
+            )
+            .map_err(|e| failed(e.to_string()))?;
+        ctx.func.signature = sig.clone();
+        emit_kernel(
+            &program,
+            k,
+            &mut ctx.func,
+            vector_ok,
+            module.target_config(),
+        )
+        .map_err(failed)?;
+        if opts.dump_to.is_some() {
+            dumps.push((k.name.clone(), ctx.func.display().to_string()));
+        }
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| failed(format!("{}: {e:?}", k.name)))?;
+        module.clear_context(&mut ctx);
+        ids.push(id);
+    }
+    module
+        .finalize_definitions()
+        .map_err(|e| failed(e.to_string()))?;
+    let fns = ids
+        .iter()
+        .map(|&id| {
+            let ptr = module.get_finalized_function(id);
+            // SAFETY: the function was emitted with `kernel_signature`.
+            unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) }
+        })
+        .collect();
+    if let Some(dir) = &opts.dump_to {
+        write_dumps(dir, &program, &dumps);
+    }
+    let pool = if opts.threads > 1 {
+        Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(opts.threads)
+                .thread_name(|i| format!("kiln-cpu-{i}"))
+                .build()
+                .map_err(|e| failed(e.to_string()))?,
+        )
+    } else {
+        None
+    };
+    Ok(CpuExecutable {
+        program,
+        fns,
+        module: Some(module),
+        pool,
+        opts: opts.clone(),
+    })
+}
+
+fn write_dumps(dir: &std::path::Path, p: &Program, clif: &[(String, String)]) {
+    let write = |name: String, text: &str| {
+        if let Err(e) = std::fs::write(dir.join(&name), text) {
+            tracing::warn!("--xla_dump_to: cannot write {name}: {e}");
+        }
+    };
+    write(format!("{}.kernel.txt", p.name), &print_program(p));
+    for (k, text) in clif {
+        write(format!("{}.{k}.clif", p.name), text);
+    }
+}
+
+/// Buffer pointers handed to kernels; they are only dereferenced inside the kernels.
+#[derive(Clone, Copy)]
+struct Args(*const *mut u8);
+// SAFETY: tasks of one kernel write disjoint elements; inputs are only read.
+unsafe impl Send for Args {}
+// SAFETY: as above.
+unsafe impl Sync for Args {}
+
+fn buffer_ptr(b: &Buffer) -> *mut u8 {
+    match b {
+        Buffer::F32(v) => v.as_ptr() as *mut u8,
+        Buffer::F64(v) => v.as_ptr() as *mut u8,
+        Buffer::I32(v) => v.as_ptr() as *mut u8,
+        Buffer::I64(v) => v.as_ptr() as *mut u8,
+        Buffer::U32(v) => v.as_ptr() as *mut u8,
+        Buffer::Bool(v) => v.as_ptr() as *mut u8,
+    }
+}
+
+/// Elements of work per task: large enough to amortise scheduling, small enough to balance.
+const TASK_ELEMS: usize = 1 << 15;
+
+impl CpuExecutable {
+    /// Runs the cluster: checks input types, allocates and returns the outputs.
+    pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        let p = &self.program;
+        if inputs.len() != p.inputs.len() {
+            return Err(format!(
+                "@{} takes {} inputs, got {}",
+                p.name,
+                p.inputs.len(),
+                inputs.len()
+            ));
+        }
+        for (i, (t, ty)) in inputs.iter().zip(&p.inputs).enumerate() {
+            if t.ty() != *ty {
+                return Err(format!(
+                    "@{} input {i}: expected {ty}, got {}",
+                    p.name,
+                    t.ty()
+                ));
+            }
+        }
+        let outputs: Vec<Buffer> = p
+            .outputs
+            .iter()
+            .map(|t| kiln_interp::zeroed_buffer(t.dtype, t.num_elements()))
+            .collect();
+        let temps: Vec<Buffer> = p
+            .temps
+            .iter()
+            .map(|t| Buffer::zeros(t.dtype, t.num_elements()))
+            .collect();
+        let mut ptrs: Vec<*mut u8> = Vec::new();
+        ptrs.extend(inputs.iter().map(|t| buffer_ptr(t.data())));
+        ptrs.extend(outputs.iter().map(buffer_ptr));
+        ptrs.extend(temps.iter().map(buffer_ptr));
+        ptrs.extend(p.consts.iter().map(|c| buffer_ptr(c.data())));
+        debug_assert_eq!(ptrs.len(), arg_slot(p, BufRef::Const(p.consts.len())));
+        let args = Args(ptrs.as_ptr());
+        for (k, &f) in p.kernels.iter().zip(&self.fns) {
+            if k.points() == 0 {
+                continue;
+            }
+            let tasks = plan_tasks(k);
+            let run = |&(r0, r1, c0, c1): &(i64, i64, i64, i64)| {
+                let a = args;
+                // SAFETY: pointers cover every buffer of `p` with its declared size; tasks
+                // write disjoint elements; the kernel was compiled for this program.
+                unsafe { f(a.0, r0, r1, c0, c1) }
+            };
+            match &self.pool {
+                Some(pool) if tasks.len() > 1 => pool.install(|| tasks.par_iter().for_each(run)),
+                _ => tasks.iter().for_each(run),
+            }
+        }
+        drop(temps);
+        outputs
+            .into_iter()
+            .zip(&p.outputs)
+            .map(|(b, t)| Tensor::new(t.shape.clone(), b).map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    /// The kernel IR, as text (for dumps and cache keys).
+    pub fn kernel_ir_text(&self) -> String {
+        print_program(&self.program)
+    }
+
+    /// The lowered program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// Threads a run uses.
+    pub fn threads(&self) -> usize {
+        self.opts.threads
+    }
+
+    /// Serialises the executable for the persistent cache. Today the payload is the kernel
+    /// IR (bincode), and [`CpuExecutable::from_bytes`] re-runs codegen (about a millisecond);
+    /// storing finalized machine code + relocations is not done yet.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = PAYLOAD_MAGIC.to_vec();
+        out.extend(
+            bincode::serde::encode_to_vec(&self.program, bincode::config::standard())
+                .unwrap_or_default(),
+        );
+        out
+    }
+
+    /// Loads an executable written by [`CpuExecutable::to_bytes`].
+    pub fn from_bytes(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> {
+        let body = bytes
+            .strip_prefix(PAYLOAD_MAGIC)
+            .ok_or_else(|| "not a Kiln CPU executable (bad header)".to_string())?;
+        let (program, _): (Program, usize) =
+            bincode::serde::decode_from_slice(body, bincode::config::standard())
+                .map_err(|e| e.to_string())?;
+        compile_program(program, opts).map_err(|e| e.to_string())
+    }
+}
+
+/// Header of [`CpuExecutable::to_bytes`] payloads (format version 1).
+const PAYLOAD_MAGIC: &[u8] = b"KILNCPU1";
+
+/// Splits a kernel's rows (and long pointwise rows) into tasks `(r0, r1, c0, c1)`.
+fn plan_tasks(k: &crate::kernel::Kernel) -> Vec<(i64, i64, i64, i64)> {
+    let rank = k.space.len();
+    let (rows, inner, work) = match (&k.reduce, rank) {
+        (Some(r), _) => (k.points(), 1, r.len.max(1)),
+        (None, 0) => (1, 1, 1),
+        (None, _) => {
+            let inner = k.space[rank - 1];
+            (k.points() / inner, inner, inner)
+        }
+    };
+    let mut tasks = Vec::new();
+    if k.reduce.is_none() && inner > TASK_ELEMS {
+        for r in 0..rows {
+            for c in (0..inner).step_by(TASK_ELEMS) {
+                tasks.push((
+                    r as i64,
+                    r as i64 + 1,
+                    c as i64,
+                    (c + TASK_ELEMS).min(inner) as i64,
+                ));
+            }
+        }
+    } else {
+        let per = (TASK_ELEMS / work).max(1);
+        for r in (0..rows).step_by(per) {
+            tasks.push((r as i64, (r + per).min(rows) as i64, 0, inner as i64));
+        }
+    }
+    tasks
+}

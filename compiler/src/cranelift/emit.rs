@@ -1,0 +1,398 @@
+//! Emission of one kernel as a Cranelift function
+//! `fn(args: *const *mut u8, row_start, row_end, col_start, col_end)`.
+//!
+//! Rows are the kept iteration points except the innermost dimension (pointwise kernels)
+//! or all kept points (reduction kernels); the runtime splits rows — and, for pointwise
+//! kernels, columns — across threads. The innermost loop runs four lanes at a time
+//! (`F32X4`/`I32X4`) with a one-lane remainder loop, when every node has a 128-bit vector
+//! form; both compute the same IEEE operations, so the split never changes a bit.
+//! Reductions follow the canonical order of Invariant 2 exactly (see [`Emitter::canon`]).
+
+use super::values::{Lanes, ValueEmitter};
+use crate::kernel::{Kernel, Program};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use kiln_ir::ReduceKind;
+
+/// Length of a canonical-order chunk (Invariant 2).
+const CHUNK: usize = 4096;
+/// Lane accumulators of the canonical order.
+const LANES: usize = 32;
+
+/// The signature every kernel function has.
+pub fn kernel_signature(
+    call_conv: cranelift_codegen::isa::CallConv,
+) -> cranelift_codegen::ir::Signature {
+    let mut sig = cranelift_codegen::ir::Signature::new(call_conv);
+    for _ in 0..5 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    sig
+}
+
+/// Emits kernel `k` of `p` into `func` (whose signature is [`kernel_signature`]).
+pub fn emit_kernel(
+    p: &Program,
+    k: &Kernel,
+    func: &mut Function,
+    vector_ok: bool,
+    target: cranelift_codegen::isa::TargetFrontendConfig,
+) -> Result<(), String> {
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let mut ve = ValueEmitter::new(p, k, params[0], &mut b)?;
+    let vector = vector_ok && ve.vectorizable();
+    let row = b.declare_var(types::I64);
+    b.def_var(row, params[1]);
+    let head = b.create_block();
+    let body = b.create_block();
+    let exit = b.create_block();
+    b.ins().jump(head, &[]);
+    b.switch_to_block(head);
+    let r = b.use_var(row);
+    let more = b.ins().icmp(IntCC::SignedLessThan, r, params[2]);
+    b.ins().brif(more, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    let r = b.use_var(row);
+    let rank = k.space.len();
+    let mut em = Emitter {
+        b: &mut b,
+        ve: &mut ve,
+    };
+    if let Some(red) = &k.reduce {
+        let vars = em.row_vars(r, &k.space, rank + 1);
+        let result = em.canon(red.kind, red.len, red.value, &vars, vector)?;
+        em.ve.reduce_result = Some(result);
+        em.stores(&vars, Lanes::One)?;
+    } else if rank == 0 {
+        // One point; the unused inner variable keeps the "inner is last" convention.
+        let vars = em.row_vars(r, &[], 1);
+        em.stores(&vars, Lanes::One)?;
+    } else {
+        let vars = em.row_vars(r, &k.space[..rank - 1], rank);
+        em.inner_loop(vars, params[3], params[4], vector)?;
+    }
+    let r = b.use_var(row);
+    let next = b.ins().iadd_imm_s(r, 1);
+    b.def_var(row, next);
+    b.ins().jump(head, &[]);
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(target);
+    Ok(())
+}
+
+/// Loop and reduction structure around a [`ValueEmitter`].
+struct Emitter<'x, 'a, 'b> {
+    b: &'x mut FunctionBuilder<'b>,
+    ve: &'x mut ValueEmitter<'a>,
+}
+
+impl Emitter<'_, '_, '_> {
+    /// Splits a row number into the coordinates of `dims` (row-major); returns `n` variable
+    /// slots, the rest (inner / sequence variables) set to 0 for now.
+    fn row_vars(&mut self, row: Value, dims: &[usize], n: usize) -> Vec<Value> {
+        let mut vars = vec![row; n];
+        let mut rest = row;
+        for (d, &size) in dims.iter().enumerate().rev() {
+            if d == 0 {
+                vars[d] = rest;
+            } else {
+                vars[d] = self.b.ins().urem_imm_s(rest, size as i64);
+                rest = self.b.ins().udiv_imm_s(rest, size as i64);
+            }
+        }
+        let zero = self.b.ins().iconst(types::I64, 0);
+        for v in vars.iter_mut().skip(dims.len()) {
+            *v = zero;
+        }
+        vars
+    }
+
+    fn stores(&mut self, vars: &[Value], lanes: Lanes) -> Result<(), String> {
+        self.ve.reset();
+        self.ve.emit_stores(self.b, vars, lanes)
+    }
+
+    /// `for col in [start, end)`: 4 lanes while 4 remain (if `vector`), then one lane.
+    fn inner_loop(
+        &mut self,
+        mut vars: Vec<Value>,
+        start: Value,
+        end: Value,
+        vector: bool,
+    ) -> Result<(), String> {
+        let inner = vars.len() - 1;
+        let col = self.b.declare_var(types::I64);
+        self.b.def_var(col, start);
+        let done = self.b.create_block();
+        for (width, lanes) in [(4i64, Lanes::Four), (1, Lanes::One)] {
+            if width == 4 && !vector {
+                continue;
+            }
+            let head = self.b.create_block();
+            let body = self.b.create_block();
+            let next = self.b.create_block();
+            self.b.ins().jump(head, &[]);
+            self.b.switch_to_block(head);
+            let c = self.b.use_var(col);
+            let last = self.b.ins().iadd_imm_s(c, width);
+            let more = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, end);
+            self.b.ins().brif(more, body, &[], next, &[]);
+            self.b.switch_to_block(body);
+            vars[inner] = self.b.use_var(col);
+            self.stores(&vars, lanes)?;
+            let c = self.b.use_var(col);
+            let c2 = self.b.ins().iadd_imm_s(c, width);
+            self.b.def_var(col, c2);
+            self.b.ins().jump(head, &[]);
+            self.b.switch_to_block(next);
+        }
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        Ok(())
+    }
+
+    /// The canonical reduction (Invariant 2) of node `value` over sequence positions
+    /// `0..len` (variable `vars.len() - 1`); returns the scalar result.
+    fn canon(
+        &mut self,
+        kind: ReduceKind,
+        len: usize,
+        value: usize,
+        vars: &[Value],
+        vector: bool,
+    ) -> Result<Value, String> {
+        let dt = self.ve.dtype(value);
+        let vector = vector && ValueEmitter::vector_reducible(dt, kind);
+        if len <= CHUNK {
+            return self.canon_chunk(
+                kind,
+                len,
+                &Source::Dag {
+                    value,
+                    vars: vars.to_vec(),
+                },
+                None,
+                vector,
+            );
+        }
+        let chunks = len.div_ceil(CHUNK);
+        if chunks > CHUNK {
+            return Err("reduction longer than 2^24".into());
+        }
+        let st = self.ve.scalar_type(dt);
+        let size = st.bytes();
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (chunks as u32) * size,
+            4,
+        ));
+        let src = Source::Dag {
+            value,
+            vars: vars.to_vec(),
+        };
+        let full = len / CHUNK;
+        // Full chunks in a loop; the partial last chunk (static length) after it.
+        let c = self.b.declare_var(types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(c, zero);
+        let head = self.b.create_block();
+        let body = self.b.create_block();
+        let after = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let cv = self.b.use_var(c);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThan, cv, full as i64);
+        self.b.ins().brif(more, body, &[], after, &[]);
+        self.b.switch_to_block(body);
+        let cv = self.b.use_var(c);
+        let base = self.b.ins().imul_imm_s(cv, CHUNK as i64);
+        let part = self.canon_chunk(kind, CHUNK, &src, Some(base), vector)?;
+        let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+        let off = self.b.ins().imul_imm_s(cv, i64::from(size));
+        let addr = self.b.ins().iadd(addr, off);
+        self.b.ins().store(MemFlagsData::trusted(), part, addr, 0);
+        let cv = self.b.use_var(c);
+        let c2 = self.b.ins().iadd_imm_s(cv, 1);
+        self.b.def_var(c, c2);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(after);
+        if len % CHUNK != 0 {
+            let base = self.b.ins().iconst(types::I64, (full * CHUNK) as i64);
+            let part = self.canon_chunk(kind, len % CHUNK, &src, Some(base), vector)?;
+            self.b
+                .ins()
+                .stack_store(types::I64, part, slot, (full as i32) * size as i32);
+        }
+        let slot_src = Source::Slot { slot, ty: st };
+        self.canon_chunk(kind, chunks, &slot_src, None, vector && st == types::F32)
+    }
+
+    /// One element (`Lanes::One`) or four consecutive ones of the sequence at `j`.
+    fn element(&mut self, src: &Source, j: Value, lanes: Lanes) -> Result<Value, String> {
+        match src {
+            Source::Dag { value, vars } => {
+                let mut vars = vars.clone();
+                let last = vars.len() - 1;
+                vars[last] = j;
+                self.ve.reset();
+                self.ve.node(self.b, *value, &vars, lanes)
+            }
+            Source::Slot { slot, ty } => {
+                let addr = self.b.ins().stack_addr(types::I64, *slot, 0);
+                let off = self.b.ins().imul_imm_s(j, i64::from(ty.bytes()));
+                let addr = self.b.ins().iadd(addr, off);
+                let t = match lanes {
+                    Lanes::One => *ty,
+                    Lanes::Four => ty.by(4).unwrap_or(*ty),
+                };
+                Ok(self.b.ins().load(t, MemFlagsData::trusted(), addr, 0))
+            }
+        }
+    }
+
+    /// The canonical reduction of `len ≤ 4096` elements starting at `base` (or 0).
+    fn canon_chunk(
+        &mut self,
+        kind: ReduceKind,
+        len: usize,
+        src: &Source,
+        base: Option<Value>,
+        vector: bool,
+    ) -> Result<Value, String> {
+        let dt_ty = match src {
+            Source::Dag { value, .. } => self.ve.scalar_type(self.ve.dtype(*value)),
+            Source::Slot { ty, .. } => *ty,
+        };
+        let dt = match src {
+            Source::Dag { value, .. } => self.ve.dtype(*value),
+            Source::Slot { .. } => self.ve.dtype_of_type(dt_ty),
+        };
+        let base = match base {
+            Some(b) => b,
+            None => self.b.ins().iconst(types::I64, 0),
+        };
+        let (naccs, lanes) = if vector {
+            (LANES / 4, Lanes::Four)
+        } else {
+            (LANES, Lanes::One)
+        };
+        let id = self.ve.identity(self.b, dt, kind, lanes);
+        let accs: Vec<Variable> = (0..naccs)
+            .map(|_| {
+                let t = self.b.func.dfg.value_type(id);
+                let v = self.b.declare_var(t);
+                self.b.def_var(v, id);
+                v
+            })
+            .collect();
+        let step = if vector { 4 } else { 1 };
+        let blocks = len / LANES;
+        if blocks > 0 {
+            let blk = self.b.declare_var(types::I64);
+            let zero = self.b.ins().iconst(types::I64, 0);
+            self.b.def_var(blk, zero);
+            let head = self.b.create_block();
+            let body = self.b.create_block();
+            let after = self.b.create_block();
+            self.b.ins().jump(head, &[]);
+            self.b.switch_to_block(head);
+            let bv = self.b.use_var(blk);
+            let more = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThan, bv, blocks as i64);
+            self.b.ins().brif(more, body, &[], after, &[]);
+            self.b.switch_to_block(body);
+            let bv = self.b.use_var(blk);
+            let j0 = self.b.ins().imul_imm_s(bv, LANES as i64);
+            let j0 = self.b.ins().iadd(j0, base);
+            for (a, &acc) in accs.iter().enumerate() {
+                let j = self.b.ins().iadd_imm_s(j0, (a * step) as i64);
+                let x = self.element(src, j, lanes)?;
+                let cur = self.b.use_var(acc);
+                let y = self.ve.combine(self.b, dt, kind, cur, x);
+                self.b.def_var(acc, y);
+            }
+            let bv = self.b.use_var(blk);
+            let b2 = self.b.ins().iadd_imm_s(bv, 1);
+            self.b.def_var(blk, b2);
+            self.b.ins().jump(head, &[]);
+            self.b.switch_to_block(after);
+        }
+        // Tail: element l of the last partial block goes to lane l.
+        let tail = len % LANES;
+        let t0 = self.b.ins().iadd_imm_s(base, (blocks * LANES) as i64);
+        for l in 0..tail {
+            let j = self.b.ins().iadd_imm_s(t0, l as i64);
+            let (acc, lane) = (accs[l / step], l % step);
+            if vector && lane == 0 && l + 4 <= tail {
+                let x = self.element(src, j, Lanes::Four)?;
+                let cur = self.b.use_var(acc);
+                let y = self.ve.combine(self.b, dt, kind, cur, x);
+                self.b.def_var(acc, y);
+            } else if vector && l - lane + 4 <= tail {
+                // covered by the full-vector case above
+            } else {
+                let x = self.element(src, j, Lanes::One)?;
+                let cur = self.b.use_var(acc);
+                if vector {
+                    let c = self.b.ins().extractlane(cur, lane as u8);
+                    let y = self.ve.combine(self.b, dt, kind, c, x);
+                    let v = self.b.ins().insertlane(cur, y, lane as u8);
+                    self.b.def_var(acc, v);
+                } else {
+                    let y = self.ve.combine(self.b, dt, kind, cur, x);
+                    self.b.def_var(acc, y);
+                }
+            }
+        }
+        // The pairwise tree p[j] = op(p[j], p[j + s]), s = 16 … 1, over the 32 lanes.
+        let mut p: Vec<Value> = accs.iter().map(|&a| self.b.use_var(a)).collect();
+        if vector {
+            for s in [4usize, 2, 1] {
+                for j in 0..s {
+                    p[j] = self.ve.combine(self.b, dt, kind, p[j], p[j + s]);
+                }
+            }
+            let v = p[0];
+            let mut q: Vec<Value> = (0..4u8).map(|l| self.b.ins().extractlane(v, l)).collect();
+            for s in [2usize, 1] {
+                for j in 0..s {
+                    q[j] = self.ve.combine(self.b, dt, kind, q[j], q[j + s]);
+                }
+            }
+            Ok(q[0])
+        } else {
+            for s in [16usize, 8, 4, 2, 1] {
+                for j in 0..s {
+                    p[j] = self.ve.combine(self.b, dt, kind, p[j], p[j + s]);
+                }
+            }
+            Ok(p[0])
+        }
+    }
+}
+
+/// Where the elements of a canonical reduction come from.
+enum Source {
+    /// The kernel's DAG node, with the sequence variable last in `vars`.
+    Dag { value: usize, vars: Vec<Value> },
+    /// Chunk partials in a stack slot.
+    Slot {
+        slot: cranelift_codegen::ir::StackSlot,
+        ty: Type,
+    },
+}

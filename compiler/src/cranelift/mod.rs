@@ -1,0 +1,13 @@
+//! The Cranelift CPU backend: kernel IR -> machine code through `cranelift-jit`.
+//!
+//! `arith` implements `kiln_math::Arith` over Cranelift values (Invariant 1), `ops` the
+//! elementwise semantics, `values` the DAG at one iteration point, `emit` the loops and the
+//! canonical-order reductions (Invariant 2), and `cpu` the public entry point.
+//!
+//! Deliberately not here: lowering decisions (see [`crate::lower`]) and GEMM.
+
+mod arith;
+pub mod cpu;
+mod emit;
+mod ops;
+mod values;

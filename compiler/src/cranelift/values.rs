@@ -1,0 +1,556 @@
+//! Emission of a kernel's scalar DAG at one iteration point, one lane or four.
+//!
+//! Semantics are those of `kiln_interp` op by op (XLA's): float math through `kiln_math`
+//! over [`ClifArith`], integer ops wrapping with XLA's division rules, `convert` saturating.
+//! Loads whose offset grows by one per inner step are single vector loads, invariant ones
+//! a splat, anything else four scalar loads.
+
+use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
+use cranelift_frontend::FunctionBuilder;
+use kiln_ir::{row_major_strides, BinaryOp, CompareDir, DType, ReduceKind};
+
+/// How many lanes an evaluation computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lanes {
+    /// Scalar code.
+    One,
+    /// 128-bit vectors over four consecutive inner positions.
+    Four,
+}
+
+/// The DAG emitter of one kernel.
+pub struct ValueEmitter<'a> {
+    p: &'a Program,
+    k: &'a Kernel,
+    bases: Vec<(BufRef, Value)>,
+    memo: Vec<Option<Value>>,
+    /// The reduction result, once computed (for [`NodeKind::ReduceResult`]).
+    pub reduce_result: Option<Value>,
+}
+
+/// Position of a buffer in the kernel argument array.
+pub fn arg_slot(p: &Program, b: BufRef) -> usize {
+    match b {
+        BufRef::Input(i) => i,
+        BufRef::Output(i) => p.inputs.len() + i,
+        BufRef::Temp(i) => p.inputs.len() + p.outputs.len() + i,
+        BufRef::Const(i) => p.inputs.len() + p.outputs.len() + p.temps.len() + i,
+    }
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+fn lane_flags() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+impl<'a> ValueEmitter<'a> {
+    /// Loads the base address of every buffer the kernel touches from `args`.
+    pub fn new(
+        p: &'a Program,
+        k: &'a Kernel,
+        args: Value,
+        b: &mut FunctionBuilder,
+    ) -> Result<Self, String> {
+        let mut bufs: Vec<BufRef> = k.stores.iter().map(|s| s.buf).collect();
+        for n in &k.nodes {
+            if let NodeKind::Load { buf, .. } = n.kind {
+                bufs.push(buf);
+            }
+        }
+        bufs.sort_by_key(|&x| arg_slot(p, x));
+        bufs.dedup();
+        let bases = bufs
+            .into_iter()
+            .map(|buf| {
+                let off = (arg_slot(p, buf) * 8) as i32;
+                (
+                    buf,
+                    b.ins().load(types::I64, MemFlagsData::trusted(), args, off),
+                )
+            })
+            .collect();
+        Ok(ValueEmitter {
+            p,
+            k,
+            bases,
+            memo: vec![None; k.nodes.len()],
+            reduce_result: None,
+        })
+    }
+
+    /// Forgets emitted values (call when moving to a block they may not dominate).
+    pub fn reset(&mut self) {
+        self.memo.iter_mut().for_each(|m| *m = None);
+    }
+
+    /// The dtype of node `n`.
+    pub fn dtype(&self, n: usize) -> DType {
+        self.k.nodes[n].dtype
+    }
+
+    /// The Cranelift scalar type holding a dtype.
+    pub fn scalar_type(&self, dt: DType) -> Type {
+        match dt {
+            DType::F32 => types::F32,
+            DType::F64 => types::F64,
+            DType::I32 | DType::U32 => types::I32,
+            DType::I64 => types::I64,
+            DType::Bool => types::I8,
+        }
+    }
+
+    /// A dtype of the given scalar type (for reduction partials: float or signed int).
+    pub fn dtype_of_type(&self, t: Type) -> DType {
+        match t {
+            types::F32 => DType::F32,
+            types::F64 => DType::F64,
+            types::I64 => DType::I64,
+            types::I8 => DType::Bool,
+            _ => self
+                .k
+                .reduce
+                .as_ref()
+                .map_or(DType::I32, |r| self.dtype(r.value)),
+        }
+    }
+
+    fn vtype(&self, dt: DType, lanes: Lanes) -> Type {
+        match (lanes, dt) {
+            (Lanes::One, _) => self.scalar_type(dt),
+            (Lanes::Four, DType::F32) => types::F32X4,
+            (Lanes::Four, _) => types::I32X4,
+        }
+    }
+
+    /// Whether every node of the kernel has a four-lane form.
+    pub fn vectorizable(&self) -> bool {
+        let p = self.p;
+        let lane_ok = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32 | DType::Bool);
+        self.k
+            .stores
+            .iter()
+            .all(|s| buf_dtype(p, s.buf) != DType::Bool)
+            && self.k.nodes.iter().all(|n| {
+                lane_ok(n.dtype)
+                    && match &n.kind {
+                        NodeKind::Load { buf, .. } => buf_dtype(p, *buf) != DType::Bool,
+                        NodeKind::Binary(BinaryOp::Div | BinaryOp::Rem, _, _) => n.dtype.is_float(),
+                        NodeKind::Convert(a) => matches!(
+                            (self.dtype(*a), n.dtype),
+                            (DType::F32, DType::I32)
+                                | (DType::I32, DType::F32)
+                                | (DType::I32, DType::U32)
+                                | (DType::U32, DType::I32)
+                        ),
+                        _ => true,
+                    }
+            })
+    }
+
+    /// Whether a reduction of this dtype can use four-lane accumulators.
+    pub fn vector_reducible(dt: DType, _kind: ReduceKind) -> bool {
+        matches!(dt, DType::F32 | DType::I32 | DType::U32)
+    }
+
+    fn base(&self, buf: BufRef) -> Result<Value, String> {
+        self.bases
+            .iter()
+            .find(|(b, _)| *b == buf)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| format!("buffer {buf:?} has no base"))
+    }
+
+    fn splat(b: &mut FunctionBuilder, t: Type, s: Value, lanes: Lanes) -> Value {
+        match lanes {
+            Lanes::One => s,
+            Lanes::Four => b.ins().splat(t, s),
+        }
+    }
+
+    /// The identity of a reduction, as one lane or four.
+    pub fn identity(
+        &self,
+        b: &mut FunctionBuilder,
+        dt: DType,
+        kind: ReduceKind,
+        lanes: Lanes,
+    ) -> Value {
+        use ReduceKind::*;
+        let s = match dt {
+            DType::F32 => b.ins().f32const(match kind {
+                Sum => -0.0,
+                Prod => 1.0,
+                Max => f32::NEG_INFINITY,
+                Min => f32::INFINITY,
+            }),
+            DType::F64 => b.ins().f64const(match kind {
+                Sum => -0.0,
+                Prod => 1.0,
+                Max => f64::NEG_INFINITY,
+                Min => f64::INFINITY,
+            }),
+            DType::I32 | DType::U32 => {
+                let signed = dt == DType::I32;
+                let v: u32 = match kind {
+                    Sum => 0,
+                    Prod => 1,
+                    Max if signed => i32::MIN as u32,
+                    Max => 0,
+                    Min if signed => i32::MAX as u32,
+                    Min => u32::MAX,
+                };
+                b.ins().iconst(types::I32, i64::from(v))
+            }
+            DType::I64 => b.ins().iconst(
+                types::I64,
+                match kind {
+                    Sum => 0,
+                    Prod => 1,
+                    Max => i64::MIN,
+                    Min => i64::MAX,
+                },
+            ),
+            DType::Bool => b.ins().iconst(types::I8, i64::from(kind == Min)),
+        };
+        let t = self.vtype(dt, lanes);
+        Self::splat(b, t, s, lanes)
+    }
+
+    /// `op(a, x)` of a reduction.
+    pub fn combine(
+        &self,
+        b: &mut FunctionBuilder,
+        dt: DType,
+        kind: ReduceKind,
+        a: Value,
+        x: Value,
+    ) -> Value {
+        use ReduceKind::*;
+        match (dt, kind) {
+            (DType::F32 | DType::F64, Sum) => b.ins().fadd(a, x),
+            (DType::F32 | DType::F64, Prod) => b.ins().fmul(a, x),
+            (DType::F32 | DType::F64, Max) => b.ins().fmax(a, x),
+            (DType::F32 | DType::F64, Min) => b.ins().fmin(a, x),
+            (DType::Bool, Max) => b.ins().bor(a, x),
+            (DType::Bool, _) => b.ins().band(a, x),
+            (_, Sum) => b.ins().iadd(a, x),
+            (_, Prod) => b.ins().imul(a, x),
+            (DType::U32, Max) => b.ins().umax(a, x),
+            (DType::U32, Min) => b.ins().umin(a, x),
+            (_, Max) => b.ins().smax(a, x),
+            (_, Min) => b.ins().smin(a, x),
+        }
+    }
+
+    /// An index expression as `i64`.
+    fn iexpr(b: &mut FunctionBuilder, e: &IExpr, vars: &[Value]) -> Value {
+        match e {
+            IExpr::Var(v) => vars[*v],
+            IExpr::Const(c) => b.ins().iconst(types::I64, *c),
+            IExpr::Add(x, y) => {
+                let x = Self::iexpr(b, x, vars);
+                let y = Self::iexpr(b, y, vars);
+                b.ins().iadd(x, y)
+            }
+            IExpr::Mul(x, c) => {
+                let x = Self::iexpr(b, x, vars);
+                b.ins().imul_imm_s(x, *c)
+            }
+            IExpr::Div(x, c) => {
+                let x = Self::iexpr(b, x, vars);
+                b.ins().udiv_imm_s(x, *c)
+            }
+            IExpr::Rem(x, c) => {
+                let x = Self::iexpr(b, x, vars);
+                b.ins().urem_imm_s(x, *c)
+            }
+            IExpr::Clamp(x, lo, hi) => {
+                let x = Self::iexpr(b, x, vars);
+                let lo = b.ins().iconst(types::I64, *lo);
+                let hi = b.ins().iconst(types::I64, *hi);
+                let x = b.ins().smin(x, hi);
+                b.ins().smax(x, lo)
+            }
+        }
+    }
+
+    /// The inner (vectorised) variable: the last one.
+    fn inner(vars: &[Value]) -> usize {
+        vars.len() - 1
+    }
+
+    /// `e` at the four inner positions, as `I32X4` (indices fit in 32 bits: checked when
+    /// the kernel was judged vectorisable by the caller's size limit).
+    fn iexpr_lanes(b: &mut FunctionBuilder, e: &IExpr, vars: &[Value]) -> Value {
+        let inner = Self::inner(vars);
+        if let Some(c) = e.coefficient(inner) {
+            let e0 = Self::iexpr(b, e, vars);
+            let e0 = b.ins().ireduce(types::I32, e0);
+            let s = b.ins().splat(types::I32X4, e0);
+            let mut bytes = Vec::with_capacity(16);
+            for l in 0..4i64 {
+                bytes.extend_from_slice(&((c * l) as i32).to_le_bytes());
+            }
+            let k = b.func.dfg.constants.insert(ConstantData::from(bytes));
+            let steps = b.ins().vconst(types::I32X4, k);
+            return b.ins().iadd(s, steps);
+        }
+        let mut v: Option<Value> = None;
+        for l in 0..4u8 {
+            let mut vs = vars.to_vec();
+            vs[inner] = b.ins().iadd_imm_s(vars[inner], i64::from(l));
+            let x = Self::iexpr(b, e, &vs);
+            let x = b.ins().ireduce(types::I32, x);
+            v = Some(match v {
+                None => b.ins().splat(types::I32X4, x),
+                Some(v) => b.ins().insertlane(v, x, l),
+            });
+        }
+        v.unwrap_or_else(|| b.ins().iconst(types::I32, 0))
+    }
+
+    fn address(
+        &self,
+        b: &mut FunctionBuilder,
+        buf: BufRef,
+        offset: &IExpr,
+        vars: &[Value],
+    ) -> Result<Value, String> {
+        let size = i64::from(self.scalar_type(buf_dtype(self.p, buf)).bytes());
+        let base = self.base(buf)?;
+        let off = Self::iexpr(b, offset, vars);
+        let off = b.ins().imul_imm_s(off, size);
+        Ok(b.ins().iadd(base, off))
+    }
+
+    fn load(
+        &self,
+        b: &mut FunctionBuilder,
+        buf: BufRef,
+        offset: &IExpr,
+        vars: &[Value],
+        lanes: Lanes,
+    ) -> Result<Value, String> {
+        let st = self.scalar_type(buf_dtype(self.p, buf));
+        let inner = Self::inner(vars);
+        match (lanes, offset.coefficient(inner)) {
+            (Lanes::One, _) => {
+                let a = self.address(b, buf, offset, vars)?;
+                Ok(b.ins().load(st, flags(), a, 0))
+            }
+            (Lanes::Four, Some(1)) => {
+                let a = self.address(b, buf, offset, vars)?;
+                Ok(b.ins().load(st.by(4).unwrap_or(st), flags(), a, 0))
+            }
+            (Lanes::Four, Some(0)) => {
+                let a = self.address(b, buf, offset, vars)?;
+                let s = b.ins().load(st, flags(), a, 0);
+                Ok(b.ins().splat(st.by(4).unwrap_or(st), s))
+            }
+            (Lanes::Four, _) => {
+                let mut v: Option<Value> = None;
+                for l in 0..4u8 {
+                    let mut vs = vars.to_vec();
+                    vs[inner] = b.ins().iadd_imm_s(vars[inner], i64::from(l));
+                    let a = self.address(b, buf, offset, &vs)?;
+                    let x = b.ins().load(st, flags(), a, 0);
+                    v = Some(match v {
+                        None => b.ins().splat(st.by(4).unwrap_or(st), x),
+                        Some(v) => b.ins().insertlane(v, x, l),
+                    });
+                }
+                v.ok_or_else(|| "empty gather".to_string())
+            }
+        }
+    }
+
+    /// Emits the kernel's stores at the iteration point `vars`.
+    pub fn emit_stores(
+        &mut self,
+        b: &mut FunctionBuilder,
+        vars: &[Value],
+        lanes: Lanes,
+    ) -> Result<(), String> {
+        let k = self.k;
+        let space_vars: Vec<IExpr> = (0..k.space.len()).map(IExpr::Var).collect();
+        let strides = row_major_strides(&k.space);
+        let offset = space_vars
+            .into_iter()
+            .zip(&strides)
+            .fold(IExpr::Const(0), |acc, (e, &s)| {
+                IExpr::add(acc, IExpr::mul(e, s as i64))
+            });
+        for st in &k.stores {
+            let v = self.node(b, st.value, vars, lanes)?;
+            let inner = Self::inner(vars).min(vars.len().saturating_sub(1));
+            match lanes {
+                Lanes::Four if offset.coefficient(inner) != Some(1) => {
+                    return Err("vector store to a non-contiguous position".into())
+                }
+                _ => {
+                    let a = self.address(b, st.buf, &offset, vars)?;
+                    b.ins().store(flags(), v, a, 0);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of node `n` at `vars`.
+    pub fn node(
+        &mut self,
+        b: &mut FunctionBuilder,
+        n: usize,
+        vars: &[Value],
+        lanes: Lanes,
+    ) -> Result<Value, String> {
+        if let Some(v) = self.memo[n] {
+            return Ok(v);
+        }
+        let node = &self.k.nodes[n];
+        let dt = node.dtype;
+        let v = match &node.kind {
+            NodeKind::Load { buf, offset } => self.load(b, *buf, offset, vars, lanes)?,
+            NodeKind::Const(bits) => {
+                let s = match dt {
+                    DType::F32 => b.ins().f32const(f32::from_bits(*bits as u32)),
+                    DType::F64 => b.ins().f64const(f64::from_bits(*bits)),
+                    DType::I32 | DType::U32 => b.ins().iconst(types::I32, (*bits as u32) as i64),
+                    DType::I64 => b.ins().iconst(types::I64, *bits as i64),
+                    DType::Bool if lanes == Lanes::Four => b
+                        .ins()
+                        .iconst(types::I32, if *bits != 0 { 0xffff_ffff } else { 0 }),
+                    DType::Bool => b.ins().iconst(types::I8, (*bits != 0) as i64),
+                };
+                let t = self.vtype(dt, lanes);
+                Self::splat(b, t, s, lanes)
+            }
+            NodeKind::Index(e) => match lanes {
+                Lanes::One => {
+                    let x = Self::iexpr(b, e, vars);
+                    match dt {
+                        DType::F32 | DType::F64 => {
+                            let t = self.scalar_type(dt);
+                            b.ins().fcvt_from_sint(t, x)
+                        }
+                        DType::I32 | DType::U32 => b.ins().ireduce(types::I32, x),
+                        DType::I64 => x,
+                        DType::Bool => b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+                    }
+                }
+                Lanes::Four => {
+                    let x = Self::iexpr_lanes(b, e, vars);
+                    match dt {
+                        DType::F32 => b.ins().fcvt_from_sint(types::F32X4, x),
+                        DType::Bool => {
+                            let z = b.ins().iconst(types::I32, 0);
+                            let z = b.ins().splat(types::I32X4, z);
+                            b.ins().icmp(IntCC::NotEqual, x, z)
+                        }
+                        _ => x,
+                    }
+                }
+            },
+            NodeKind::InRange { e, lo, hi } => match lanes {
+                Lanes::One => {
+                    let x = Self::iexpr(b, e, vars);
+                    let a = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, x, *lo);
+                    let c = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, *hi);
+                    b.ins().band(a, c)
+                }
+                Lanes::Four => {
+                    let x = Self::iexpr_lanes(b, e, vars);
+                    let lo = b.ins().iconst(types::I32, (*lo as i32 as u32) as i64);
+                    let lo = b.ins().splat(types::I32X4, lo);
+                    let hi = b.ins().iconst(types::I32, (*hi as i32 as u32) as i64);
+                    let hi = b.ins().splat(types::I32X4, hi);
+                    let a = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, x, lo);
+                    let c = b.ins().icmp(IntCC::SignedLessThan, x, hi);
+                    b.ins().band(a, c)
+                }
+            },
+            NodeKind::Unary(u, a) => {
+                let x = self.node(b, *a, vars, lanes)?;
+                super::ops::unary(b, *u, self.dtype(*a), x, lanes)?
+            }
+            NodeKind::Binary(op, x, y) => {
+                let x = self.node(b, *x, vars, lanes)?;
+                let y = self.node(b, *y, vars, lanes)?;
+                super::ops::binary(b, *op, dt, x, y, lanes)?
+            }
+            NodeKind::Compare(d, x, y) => {
+                let adt = self.dtype(*x);
+                let x = self.node(b, *x, vars, lanes)?;
+                let y = self.node(b, *y, vars, lanes)?;
+                compare(b, *d, adt, x, y)
+            }
+            NodeKind::Select(p, x, y) => {
+                let p = self.node(b, *p, vars, lanes)?;
+                let x = self.node(b, *x, vars, lanes)?;
+                let y = self.node(b, *y, vars, lanes)?;
+                select(b, p, x, y, lanes)
+            }
+            NodeKind::Convert(a) => {
+                let from = self.dtype(*a);
+                let x = self.node(b, *a, vars, lanes)?;
+                super::ops::convert(b, x, from, dt, lanes)?
+            }
+            NodeKind::ReduceResult => self
+                .reduce_result
+                .ok_or_else(|| "reduce_result used before the reduction".to_string())?,
+        };
+        self.memo[n] = Some(v);
+        Ok(v)
+    }
+}
+
+/// `p ? x : y` for a mask `p` (I8 0/1 or all-ones lanes).
+pub fn select(b: &mut FunctionBuilder, p: Value, x: Value, y: Value, lanes: Lanes) -> Value {
+    match lanes {
+        Lanes::One => b.ins().select(p, x, y),
+        Lanes::Four => {
+            let t = b.func.dfg.value_type(x);
+            let m = if t == types::I32X4 {
+                p
+            } else {
+                b.ins().bitcast(t, lane_flags(), p)
+            };
+            b.ins().bitselect(m, x, y)
+        }
+    }
+}
+
+fn compare(b: &mut FunctionBuilder, d: CompareDir, dt: DType, x: Value, y: Value) -> Value {
+    if dt.is_float() {
+        let cc = match d {
+            CompareDir::Lt => FloatCC::LessThan,
+            CompareDir::Le => FloatCC::LessThanOrEqual,
+            CompareDir::Gt => FloatCC::GreaterThan,
+            CompareDir::Ge => FloatCC::GreaterThanOrEqual,
+            CompareDir::Eq => FloatCC::Equal,
+            CompareDir::Ne => FloatCC::NotEqual,
+        };
+        return b.ins().fcmp(cc, x, y);
+    }
+    let signed = matches!(dt, DType::I32 | DType::I64);
+    let cc = match (d, signed) {
+        (CompareDir::Lt, true) => IntCC::SignedLessThan,
+        (CompareDir::Le, true) => IntCC::SignedLessThanOrEqual,
+        (CompareDir::Gt, true) => IntCC::SignedGreaterThan,
+        (CompareDir::Ge, true) => IntCC::SignedGreaterThanOrEqual,
+        (CompareDir::Lt, false) => IntCC::UnsignedLessThan,
+        (CompareDir::Le, false) => IntCC::UnsignedLessThanOrEqual,
+        (CompareDir::Gt, false) => IntCC::UnsignedGreaterThan,
+        (CompareDir::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
+        (CompareDir::Eq, _) => IntCC::Equal,
+        (CompareDir::Ne, _) => IntCC::NotEqual,
+    };
+    b.ins().icmp(cc, x, y)
+}

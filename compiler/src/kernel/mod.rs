@@ -1,0 +1,246 @@
+//! Kernel IR: the backend-neutral form of a compiled cluster (design.md, "Kernel IR").
+//!
+//! A [`Program`] is a list of [`Kernel`]s run in order. Each kernel is a loop nest over an
+//! iteration space (`space`, the kept dimensions, size-1 dimensions already dropped) and,
+//! optionally, one [`Reduction`] over an inner sequence in the canonical order of
+//! Invariant 2. Values are a scalar expression DAG ([`Node`]); loads address buffers through
+//! index expressions ([`IExpr`]) over the loop variables, so broadcast, transpose, reshape,
+//! slice, concat, pad and iota are index arithmetic, never copies. Stores write node values
+//! at the row-major position of the iteration point.
+//!
+//! Deliberately not here: anything about machine code, vector widths or threads; a backend
+//! decides those, and no choice it makes may change a result.
+
+mod print;
+
+use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, Tensor, TensorType, UnaryOp};
+use serde::{Deserialize, Serialize};
+
+pub use print::print_program;
+
+/// An index into [`Kernel::nodes`].
+pub type NodeId = usize;
+
+/// A buffer a kernel reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BufRef {
+    /// The n-th cluster input (read only).
+    Input(usize),
+    /// The n-th cluster output.
+    Output(usize),
+    /// The n-th scratch buffer ([`Program::temps`]), written by an earlier kernel.
+    Temp(usize),
+    /// The n-th non-splat constant ([`Program::consts`]).
+    Const(usize),
+}
+
+/// Integer index arithmetic over loop variables (`i64`, never overflowing for valid shapes).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IExpr {
+    /// Loop variable `v`: `v < space.len()` is a kept coordinate, `v == space.len()` the
+    /// linear position in a reduction's sequence.
+    Var(usize),
+    /// A constant.
+    Const(i64),
+    /// Sum.
+    Add(Box<IExpr>, Box<IExpr>),
+    /// Product with a constant.
+    Mul(Box<IExpr>, i64),
+    /// Quotient by a positive constant (operands are never negative).
+    Div(Box<IExpr>, i64),
+    /// Remainder by a positive constant.
+    Rem(Box<IExpr>, i64),
+    /// Clamped into `[lo, hi]` (keeps the unselected arm of a concat/pad load in bounds).
+    Clamp(Box<IExpr>, i64, i64),
+}
+
+impl IExpr {
+    /// `a + b`, folding constants.
+    pub fn add(a: IExpr, b: IExpr) -> IExpr {
+        match (a, b) {
+            (IExpr::Const(0), e) | (e, IExpr::Const(0)) => e,
+            (IExpr::Const(x), IExpr::Const(y)) => IExpr::Const(x + y),
+            (a, b) => IExpr::Add(Box::new(a), Box::new(b)),
+        }
+    }
+
+    /// `a * c`, folding constants.
+    pub fn mul(a: IExpr, c: i64) -> IExpr {
+        match (a, c) {
+            (_, 0) => IExpr::Const(0),
+            (e, 1) => e,
+            (IExpr::Const(x), c) => IExpr::Const(x * c),
+            (a, c) => IExpr::Mul(Box::new(a), c),
+        }
+    }
+
+    /// `a / c` for `c > 0`, folding constants.
+    pub fn div(a: IExpr, c: i64) -> IExpr {
+        match (a, c) {
+            (e, 1) => e,
+            (IExpr::Const(x), c) => IExpr::Const(x / c),
+            (a, c) => IExpr::Div(Box::new(a), c),
+        }
+    }
+
+    /// `a % c` for `c > 0`, folding constants.
+    pub fn rem(a: IExpr, c: i64) -> IExpr {
+        match (a, c) {
+            (_, 1) => IExpr::Const(0),
+            (IExpr::Const(x), c) => IExpr::Const(x % c),
+            (a, c) => IExpr::Rem(Box::new(a), c),
+        }
+    }
+
+    /// `a` clamped into `[lo, hi]`.
+    pub fn clamp(a: IExpr, lo: i64, hi: i64) -> IExpr {
+        match a {
+            IExpr::Const(x) => IExpr::Const(x.clamp(lo, hi)),
+            a => IExpr::Clamp(Box::new(a), lo, hi),
+        }
+    }
+
+    /// How the expression changes when variable `v` grows by one, if it is linear in `v`
+    /// (`Some(0)`: it does not depend on `v`). Backends use it to pick contiguous, splat or
+    /// gathered vector loads.
+    pub fn coefficient(&self, v: usize) -> Option<i64> {
+        match self {
+            IExpr::Var(w) => Some(i64::from(*w == v)),
+            IExpr::Const(_) => Some(0),
+            IExpr::Add(a, b) => Some(a.coefficient(v)? + b.coefficient(v)?),
+            IExpr::Mul(a, c) => Some(a.coefficient(v)? * c),
+            IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
+                (a.coefficient(v)? == 0).then_some(0)
+            }
+        }
+    }
+
+    /// The value at the given variable values (for tests and the reference evaluator).
+    pub fn eval(&self, vars: &[i64]) -> i64 {
+        match self {
+            IExpr::Var(v) => vars[*v],
+            IExpr::Const(c) => *c,
+            IExpr::Add(a, b) => a.eval(vars) + b.eval(vars),
+            IExpr::Mul(a, c) => a.eval(vars) * c,
+            IExpr::Div(a, c) => a.eval(vars) / c,
+            IExpr::Rem(a, c) => a.eval(vars) % c,
+            IExpr::Clamp(a, lo, hi) => a.eval(vars).clamp(*lo, *hi),
+        }
+    }
+}
+
+/// One scalar operation of a kernel's expression DAG. Operands are earlier nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeKind {
+    /// The element of `buf` at element offset `offset`.
+    Load {
+        /// The buffer.
+        buf: BufRef,
+        /// Element offset (row-major position in the buffer).
+        offset: IExpr,
+    },
+    /// A constant, as the bits of the value in its dtype (bool: 0 or 1).
+    Const(u64),
+    /// An index value (iota), converted to the node's dtype.
+    Index(IExpr),
+    /// `lo <= e < hi` (bool): picks the arm of a concat or pad.
+    InRange {
+        /// The index tested.
+        e: IExpr,
+        /// Inclusive lower bound.
+        lo: i64,
+        /// Exclusive upper bound.
+        hi: i64,
+    },
+    /// An elementwise unary op on the operand's dtype.
+    Unary(UnaryOp, NodeId),
+    /// An elementwise binary op (both operands of the node's dtype).
+    Binary(BinaryOp, NodeId, NodeId),
+    /// A comparison (bool result) of two operands of one dtype.
+    Compare(CompareDir, NodeId, NodeId),
+    /// `pred ? a : b`.
+    Select(NodeId, NodeId, NodeId),
+    /// A dtype conversion with XLA's rules (those of `kiln_interp`).
+    Convert(NodeId),
+    /// The result of the kernel's reduction for the current kept coordinates.
+    ReduceResult,
+}
+
+/// A DAG node: an operation and the dtype it produces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Node {
+    /// The operation.
+    pub kind: NodeKind,
+    /// The result dtype.
+    pub dtype: DType,
+}
+
+/// A reduction stage: `value` (which may use the sequence variable `Var(space.len())`) is
+/// combined over `len` positions in the canonical order of Invariant 2.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reduction {
+    /// The combining function.
+    pub kind: ReduceKind,
+    /// Number of reduced elements per kept point.
+    pub len: usize,
+    /// The node reduced (evaluated once per sequence position).
+    pub value: NodeId,
+}
+
+/// A write of a node's value to the row-major position of the iteration point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Store {
+    /// The buffer written (an output or a temp).
+    pub buf: BufRef,
+    /// The value stored.
+    pub value: NodeId,
+}
+
+/// One loop nest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// Name, unique in its program (`k0`, `k1`, …).
+    pub name: String,
+    /// Extents of the kept loop variables, outermost first; none is 1.
+    pub space: Vec<usize>,
+    /// The scalar DAG, in definition order.
+    pub nodes: Vec<Node>,
+    /// The optional reduction stage; its result is [`NodeKind::ReduceResult`].
+    pub reduce: Option<Reduction>,
+    /// What the kernel writes.
+    pub stores: Vec<Store>,
+}
+
+impl Kernel {
+    /// Number of kept iteration points.
+    pub fn points(&self) -> usize {
+        self.space.iter().product()
+    }
+}
+
+/// A lowered cluster: kernels run in order over the cluster's buffers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    /// The cluster name (`cluster_3`).
+    pub name: String,
+    /// Types of the inputs.
+    pub inputs: Vec<TensorType>,
+    /// Types of the outputs.
+    pub outputs: Vec<TensorType>,
+    /// Types of scratch buffers between kernels.
+    pub temps: Vec<TensorType>,
+    /// Non-splat constants, addressed by [`BufRef::Const`].
+    pub consts: Vec<Tensor>,
+    /// The kernels, in execution order.
+    pub kernels: Vec<Kernel>,
+}
+
+/// The dtype of a buffer.
+pub fn buf_dtype(p: &Program, b: BufRef) -> DType {
+    match b {
+        BufRef::Input(i) => p.inputs[i].dtype,
+        BufRef::Output(i) => p.outputs[i].dtype,
+        BufRef::Temp(i) => p.temps[i].dtype,
+        BufRef::Const(i) => p.consts[i].dtype(),
+    }
+}

@@ -1,0 +1,88 @@
+//! The kernel IR's text form, for `--xla_dump_to`, cache keys and filetests. It is a dump
+//! format: stable and complete (two programs with equal text compute the same thing), not
+//! parsed back.
+
+use super::{BufRef, IExpr, Kernel, NodeKind, Program};
+use std::fmt::Write;
+
+/// Prints a whole program.
+pub fn print_program(p: &Program) -> String {
+    let mut s = String::new();
+    let list = |tys: &[kiln_ir::TensorType]| {
+        tys.iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(s, "program @{}", p.name);
+    let _ = writeln!(s, "  inputs ({})", list(&p.inputs));
+    let _ = writeln!(s, "  outputs ({})", list(&p.outputs));
+    let _ = writeln!(s, "  temps ({})", list(&p.temps));
+    for (i, c) in p.consts.iter().enumerate() {
+        // Constants print in full: the text is a cache key, so it must distinguish them.
+        let items: Vec<String> = (0..c.num_elements())
+            .map(|k| c.data().get(k).to_string())
+            .collect();
+        let _ = writeln!(s, "  const{i} : {} = [{}]", c.ty(), items.join(", "));
+    }
+    for k in &p.kernels {
+        print_kernel(&mut s, k);
+    }
+    s
+}
+
+fn buf(b: BufRef) -> String {
+    match b {
+        BufRef::Input(i) => format!("in{i}"),
+        BufRef::Output(i) => format!("out{i}"),
+        BufRef::Temp(i) => format!("tmp{i}"),
+        BufRef::Const(i) => format!("const{i}"),
+    }
+}
+
+fn iexpr(e: &IExpr) -> String {
+    match e {
+        IExpr::Var(v) => format!("i{v}"),
+        IExpr::Const(c) => c.to_string(),
+        IExpr::Add(a, b) => format!("({} + {})", iexpr(a), iexpr(b)),
+        IExpr::Mul(a, c) => format!("{}*{c}", iexpr(a)),
+        IExpr::Div(a, c) => format!("{}/{c}", iexpr(a)),
+        IExpr::Rem(a, c) => format!("{}%{c}", iexpr(a)),
+        IExpr::Clamp(a, lo, hi) => format!("clamp({}, {lo}, {hi})", iexpr(a)),
+    }
+}
+
+fn print_kernel(s: &mut String, k: &Kernel) {
+    let space: Vec<String> = k.space.iter().map(|d| d.to_string()).collect();
+    let _ = write!(s, "kernel @{} space=[{}]", k.name, space.join(","));
+    if let Some(r) = &k.reduce {
+        let _ = write!(
+            s,
+            " {}(i{} < {}) of v{}",
+            r.kind.name(),
+            k.space.len(),
+            r.len,
+            r.value
+        );
+    }
+    let _ = writeln!(s, " {{");
+    for (i, n) in k.nodes.iter().enumerate() {
+        let body = match &n.kind {
+            NodeKind::Load { buf: b, offset } => format!("load {}[{}]", buf(*b), iexpr(offset)),
+            NodeKind::Const(bits) => format!("const {bits:#x}"),
+            NodeKind::Index(e) => format!("index {}", iexpr(e)),
+            NodeKind::InRange { e, lo, hi } => format!("in_range {}, {lo}, {hi}", iexpr(e)),
+            NodeKind::Unary(u, a) => format!("{} v{a}", u.name()),
+            NodeKind::Binary(b, x, y) => format!("{} v{x}, v{y}", b.name()),
+            NodeKind::Compare(d, x, y) => format!("compare v{x}, v{y}, dir={}", d.name()),
+            NodeKind::Select(p, x, y) => format!("select v{p}, v{x}, v{y}"),
+            NodeKind::Convert(a) => format!("convert v{a}"),
+            NodeKind::ReduceResult => "reduce_result".to_string(),
+        };
+        let _ = writeln!(s, "  v{i} = {body} : {}", n.dtype);
+    }
+    for st in &k.stores {
+        let _ = writeln!(s, "  store {}, v{}", buf(st.buf), st.value);
+    }
+    let _ = writeln!(s, "}}");
+}

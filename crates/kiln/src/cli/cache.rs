@@ -1,0 +1,49 @@
+//! `kiln cache stats DIR` and `kiln cache clear DIR`: inspect or empty a persistent compile
+//! cache directory (the one given with `--xla_gpu_persistent_cache_dir`).
+
+use kiln::KilnError;
+use kiln_runtime::PersistentCache;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `kiln cache …` subcommands.
+#[derive(clap::Subcommand)]
+pub enum CacheCommand {
+    /// Count valid and corrupt entries and their size.
+    Stats {
+        /// The cache directory.
+        dir: PathBuf,
+    },
+    /// Delete every entry.
+    Clear {
+        /// The cache directory.
+        dir: PathBuf,
+    },
+}
+
+/// Runs a cache subcommand.
+pub fn cache(cmd: CacheCommand) -> Result<ExitCode, KilnError> {
+    let io = |dir: &PathBuf| {
+        let dir = dir.display().to_string();
+        move |e: std::io::Error| KilnError::Invalid(format!("{dir}: {e}"))
+    };
+    match cmd {
+        CacheCommand::Stats { dir } => {
+            let c = PersistentCache::open(&dir).map_err(kiln_runtime::RuntimeError::from)?;
+            let s = c.stats().map_err(io(&dir))?;
+            println!(
+                "{}: {} entries, {} corrupt or foreign (ignored and rewritten on use), {} bytes",
+                dir.display(),
+                s.entries,
+                s.corrupt,
+                s.bytes
+            );
+        }
+        CacheCommand::Clear { dir } => {
+            let c = PersistentCache::open(&dir).map_err(kiln_runtime::RuntimeError::from)?;
+            let n = c.clear().map_err(io(&dir))?;
+            println!("{}: removed {n} files", dir.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

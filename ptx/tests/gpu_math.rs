@@ -3,6 +3,11 @@
 //! special values, a stratified sweep over every binade, and random bit patterns. NaN results
 //! compare by `is_nan` only (the trait leaves NaN payloads free); integer results compare
 //! every bit. Without a GPU the tests print "skipped: <reason>" and pass.
+//!
+//! On a machine with a GPU but no Rust toolchain: build here with
+//! `cargo test -p kiln-ptx --test gpu_math --no-run --message-format=json` (the artifact's
+//! `executable`), copy it over and run `<executable> --nocapture --test-threads=1`; each
+//! kernel prints one line ("kiln_exp_f32: N inputs, bit-identical" or its mismatches).
 
 mod common;
 

@@ -206,6 +206,8 @@ fn reductions_every_kind_dtype_and_layout() {
                 ("3,37", "1", "3"),
                 ("37,3", "0", "3"),
                 ("2,5,7", "0,2", "5"),
+                ("3,5,7", "2,0", "5"),
+                ("3,4,5,6", "1,3", "3,5"),
                 ("4100", "0", ""),
                 ("1,1", "0,1", ""),
             ] {
@@ -268,14 +270,26 @@ fn scalar_cluster() {
 }
 
 #[test]
-fn dot_general_is_unsupported_for_now() {
-    let r = expect_unsupported(
-        "func @f(%a: f32[2,3], %b: f32[3,4]) -> f32[2,4] {
-  %y = dot_general %a, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[2,4]
+fn dot_general_with_fused_epilogue() {
+    let src = "func @f(%a: f32[33,17], %b: f32[17,9], %bias: f32[9]) -> f32[33,9] {
+  %d = dot_general %a, %b, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[33,9]
+  %bb = broadcast_in_dim %bias, dims=[1] : f32[33,9]
+  %s = add %d, %bb : f32[33,9]
+  %y = tanh %s : f32[33,9]
   return %y
-}",
-    );
-    assert!(r.contains("dot_general"), "{r}");
+}";
+    check_cluster(&cluster(src), 61);
+}
+
+#[test]
+fn dot_general_batched_with_computed_operands() {
+    let src = "func @f(%a: f64[3,5,4], %b: f64[3,4,6]) -> f64[3,5,6] {
+  %e = exp %a : f64[3,5,4]
+  %t = transpose %b, perm=[0,2,1] : f64[3,6,4]
+  %d = dot_general %e, %t, lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2] : f64[3,5,6]
+  return %d
+}";
+    check_cluster(&cluster(src), 67);
 }
 
 #[test]

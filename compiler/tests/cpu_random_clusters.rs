@@ -28,7 +28,9 @@ fn random_func(seed: u64) -> String {
         let v = fresh();
         let line = match r.below(11) {
             0 => {
-                let op = ["neg", "abs", "exp", "tanh", "logistic", "sin", "floor", "sqrt", "erf", "log1p"][r.below(10)];
+                let op = [
+                    "neg", "abs", "exp", "tanh", "logistic", "sin", "floor", "sqrt", "erf", "log1p",
+                ][r.below(10)];
                 format!("{v} = {op} {x} : {}", t("f32"))
             }
             1 | 2 => {
@@ -39,7 +41,10 @@ fn random_func(seed: u64) -> String {
                 let p = format!("%p{}", params.len());
                 params.push(format!("{p}: f32[{b}]"));
                 let w = fresh();
-                lines.push(format!("{w} = broadcast_in_dim {p}, dims=[1] : {}", t("f32")));
+                lines.push(format!(
+                    "{w} = broadcast_in_dim {p}, dims=[1] : {}",
+                    t("f32")
+                ));
                 format!("{v} = add {x}, {w} : {}", t("f32"))
             }
             4 => {

@@ -37,3 +37,107 @@ fn softmax_rows_match_interpreter() {
     );
     check_cluster(&c, 2);
 }
+
+#[test]
+fn dump_writes_kernel_text_and_clif() {
+    let dir = std::env::temp_dir().join(format!("kiln-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let c = cluster(
+        "func @f(%x: f32[7,37]) -> f32[7,37] {
+  %t = tanh %x : f32[7,37]
+  return %t
+}",
+    );
+    let opts = kiln_compiler::cpu::CpuOptions {
+        threads: 1,
+        opt_level: 0,
+        dump_to: Some(dir.clone()),
+    };
+    let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+    let text = std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
+    assert_eq!(text, exe.kernel_ir_text());
+    let clif = std::fs::read_to_string(dir.join("cluster_t.k0.clif")).expect("clif dump");
+    assert!(clif.contains("f32x4"), "{clif}");
+    if std::env::var_os("KILN_KEEP_DUMP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn row_blocked_and_sequential_schedules_agree() {
+    let c = cluster(
+        "func @softmax(%x: f32[37,129]) -> f32[37,129] {
+  %m  = reduce_max %x, axes=[1] : f32[37]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[37,129]
+  %d  = sub %x, %mb : f32[37,129]
+  %e  = exp %d : f32[37,129]
+  %s  = reduce_sum %e, axes=[1] : f32[37]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[37,129]
+  %y  = div %e, %sb : f32[37,129]
+  return %y
+}",
+    );
+    let mut r = Rng(99);
+    let x = random_tensor(&c.body.param_types()[0], &mut r);
+    for threads in [1, 2, 7] {
+        let opts = kiln_compiler::cpu::CpuOptions {
+            threads,
+            opt_level: 2,
+            dump_to: None,
+        };
+        let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+        assert!(exe.row_blocked(), "{}", exe.kernel_ir_text());
+        let blocked = exe.run(&[&x]).expect("runs");
+        exe.set_row_blocking(false);
+        let sequential = exe.run(&[&x]).expect("runs");
+        assert!(blocked[0].bit_eq(&sequential[0]));
+    }
+}
+
+#[test]
+fn opt_level_zero_gives_the_same_bits() {
+    let c = cluster(
+        "func @f(%x: f32[3,29]) -> f32[3,29] {
+  %e = erf %x : f32[3,29]
+  %s = sin %e : f32[3,29]
+  return %s
+}",
+    );
+    let mut r = Rng(7);
+    let x = random_tensor(&c.body.param_types()[0], &mut r);
+    let run = |opt_level| {
+        let opts = kiln_compiler::cpu::CpuOptions {
+            threads: 2,
+            opt_level,
+            dump_to: None,
+        };
+        kiln_compiler::cpu::compile_cluster(&c, &opts)
+            .expect("compiles")
+            .run(&[&x])
+            .expect("runs")
+    };
+    let (a, b) = (run(0), run(3));
+    assert!((0..a[0].num_elements()).all(|k| same(a[0].data().get(k), b[0].data().get(k))));
+}
+
+#[test]
+fn run_rejects_wrong_inputs() {
+    let c = cluster("func @f(%x: f32[3]) -> f32[3] {\n  %y = neg %x : f32[3]\n  return %y\n}");
+    let exe = kiln_compiler::cpu::compile_cluster(&c, &Default::default()).expect("compiles");
+    let bad = kiln_ir::Tensor::from_f32([4], vec![0.0; 4]).expect("tensor");
+    assert!(exe.run(&[&bad]).unwrap_err().contains("expected f32[3]"));
+    assert!(exe.run(&[]).is_err());
+}
+
+#[test]
+fn bytes_round_trip() {
+    let c = cluster("func @f(%x: f32[5]) -> f32[5] {\n  %y = exp %x : f32[5]\n  return %y\n}");
+    let opts = kiln_compiler::cpu::CpuOptions::default();
+    let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+    let bytes = exe.to_bytes();
+    let back = kiln_compiler::cpu::CpuExecutable::from_bytes(&bytes, &opts).expect("loads");
+    assert_eq!(back.kernel_ir_text(), exe.kernel_ir_text());
+    let x = kiln_ir::Tensor::from_f32([5], vec![0.5, -1.0, 3.0, 0.0, 88.0]).expect("tensor");
+    assert!(back.run(&[&x]).expect("runs")[0].bit_eq(&exe.run(&[&x]).expect("runs")[0]));
+    assert!(kiln_compiler::cpu::CpuExecutable::from_bytes(b"garbage", &opts).is_err());
+}

@@ -8,12 +8,14 @@
 //! failed compiled run never loses the user's result: the fallback answers.
 
 pub mod backend;
+mod cpu;
 mod executor;
 pub mod persistent;
 pub mod policy;
 pub mod stats;
 
 pub use backend::{Backend, CompileFailure, Executable};
+pub use cpu::CpuBackend;
 pub use executor::{Runtime, RuntimeOptions};
 pub use persistent::{CacheDirError, CacheStats, PersistentCache};
 pub use policy::PolicyConfig;

@@ -8,7 +8,9 @@
 //! per lane; `fma` is never needed (`kiln_math` does not use it) but is provided exactly.
 
 use cranelift_codegen::ir::condcodes::{FloatCC as CFloatCC, IntCC as CIntCC};
-use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
 use cranelift_frontend::FunctionBuilder;
 use kiln_math::{Arith, FloatCC, Format, IntCC};
 
@@ -47,14 +49,6 @@ impl<const F64: bool> ClifArith<'_, '_, F64> {
     fn bits_flags() -> MemFlagsData {
         MemFlagsData::new().with_endianness(Endianness::Little)
     }
-    fn splat_u(&mut self, s: Value) -> Value {
-        if self.vector {
-            let t = self.ut();
-            self.b.ins().splat(t, s)
-        } else {
-            s
-        }
-    }
     /// Applies a scalar integer operation lane by lane (for ops x86 lacks on vectors).
     fn per_lane(
         &mut self,
@@ -74,6 +68,15 @@ impl<const F64: bool> ClifArith<'_, '_, F64> {
         }
         r
     }
+}
+
+/// A four-lane constant of one 32-bit pattern: one constant-pool load that x86 can fold
+/// into the instruction using it, where `splat` of a scalar would be two instructions per
+/// use (Cranelift rematerialises constants inside loops).
+pub fn vconst32(b: &mut FunctionBuilder, t: Type, bits: u32) -> Value {
+    let bytes: Vec<u8> = (0..4).flat_map(|_| bits.to_le_bytes()).collect();
+    let k = b.func.dfg.constants.insert(ConstantData::from(bytes));
+    b.ins().vconst(t, k)
 }
 
 fn fcc(cc: FloatCC) -> CFloatCC {
@@ -114,23 +117,21 @@ macro_rules! impl_clif_arith {
             const FORMAT: Format = $format;
 
             fn fconst(&mut self, v: f64) -> Value {
-                let s = if $f64 {
+                if $f64 {
                     self.b.ins().f64const(v)
+                } else if self.vector {
+                    vconst32(self.b, types::F32X4, (v as f32).to_bits())
                 } else {
                     self.b.ins().f32const(v as f32)
-                };
-                if self.vector {
-                    let t = self.ft();
-                    self.b.ins().splat(t, s)
-                } else {
-                    s
                 }
             }
             fn uconst(&mut self, v: u64) -> Value {
+                if self.vector && !$f64 {
+                    return vconst32(self.b, types::I32X4, v as u32);
+                }
                 let t = self.lane_ut();
                 let v = if $f64 { v as i64 } else { i64::from(v as u32) };
-                let s = self.b.ins().iconst(t, v);
-                self.splat_u(s)
+                self.b.ins().iconst(t, v)
             }
             fn add(&mut self, a: Value, b: Value) -> Value {
                 self.b.ins().fadd(a, b)

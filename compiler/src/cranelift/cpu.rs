@@ -4,6 +4,7 @@
 //! pointwise rows into column ranges), and every element is computed the same way.
 
 use super::emit::{emit_kernel, kernel_signature};
+use super::schedule::{block_task, kernel_tasks, row_blocking, Task};
 use super::values::arg_slot;
 use crate::kernel::{print_program, BufRef, Program};
 use crate::lower::{lower_cluster, LowerError};
@@ -65,6 +66,10 @@ pub struct CpuExecutable {
     module: Option<JITModule>,
     pool: Option<rayon::ThreadPool>,
     opts: CpuOptions,
+    /// Row-blocked schedule (leading extent, rows per block), when the program allows it.
+    blocking: Option<(usize, usize)>,
+    /// The interpreter whose GEMM computes `dot_general` steps (same threads as kernels).
+    interp: Option<kiln_interp::Interpreter>,
 }
 
 // SAFETY: after `finalize_definitions` the JIT memory is immutable executable code; the
@@ -194,12 +199,20 @@ pub fn compile_program(
     } else {
         None
     };
+    let blocking = row_blocking(&program);
+    let interp = if program.dots.is_empty() {
+        None
+    } else {
+        Some(kiln_interp::Interpreter::new(opts.threads).map_err(|e| failed(e.to_string()))?)
+    };
     Ok(CpuExecutable {
         program,
         fns,
         module: Some(module),
         pool,
         opts: opts.clone(),
+        blocking,
+        interp,
     })
 }
 
@@ -213,6 +226,13 @@ fn write_dumps(dir: &std::path::Path, p: &Program, clif: &[(String, String)]) {
     for (k, text) in clif {
         write(format!("{}.{k}.clif", p.name), text);
     }
+}
+
+/// Calls a kernel function on one task.
+fn call(f: KernelFn, args: Args, (r0, r1, c0, c1): Task) {
+    // SAFETY: `args` covers every buffer of the program with its declared size; tasks of one
+    // kernel write disjoint elements; the kernel was compiled for this program.
+    unsafe { f(args.0, r0, r1, c0, c1) }
 }
 
 /// Buffer pointers handed to kernels; they are only dereferenced inside the kernels.
@@ -233,9 +253,6 @@ fn buffer_ptr(b: &Buffer) -> *mut u8 {
         Buffer::Bool(v) => v.as_ptr() as *mut u8,
     }
 }
-
-/// Elements of work per task: large enough to amortise scheduling, small enough to balance.
-const TASK_ELEMS: usize = 1 << 15;
 
 impl CpuExecutable {
     /// Runs the cluster: checks input types, allocates and returns the outputs.
@@ -263,32 +280,27 @@ impl CpuExecutable {
             .iter()
             .map(|t| kiln_interp::zeroed_buffer(t.dtype, t.num_elements()))
             .collect();
-        let temps: Vec<Buffer> = p
-            .temps
-            .iter()
-            .map(|t| Buffer::zeros(t.dtype, t.num_elements()))
-            .collect();
-        let mut ptrs: Vec<*mut u8> = Vec::new();
-        ptrs.extend(inputs.iter().map(|t| buffer_ptr(t.data())));
-        ptrs.extend(outputs.iter().map(buffer_ptr));
-        ptrs.extend(temps.iter().map(buffer_ptr));
-        ptrs.extend(p.consts.iter().map(|c| buffer_ptr(c.data())));
-        debug_assert_eq!(ptrs.len(), arg_slot(p, BufRef::Const(p.consts.len())));
-        let args = Args(ptrs.as_ptr());
-        for (k, &f) in p.kernels.iter().zip(&self.fns) {
-            if k.points() == 0 {
-                continue;
-            }
-            let tasks = plan_tasks(k);
-            let run = |&(r0, r1, c0, c1): &(i64, i64, i64, i64)| {
-                let a = args;
-                // SAFETY: pointers cover every buffer of `p` with its declared size; tasks
-                // write disjoint elements; the kernel was compiled for this program.
-                unsafe { f(a.0, r0, r1, c0, c1) }
-            };
-            match &self.pool {
-                Some(pool) if tasks.len() > 1 => pool.install(|| tasks.par_iter().for_each(run)),
-                _ => tasks.iter().for_each(run),
+        let mut temps: Vec<Tensor> = p.temps.iter().map(Tensor::zeros).collect();
+        let pointers = |temps: &[Tensor]| {
+            let mut ptrs: Vec<*mut u8> = Vec::new();
+            ptrs.extend(inputs.iter().map(|t| buffer_ptr(t.data())));
+            ptrs.extend(outputs.iter().map(buffer_ptr));
+            ptrs.extend(temps.iter().map(|t| buffer_ptr(t.data())));
+            ptrs.extend(p.consts.iter().map(|c| buffer_ptr(c.data())));
+            debug_assert_eq!(ptrs.len(), arg_slot(p, BufRef::Const(p.consts.len())));
+            ptrs
+        };
+        let mut ptrs = pointers(&temps);
+        if let (Some((d0, per)), true) = (self.blocking, p.kernels.iter().all(|k| k.points() > 0)) {
+            self.run_blocked(Args(ptrs.as_ptr()), d0, per);
+        } else {
+            for (i, (k, &f)) in p.kernels.iter().zip(&self.fns).enumerate() {
+                for d in p.dots.iter().filter(|d| d.before == i) {
+                    let out = self.run_dot(d, inputs, &temps)?;
+                    temps[d.out] = out;
+                    ptrs = pointers(&temps);
+                }
+                self.run_kernel(k, f, Args(ptrs.as_ptr()));
             }
         }
         drop(temps);
@@ -297,6 +309,75 @@ impl CpuExecutable {
             .zip(&p.outputs)
             .map(|(b, t)| Tensor::new(t.shape.clone(), b).map_err(|e| e.to_string()))
             .collect()
+    }
+
+    /// Runs every kernel on each block of leading rows in turn (blocks in parallel).
+    fn run_blocked(&self, args: Args, d0: usize, per: usize) {
+        let blocks: Vec<(usize, usize)> = (0..d0)
+            .step_by(per)
+            .map(|b| (b, (b + per).min(d0)))
+            .collect();
+        let block = |&(b0, b1): &(usize, usize)| {
+            for (k, &f) in self.program.kernels.iter().zip(&self.fns) {
+                call(f, args, block_task(k, b0, b1));
+            }
+        };
+        match &self.pool {
+            Some(pool) => pool.install(|| blocks.par_iter().for_each(block)),
+            None => blocks.iter().for_each(block),
+        }
+    }
+
+    /// Runs one kernel over its whole iteration space.
+    fn run_kernel(&self, k: &crate::kernel::Kernel, f: KernelFn, args: Args) {
+        if k.points() == 0 {
+            return;
+        }
+        let tasks = kernel_tasks(k);
+        match &self.pool {
+            Some(pool) if tasks.len() > 1 => {
+                pool.install(|| tasks.par_iter().for_each(|&t| call(f, args, t)))
+            }
+            _ => tasks.iter().for_each(|&t| call(f, args, t)),
+        }
+    }
+
+    /// A matrix product through the interpreter's GEMM path (same routine, same threads).
+    fn run_dot(
+        &self,
+        d: &crate::kernel::DotCall,
+        inputs: &[&Tensor],
+        temps: &[Tensor],
+    ) -> Result<Tensor, String> {
+        let interp = self
+            .interp
+            .as_ref()
+            .ok_or_else(|| "no GEMM thread pool".to_string())?;
+        let operand = |b: BufRef| match b {
+            BufRef::Input(i) => Ok(inputs[i]),
+            BufRef::Temp(i) => Ok(&temps[i]),
+            other => Err(format!("dot operand {other:?}")),
+        };
+        let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);
+        let ty = &self.program.temps[d.out];
+        interp
+            .eval(&kiln_ir::Op::DotGeneral(d.dims.clone()), &[a, b], ty)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Whether kernels run block of rows by block of rows (see `schedule`).
+    pub fn row_blocked(&self) -> bool {
+        self.blocking.is_some()
+    }
+
+    /// Turns the row-blocked schedule off (or back on where the program allows it); for
+    /// tests and benchmarks comparing schedules, which never differ in results.
+    pub fn set_row_blocking(&mut self, on: bool) {
+        self.blocking = if on {
+            row_blocking(&self.program)
+        } else {
+            None
+        };
     }
 
     /// The kernel IR, as text (for dumps and cache keys).
@@ -340,35 +421,3 @@ impl CpuExecutable {
 
 /// Header of [`CpuExecutable::to_bytes`] payloads (format version 1).
 const PAYLOAD_MAGIC: &[u8] = b"KILNCPU1";
-
-/// Splits a kernel's rows (and long pointwise rows) into tasks `(r0, r1, c0, c1)`.
-fn plan_tasks(k: &crate::kernel::Kernel) -> Vec<(i64, i64, i64, i64)> {
-    let rank = k.space.len();
-    let (rows, inner, work) = match (&k.reduce, rank) {
-        (Some(r), _) => (k.points(), 1, r.len.max(1)),
-        (None, 0) => (1, 1, 1),
-        (None, _) => {
-            let inner = k.space[rank - 1];
-            (k.points() / inner, inner, inner)
-        }
-    };
-    let mut tasks = Vec::new();
-    if k.reduce.is_none() && inner > TASK_ELEMS {
-        for r in 0..rows {
-            for c in (0..inner).step_by(TASK_ELEMS) {
-                tasks.push((
-                    r as i64,
-                    r as i64 + 1,
-                    c as i64,
-                    (c + TASK_ELEMS).min(inner) as i64,
-                ));
-            }
-        }
-    } else {
-        let per = (TASK_ELEMS / work).max(1);
-        for r in (0..rows).step_by(per) {
-            tasks.push((r as i64, (r + per).min(rows) as i64, 0, inner as i64));
-        }
-    }
-    tasks
-}

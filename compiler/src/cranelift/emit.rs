@@ -134,10 +134,14 @@ impl Emitter<'_, '_, '_> {
         let col = self.b.declare_var(types::I64);
         self.b.def_var(col, start);
         let done = self.b.create_block();
-        for (width, lanes) in [(4i64, Lanes::Four), (1, Lanes::One)] {
-            if width == 4 && !vector {
+        // Two vectors per iteration first (independent work for the out-of-order core),
+        // then one, then single lanes; every stage computes an element the same way.
+        for (copies, lanes) in [(2i64, Lanes::Four), (1, Lanes::Four), (1, Lanes::One)] {
+            if lanes == Lanes::Four && !vector {
                 continue;
             }
+            let step = if lanes == Lanes::Four { 4 } else { 1 };
+            let width = copies * step;
             let head = self.b.create_block();
             let body = self.b.create_block();
             let next = self.b.create_block();
@@ -148,8 +152,11 @@ impl Emitter<'_, '_, '_> {
             let more = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, end);
             self.b.ins().brif(more, body, &[], next, &[]);
             self.b.switch_to_block(body);
-            vars[inner] = self.b.use_var(col);
-            self.stores(&vars, lanes)?;
+            for copy in 0..copies {
+                let c = self.b.use_var(col);
+                vars[inner] = self.b.ins().iadd_imm_s(c, copy * step);
+                self.stores(&vars, lanes)?;
+            }
             let c = self.b.use_var(col);
             let c2 = self.b.ins().iadd_imm_s(c, width);
             self.b.def_var(col, c2);
@@ -229,7 +236,7 @@ impl Emitter<'_, '_, '_> {
         self.b.def_var(c, c2);
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(after);
-        if len % CHUNK != 0 {
+        if !len.is_multiple_of(CHUNK) {
             let base = self.b.ins().iconst(types::I64, (full * CHUNK) as i64);
             let part = self.canon_chunk(kind, len % CHUNK, &src, Some(base), vector)?;
             self.b

@@ -10,4 +10,5 @@ mod arith;
 pub mod cpu;
 mod emit;
 mod ops;
+mod schedule;
 mod values;

@@ -22,12 +22,10 @@ fn int_like(b: &mut FunctionBuilder, like: Value, v: i64) -> Value {
     } else {
         v
     };
-    let s = b.ins().iconst(lane, v);
     if t.is_vector() {
-        b.ins().splat(t, s)
-    } else {
-        s
+        return super::arith::vconst32(b, t, v as u32);
     }
+    b.ins().iconst(lane, v)
 }
 
 /// Applies a float function over [`ClifArith`] in the format of `dt`.

@@ -385,7 +385,7 @@ impl<'a> ValueEmitter<'a> {
             .into_iter()
             .zip(&strides)
             .fold(IExpr::Const(0), |acc, (e, &s)| {
-                IExpr::add(acc, IExpr::mul(e, s as i64))
+                IExpr::sum(acc, IExpr::scaled(e, s as i64))
             });
         for st in &k.stores {
             let v = self.node(b, st.value, vars, lanes)?;
@@ -416,6 +416,17 @@ impl<'a> ValueEmitter<'a> {
         }
         let node = &self.k.nodes[n];
         let dt = node.dtype;
+        if let (NodeKind::Const(bits), Lanes::Four) = (&node.kind, lanes) {
+            // 32-bit lanes only (vector kernels have no 64-bit nodes).
+            let bits = if dt == DType::Bool && *bits != 0 {
+                u32::MAX
+            } else {
+                *bits as u32
+            };
+            let v = super::arith::vconst32(b, self.vtype(dt, lanes), bits);
+            self.memo[n] = Some(v);
+            return Ok(v);
+        }
         let v = match &node.kind {
             NodeKind::Load { buf, offset } => self.load(b, *buf, offset, vars, lanes)?,
             NodeKind::Const(bits) => {

@@ -56,7 +56,7 @@ pub enum IExpr {
 
 impl IExpr {
     /// `a + b`, folding constants.
-    pub fn add(a: IExpr, b: IExpr) -> IExpr {
+    pub fn sum(a: IExpr, b: IExpr) -> IExpr {
         match (a, b) {
             (IExpr::Const(0), e) | (e, IExpr::Const(0)) => e,
             (IExpr::Const(x), IExpr::Const(y)) => IExpr::Const(x + y),
@@ -65,7 +65,7 @@ impl IExpr {
     }
 
     /// `a * c`, folding constants.
-    pub fn mul(a: IExpr, c: i64) -> IExpr {
+    pub fn scaled(a: IExpr, c: i64) -> IExpr {
         match (a, c) {
             (_, 0) => IExpr::Const(0),
             (e, 1) => e,
@@ -75,7 +75,7 @@ impl IExpr {
     }
 
     /// `a / c` for `c > 0`, folding constants.
-    pub fn div(a: IExpr, c: i64) -> IExpr {
+    pub fn quot(a: IExpr, c: i64) -> IExpr {
         match (a, c) {
             (e, 1) => e,
             (IExpr::Const(x), c) => IExpr::Const(x / c),
@@ -84,7 +84,7 @@ impl IExpr {
     }
 
     /// `a % c` for `c > 0`, folding constants.
-    pub fn rem(a: IExpr, c: i64) -> IExpr {
+    pub fn modulo(a: IExpr, c: i64) -> IExpr {
         match (a, c) {
             (_, 1) => IExpr::Const(0),
             (IExpr::Const(x), c) => IExpr::Const(x % c),
@@ -233,6 +233,25 @@ pub struct Program {
     pub consts: Vec<Tensor>,
     /// The kernels, in execution order.
     pub kernels: Vec<Kernel>,
+    /// Matrix products, each run (through the interpreter's GEMM) before kernel `before`.
+    pub dots: Vec<DotCall>,
+}
+
+/// A `dot_general` step: `out = dot(lhs, rhs)`, computed by the same GEMM routine as the
+/// interpreter (so the bits match it for the same thread count); its elementwise epilogue
+/// is fused into the kernels that read `out`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DotCall {
+    /// Runs before kernel number `before`.
+    pub before: usize,
+    /// Left operand (an input or a scratch buffer).
+    pub lhs: BufRef,
+    /// Right operand (an input or a scratch buffer).
+    pub rhs: BufRef,
+    /// Dimension numbers.
+    pub dims: kiln_ir::DotDims,
+    /// The scratch buffer receiving the product.
+    pub out: usize,
 }
 
 /// The dtype of a buffer.

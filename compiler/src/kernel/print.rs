@@ -25,7 +25,26 @@ pub fn print_program(p: &Program) -> String {
             .collect();
         let _ = writeln!(s, "  const{i} : {} = [{}]", c.ty(), items.join(", "));
     }
-    for k in &p.kernels {
+    for (i, k) in p.kernels.iter().enumerate() {
+        for d in p.dots.iter().filter(|d| d.before == i) {
+            let list = |v: &[usize]| {
+                v.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let _ = writeln!(
+                s,
+                "dot tmp{} = {}, {}, lhs_batch=[{}], rhs_batch=[{}], lhs_contract=[{}], rhs_contract=[{}]",
+                d.out,
+                buf(d.lhs),
+                buf(d.rhs),
+                list(&d.dims.lhs_batch),
+                list(&d.dims.rhs_batch),
+                list(&d.dims.lhs_contract),
+                list(&d.dims.rhs_contract)
+            );
+        }
         print_kernel(&mut s, k);
     }
     s

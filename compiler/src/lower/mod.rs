@@ -6,14 +6,19 @@
 //! becomes its own kernel (its operand fused in as the reduction body) writing a scratch
 //! buffer; the cluster outputs are written by one kernel per distinct output shape.
 //!
-//! Deliberately not here: `dot_general` and float `rem`, which return
+//! `dot_general` becomes a [`DotCall`] (the interpreter's GEMM) writing a scratch buffer
+//! that later kernels read, so its elementwise epilogue is fused into them.
+//!
+//! Deliberately not here: float `rem`, which returns
 //! [`LowerError::Unsupported`] so the cluster runs on the fallback path; and any choice of
 //! vector width or threading (the backend's business).
 
-use crate::kernel::{BufRef, IExpr, Kernel, Node, NodeId, NodeKind, Program, Reduction, Store};
+use crate::kernel::{
+    BufRef, DotCall, IExpr, Kernel, Node, NodeId, NodeKind, Program, Reduction, Store,
+};
 use kiln_ir::{
-    row_major_strides, BinaryOp, Cluster, DType, Func, Op, Scalar, TensorType, UnaryOp, Value,
-    ValueDef,
+    row_major_strides, BinaryOp, Buffer, Cluster, DType, Func, Op, Scalar, TensorType, UnaryOp,
+    Value, ValueDef,
 };
 use std::collections::HashMap;
 
@@ -35,26 +40,66 @@ pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
         temps: Vec::new(),
         consts: Vec::new(),
         kernels: Vec::new(),
+        dots: Vec::new(),
     };
     let mut temps: HashMap<Value, usize> = HashMap::new();
-    // Reductions first, in definition order, so each one's operands are computable.
+    let shared = shared_expensive_operands(f);
+    // Reductions (and shared expensive values), in definition order, so that each one's
+    // operands are computable from inputs and earlier scratch buffers.
     for inst in &f.insts {
+        let Some(&r) = inst.results.first() else {
+            continue;
+        };
+        if shared.contains(&r) {
+            materialise(f, r, &mut prog, &mut temps)?;
+            continue;
+        }
+        if let Op::DotGeneral(dims) = &inst.op {
+            let mut operand = |v: Value, prog: &mut Program| -> Result<BufRef, LowerError> {
+                if let ValueDef::Param(i) = f.value(v).def {
+                    return Ok(BufRef::Input(i));
+                }
+                if !temps.contains_key(&v) {
+                    materialise(f, v, prog, &mut temps)?;
+                }
+                Ok(BufRef::Temp(temps[&v]))
+            };
+            let lhs = operand(inst.args[0], &mut prog)?;
+            let rhs = operand(inst.args[1], &mut prog)?;
+            let out = prog.temps.len();
+            prog.temps.push(f.ty(r).clone());
+            temps.insert(r, out);
+            prog.dots.push(DotCall {
+                before: prog.kernels.len(),
+                lhs,
+                rhs,
+                dims: dims.clone(),
+                out,
+            });
+            continue;
+        }
         if let Op::Reduce { kind, axes } = &inst.op {
-            let (a, r) = (inst.args[0], inst.results[0]);
+            let a = inst.args[0];
             let in_shape = f.ty(a).shape.clone();
             let out_ty = f.ty(r).clone();
             let mut kb = KernelBuilder::new(f, &temps, &mut prog.consts);
             let space = nontrivial(&out_ty.shape);
             let kept = kept_index(&out_ty.shape);
             let j = IExpr::Var(space.len());
+            // Canonical order: reduced elements in row-major order of the reduced dims,
+            // whatever order `axes` lists them in.
+            let mut axes = axes.clone();
+            axes.sort_unstable();
             let red_sizes: Vec<usize> = axes.iter().map(|&ax| in_shape[ax]).collect();
             let red_strides = row_major_strides(&red_sizes);
             let mut idx = Vec::with_capacity(in_shape.len());
             let mut kept_iter = kept.into_iter();
             for d in 0..in_shape.len() {
                 match axes.iter().position(|&ax| ax == d) {
-                    Some(p) => idx.push(IExpr::rem(
-                        IExpr::div(j.clone(), red_strides[p] as i64),
+                    // The outermost reduced coordinate needs no `%`: j < its extent × stride.
+                    Some(0) => idx.push(IExpr::quot(j.clone(), red_strides[0] as i64)),
+                    Some(p) => idx.push(IExpr::modulo(
+                        IExpr::quot(j.clone(), red_strides[p] as i64),
                         red_sizes[p] as i64,
                     )),
                     None => idx.push(kept_iter.next().unwrap_or(IExpr::Const(0))),
@@ -116,6 +161,69 @@ pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
     Ok(prog)
 }
 
+/// Adds a kernel computing value `v` into a new scratch buffer.
+fn materialise(
+    f: &Func,
+    v: Value,
+    prog: &mut Program,
+    temps: &mut HashMap<Value, usize>,
+) -> Result<(), LowerError> {
+    let ty = f.ty(v).clone();
+    let mut kb = KernelBuilder::new(f, temps, &mut prog.consts);
+    let value = kb.value_at(v, &kept_index(&ty.shape))?;
+    let nodes = kb.nodes;
+    let t = prog.temps.len();
+    prog.temps.push(ty.clone());
+    temps.insert(v, t);
+    prog.kernels.push(Kernel {
+        name: format!("k{}", prog.kernels.len()),
+        space: nontrivial(&ty.shape),
+        nodes,
+        reduce: None,
+        stores: vec![Store {
+            buf: BufRef::Temp(t),
+            value,
+        }],
+    });
+    Ok(())
+}
+
+/// Operands of reductions that contain transcendental math and are used elsewhere too
+/// (softmax's `exp`): computing them once into a scratch buffer beats computing them twice.
+fn shared_expensive_operands(f: &Func) -> Vec<Value> {
+    let uses = f.use_counts();
+    let mut out = Vec::new();
+    for inst in &f.insts {
+        if let Op::Reduce { .. } = inst.op {
+            let a = inst.args[0];
+            if uses[a.0 as usize] > 1 && has_transcendental(f, a, 0) && !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `v` is computed (within the fused expression, not through another reduction)
+/// with transcendental math.
+fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
+    let Some(inst) = f.def_inst(v) else {
+        return false;
+    };
+    if depth > 64 {
+        return false;
+    }
+    match &inst.op {
+        Op::Unary(u) if is_transcendental(*u) => true,
+        Op::Binary(BinaryOp::Pow) => true,
+        Op::Reduce { .. } | Op::Constant(_) | Op::Iota { .. } => false,
+        _ => inst
+            .args
+            .iter()
+            .any(|&a| has_transcendental(f, a, depth + 1)),
+    }
+}
+
 fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
     Err(LowerError::Unsupported(why.into()))
 }
@@ -124,7 +232,6 @@ fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
 fn check_supported(f: &Func) -> Result<(), LowerError> {
     for inst in &f.insts {
         match &inst.op {
-            Op::DotGeneral(_) => return unsupported("dot_general is not lowered to kernel IR yet"),
             Op::Cluster(_) => return unsupported("nested cluster"),
             Op::Binary(BinaryOp::Rem) if f.ty(inst.args[0]).dtype.is_float() => {
                 return unsupported("float rem (fmod) has no exactly-rounded kernel yet")
@@ -165,7 +272,7 @@ fn linearize(idx: &[IExpr], shape: &[usize]) -> IExpr {
     idx.iter()
         .zip(&strides)
         .fold(IExpr::Const(0), |acc, (e, &s)| {
-            IExpr::add(acc, IExpr::mul(e.clone(), s as i64))
+            IExpr::sum(acc, IExpr::scaled(e.clone(), s as i64))
         })
 }
 
@@ -179,6 +286,29 @@ fn scalar_bits(s: Scalar) -> u64 {
         Scalar::U32(x) => u64::from(x),
         Scalar::Bool(x) => u64::from(x),
     }
+}
+
+/// The bits of a constant's value if every element has the same bits. A slice scan that
+/// vectorises: the IR materialises splat constants at full size (`Tensor::is_splat` goes
+/// through `Scalar` per element and costs ~100 ms on 16M elements).
+fn splat_bits(t: &kiln_ir::Tensor) -> Option<u64> {
+    fn same<T: Copy, B: PartialEq>(v: &[T], bits: impl Fn(T) -> B) -> bool {
+        // Branch-free within a chunk (so it vectorises), early exit between chunks.
+        v.first().is_some_and(|&f| {
+            let f = bits(f);
+            v.chunks(4096)
+                .all(|c| c.iter().fold(true, |acc, &x| acc & (bits(x) == f)))
+        })
+    }
+    let ok = match t.data() {
+        Buffer::F32(v) => same(v, f32::to_bits),
+        Buffer::F64(v) => same(v, f64::to_bits),
+        Buffer::I32(v) => same(v, |x| x),
+        Buffer::I64(v) => same(v, |x| x),
+        Buffer::U32(v) => same(v, |x| x),
+        Buffer::Bool(v) => same(v, |x| x),
+    };
+    ok.then(|| scalar_bits(t.data().get(0)))
 }
 
 /// Builds one kernel's DAG, hash-consing nodes and memoising `(value, index)` pairs.
@@ -248,8 +378,8 @@ impl<'a> KernelBuilder<'a> {
         let dt = ty.dtype;
         Ok(match &inst.op {
             Op::Constant(t) => {
-                if t.num_elements() > 0 && t.is_splat() {
-                    self.node(NodeKind::Const(scalar_bits(t.data().get(0))), dt)
+                if let Some(bits) = splat_bits(t) {
+                    self.node(NodeKind::Const(bits), dt)
                 } else {
                     let k = self.consts.len();
                     self.consts.push(t.clone());
@@ -316,7 +446,7 @@ impl<'a> KernelBuilder<'a> {
                     .iter()
                     .zip(start.iter().zip(stride))
                     .map(|(e, (&s, &st))| {
-                        IExpr::add(IExpr::mul(e.clone(), st as i64), IExpr::Const(s as i64))
+                        IExpr::sum(IExpr::scaled(e.clone(), st as i64), IExpr::Const(s as i64))
                     })
                     .collect();
                 self.value_at(arg(0), &sub)?
@@ -351,7 +481,7 @@ impl<'a> KernelBuilder<'a> {
                 continue;
             }
             let mut sub = idx.to_vec();
-            sub[axis] = IExpr::clamp(IExpr::add(idx[axis].clone(), IExpr::Const(-lo)), 0, n - 1);
+            sub[axis] = IExpr::clamp(IExpr::sum(idx[axis].clone(), IExpr::Const(-lo)), 0, n - 1);
             let val = self.value_at(a, &sub)?;
             acc = Some(match acc {
                 None => val,
@@ -385,7 +515,7 @@ impl<'a> KernelBuilder<'a> {
         for (d, (&n, &l)) in shape.iter().zip(low).enumerate() {
             let (n, l) = (n as i64, l as i64);
             sub.push(IExpr::clamp(
-                IExpr::add(idx[d].clone(), IExpr::Const(-l)),
+                IExpr::sum(idx[d].clone(), IExpr::Const(-l)),
                 0,
                 n - 1,
             ));
@@ -439,7 +569,7 @@ fn reshape_index(idx: &[IExpr], to: &[usize], from: &[usize]) -> Vec<IExpr> {
             if n == 1 {
                 IExpr::Const(0)
             } else {
-                IExpr::rem(IExpr::div(lin.clone(), s as i64), n as i64)
+                IExpr::modulo(IExpr::quot(lin.clone(), s as i64), n as i64)
             }
         })
         .collect()

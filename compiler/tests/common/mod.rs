@@ -38,7 +38,18 @@ impl Rng {
 /// Interesting f32 values: specials, tiny, huge, ordinary.
 pub fn f32_value(r: &mut Rng) -> f32 {
     const SPECIAL: [f32; 12] = [
-        0.0, -0.0, 1.0, -1.0, 0.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-40, -3.5, 88.7, 1e30,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-40,
+        -3.5,
+        88.7,
+        1e30,
     ];
     match r.below(4) {
         0 => SPECIAL[r.below(SPECIAL.len())],
@@ -52,7 +63,11 @@ pub fn random_tensor(ty: &TensorType, r: &mut Rng) -> Tensor {
     let n = ty.num_elements();
     let data = match ty.dtype {
         DType::F32 => Buffer::F32((0..n).map(|_| f32_value(r)).collect()),
-        DType::F64 => Buffer::F64((0..n).map(|_| f64::from(f32_value(r)) * 1.000_000_1).collect()),
+        DType::F64 => Buffer::F64(
+            (0..n)
+                .map(|_| f64::from(f32_value(r)) * 1.000_000_1)
+                .collect(),
+        ),
         DType::I32 => Buffer::I32((0..n).map(|_| small_int(r) as i32).collect()),
         DType::I64 => Buffer::I64((0..n).map(|_| small_int(r)).collect()),
         DType::U32 => Buffer::U32((0..n).map(|_| small_int(r) as u32).collect()),
@@ -71,7 +86,12 @@ fn small_int(r: &mut Rng) -> i64 {
 /// Compiles `c` and checks it against the interpreter for 1, 2 and 7 threads.
 pub fn check_cluster(c: &Cluster, seed: u64) {
     let mut r = Rng(seed | 1);
-    let inputs: Vec<Tensor> = c.body.param_types().iter().map(|t| random_tensor(t, &mut r)).collect();
+    let inputs: Vec<Tensor> = c
+        .body
+        .param_types()
+        .iter()
+        .map(|t| random_tensor(t, &mut r))
+        .collect();
     check_with_inputs(c, &inputs);
 }
 

@@ -221,10 +221,7 @@ fn clusters_run_op_by_op_on_the_fallback_path() {
     let f = parse_func(CLUSTERED, "g.kir").unwrap();
     let x = f32s(&[4], &[1.0, 2.0, 3.0, 4.0]);
     let y = f32s(&[4], &[0.5, 0.5, 2.0, -1.0]);
-    let out = Interpreter::new(2)
-        .unwrap()
-        .run(&f, &[x, y])
-        .unwrap();
+    let out = Interpreter::new(2).unwrap().run(&f, &[x, y]).unwrap();
     // q = -((x + y) - x·y), s = x + y
     assert_bits(&out[0], &f32s(&[4], &[-1.0, -1.5, 1.0, -7.0]));
     assert_bits(&out[1], &f32s(&[4], &[1.5, 2.5, 5.0, 3.0]));

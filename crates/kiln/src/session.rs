@@ -48,8 +48,7 @@ impl Session {
     }
 }
 
-/// The code generator for this machine, if one is available. Until a backend is registered,
-/// every cluster runs on the fallback path.
-fn default_backend(_flags: &Flags) -> Option<Arc<dyn Backend>> {
-    None
+/// The code generator for this machine: Cranelift for the CPU.
+fn default_backend(flags: &Flags) -> Option<Arc<dyn Backend>> {
+    Some(Arc::new(kiln_runtime::CpuBackend::new(flags)))
 }

@@ -24,8 +24,9 @@ fn main() {
     let threads = rayon::current_num_threads();
     let mut best = f64::INFINITY;
     let mut checksum = 0.0f64;
-    let cpu0 = cpu_ms();
+    let mut cpu_total = Some(0.0);
     for rep in 0..REPS {
+        let cpu0 = cpu_ms();
         let t = Instant::now();
         let v = match kiln_rng::stateless_normal(&[N], [1, rep as i64]) {
             Ok(v) => v,
@@ -35,14 +36,17 @@ fn main() {
             }
         };
         best = best.min(t.elapsed().as_secs_f64() * 1e3);
+        cpu_total = cpu_total
+            .zip(cpu0.zip(cpu_ms()))
+            .map(|(c, (a, b))| c + b - a);
         checksum += v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>() / N as f64;
     }
     println!(
         "kiln-rng stateless_normal f32 x {N}: {best:.1} ms (best of {REPS}, {threads} threads; mean z^2 {:.4})",
         checksum / REPS as f64
     );
-    if let (Some(a), Some(b)) = (cpu0, cpu_ms()) {
-        let per_call = (b - a) / REPS as f64;
+    if let Some(total) = cpu_total {
+        let per_call = total / REPS as f64;
         println!(
             "  CPU time per call {per_call:.1} ms (all threads, incl. page faults) -> {:.1} ms wall on {threads} idle cores",
             per_call / threads as f64

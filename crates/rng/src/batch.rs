@@ -7,6 +7,10 @@
 //! and chosen at run time; both versions execute the same IEEE operations, so the bits are
 //! identical.
 
+// Lane loops index several structure-of-arrays buffers by lane; plain index loops are
+// what LLVM vectorises most reliably.
+#![allow(clippy::needless_range_loop)]
+
 use kiln_math::ScalarF32;
 use rayon::prelude::*;
 
@@ -54,23 +58,26 @@ unsafe fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Philox words of blocks `counter + g0 + l` for `l < LANES`, structure-of-arrays.
+/// Philox words of blocks `counter + stride · (g0 + l)` for `l < LANES`,
+/// structure-of-arrays.
 #[inline(always)]
-pub(crate) fn philox_lanes(gen: &PhiloxRandom, g0: u64, w: &mut [[u32; LANES]; 4]) {
-    let base = gen.counter_u128().wrapping_add(u128::from(g0));
+pub(crate) fn philox_lanes(gen: &PhiloxRandom, g0: u64, stride: u32, w: &mut [[u32; LANES]; 4]) {
+    let step = u128::from(stride);
+    let base = gen.counter_u128().wrapping_add(u128::from(g0) * step);
     let c = split_u128(base);
     let key = gen.key;
-    if u64::from(c[0]) + LANES as u64 <= 1 << 32 {
+    if u64::from(c[0]) + u64::from(stride) * LANES as u64 <= 1 << 32 {
         // Common case: only word 0 varies within the batch (a vectorisable loop).
         for l in 0..LANES {
-            let b = philox4x32_10(&mut ScalarF32, [c[0] + l as u32, c[1], c[2], c[3]], key);
+            let c0 = c[0] + stride * l as u32;
+            let b = philox4x32_10(&mut ScalarF32, [c0, c[1], c[2], c[3]], key);
             for (wi, bi) in w.iter_mut().zip(b) {
                 wi[l] = bi;
             }
         }
     } else {
         for l in 0..LANES {
-            let cl = split_u128(base.wrapping_add(l as u128));
+            let cl = split_u128(base.wrapping_add(l as u128 * step));
             let b = philox4x32_10(&mut ScalarF32, cl, key);
             for (wi, bi) in w.iter_mut().zip(b) {
                 wi[l] = bi;
@@ -97,7 +104,7 @@ pub(crate) fn fill_philox<T: Copy + Default + Send>(
                 let mut w = [[0u32; LANES]; 4];
                 let mut buf = vec![T::default(); per_group * LANES];
                 for (i, sub) in chunk.chunks_mut(per_group * LANES).enumerate() {
-                    philox_lanes(gen, g0 + (i * LANES) as u64, &mut w);
+                    philox_lanes(gen, g0 + (i * LANES) as u64, 1, &mut w);
                     if sub.len() == buf.len() {
                         map(&w, sub);
                     } else {
@@ -135,7 +142,8 @@ pub(crate) fn fill_threefry<T: Copy + Default + Send>(
                     } else {
                         for l in 0..LANES {
                             let i = first.wrapping_add(l as u64);
-                            let r = threefry2x32_20(&mut ScalarF32, [(i >> 32) as u32, i as u32], key);
+                            let r =
+                                threefry2x32_20(&mut ScalarF32, [(i >> 32) as u32, i as u32], key);
                             w[0][l] = r[0];
                             w[1][l] = r[1];
                         }

@@ -78,7 +78,8 @@ impl Zeroable for i64 {}
 /// touches each page once, from the thread that computes it.
 pub(crate) fn alloc_output<T: Zeroable>(shape: &[usize]) -> Result<Vec<T>> {
     let n = num_elements(shape)?;
-    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| RngError::Allocation { elements: n })?;
+    let layout =
+        std::alloc::Layout::array::<T>(n).map_err(|_| RngError::Allocation { elements: n })?;
     if layout.size() == 0 {
         return Ok(vec![]);
     }

@@ -29,16 +29,19 @@ pub struct Generator {
 }
 
 impl Generator {
-    /// `Generator.from_seed(seed)`: state `[seed, 0, 0]` (TF's `create_rng_state` chops an
-    /// integer seed into 64-bit words, lowest first; negative seeds wrap to `u64`).
-    pub fn from_seed(seed: u64) -> Self {
+    /// `Generator.from_seed(seed)`: TF's `create_rng_state` chops the (Python, unbounded)
+    /// integer into 64-bit words, lowest first: `1` gives `[1, 0, 0]`, `-1` gives three
+    /// all-ones words (Python's `>>` sign-extends).
+    pub fn from_seed(seed: i128) -> Self {
+        let hi = (seed >> 64) as u64;
+        let ext = (seed >> 127) as u64;
         Generator {
-            state: [seed, 0, 0],
+            state: [seed as u64, hi, ext],
         }
     }
 
-    /// `Generator.from_seed` for seeds wider than 64 bits (`[w0, w1, w2]` from a Python int
-    /// `w0 + w1·2^64 + w2·2^128`).
+    /// A generator with this exact state `[counter_lo, counter_hi, key]` (TF's
+    /// `Generator(state=…)`, or a seed wider than 128 bits).
     pub fn from_state(state: [u64; 3]) -> Self {
         Generator { state }
     }
@@ -48,7 +51,11 @@ impl Generator {
     ///
     /// With op determinism enabled this is an error naming the op, as in TF.
     pub fn from_non_deterministic_state(deterministic: bool) -> Result<Self> {
-        require_seeded("Generator.from_non_deterministic_state", false, deterministic)?;
+        require_seeded(
+            "Generator.from_non_deterministic_state",
+            false,
+            deterministic,
+        )?;
         let mut state = [0u64; 3];
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -64,7 +71,7 @@ impl Generator {
     }
 
     /// `Generator.reset_from_seed(seed)`.
-    pub fn reset_from_seed(&mut self, seed: u64) {
+    pub fn reset_from_seed(&mut self, seed: i128) {
         *self = Generator::from_seed(seed);
     }
 
@@ -131,6 +138,13 @@ impl Generator {
     pub fn truncated_normal(&mut self, shape: &[usize]) -> Result<Vec<f32>> {
         let (gen, mut out) = self.prepare(shape)?;
         tf_fill::fill_truncated_normal_f32(&gen, &mut out);
+        Ok(out)
+    }
+
+    /// `Generator.truncated_normal(shape, dtype=tf.float64)`.
+    pub fn truncated_normal_f64(&mut self, shape: &[usize]) -> Result<Vec<f64>> {
+        let (gen, mut out) = self.prepare(shape)?;
+        tf_fill::fill_truncated_normal_f64(&gen, &mut out);
         Ok(out)
     }
 

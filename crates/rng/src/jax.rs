@@ -20,9 +20,7 @@ use crate::threefry::threefry2x32_20;
 use crate::words::wconst;
 
 /// A JAX PRNG key (`jax.random.key_data(key)`): two 32-bit words.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct JaxKey(pub [u32; 2]);
 
 /// `jax.random.PRNGKey(seed)` = `[seed >> 32, seed & 0xffffffff]` (with 64-bit seeds, i.e.
@@ -44,10 +42,18 @@ pub fn fold_in(key: JaxKey, data: u32) -> JaxKey {
 }
 
 /// `jax.random.split(key, num)`: key `i` is `threefry(key, (hi(i), lo(i)))`.
-pub fn split(key: JaxKey, num: usize) -> Vec<JaxKey> {
-    (0..num as u64)
-        .map(|i| JaxKey(threefry2x32_20(&mut ScalarF32, [(i >> 32) as u32, i as u32], key.0)))
-        .collect()
+pub fn split(key: JaxKey, num: usize) -> Result<Vec<JaxKey>> {
+    let mut keys = Vec::new();
+    keys.try_reserve_exact(num)
+        .map_err(|_| crate::RngError::Allocation { elements: num })?;
+    keys.extend((0..num as u64).map(|i| {
+        JaxKey(threefry2x32_20(
+            &mut ScalarF32,
+            [(i >> 32) as u32, i as u32],
+            key.0,
+        ))
+    }));
+    Ok(keys)
 }
 
 /// The 32 random bits of flat element `(hi, lo)`: `b0 ^ b1` of `threefry(key, (hi, lo))`.
@@ -81,13 +87,30 @@ fn uniform_in<A: Arith>(a: &mut A, bits: A::U, minval: A::F, maxval: A::F) -> A:
 /// XLA's `ErfInv32` (Giles' single-precision approximation), multiplies and adds unfused.
 #[inline(always)]
 pub fn erf_inv_f32<A: Arith>(a: &mut A, x: A::F) -> A::F {
+    // XLA's constants, digit for digit.
+    #[allow(clippy::excessive_precision)]
     const LT5: [f32; 9] = [
-        2.810_226_4e-8, 3.432_739_4e-7, -3.523_387_7e-6, -4.391_506_5e-6, 2.185_808_7e-4,
-        -1.253_725e-3, -4.177_681_6e-3, 2.466_407_3e-1, 1.501_409_4,
+        2.81022636e-08,
+        3.43273939e-07,
+        -3.5233877e-06,
+        -4.39150654e-06,
+        0.00021858087,
+        -0.00125372503,
+        -0.00417768164,
+        0.246640727,
+        1.50140941,
     ];
+    #[allow(clippy::excessive_precision)]
     const GE5: [f32; 9] = [
-        -2.002_142_6e-4, 1.009_505_6e-4, 1.349_343_2e-3, -3.673_428_4e-3, 5.739_507_7e-3,
-        -7.622_461_3e-3, 9.438_870_5e-3, 1.001_674_1, 2.832_976_8,
+        -0.000200214257,
+        0.000100950558,
+        0.00134934322,
+        -0.00367342844,
+        0.00573950773,
+        -0.0076224613,
+        0.00943887047,
+        1.00167406,
+        2.83297682,
     ];
     let xx = a.mul(x, x);
     let nxx = a.neg(xx);
@@ -116,7 +139,8 @@ pub fn erf_inv_f32<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let ax = a.abs(x);
     let one = a.fconst(1.0);
     let edge = a.fcmp(FloatCC::Eq, ax, one);
-    let big = a.fconst(f64::from(f32::MAX));
+    // XLA's `MaxValue` of a float type is +inf.
+    let big = a.fconst(f64::INFINITY);
     let inf = a.mul(x, big);
     a.select(edge, inf, result)
 }

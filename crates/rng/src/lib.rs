@@ -5,15 +5,42 @@
 //!
 //! Layers, bottom up:
 //! - generic straight-line code every backend instantiates: [`philox4x32_10`],
-//!   [`counter_add`], [`scramble_seed`], [`threefry2x32_20`], the TF mappings in
-//!   [`uniform_f32`], [`box_muller_f32`], [`normal_group_f32`], [`TruncatedGroup`] …, and
-//!   JAX's in [`jax::bits_element`], [`jax::uniform_from_bits_f32`], …;
+//!   [`counter_add`], [`scramble_seed`], [`threefry2x32_20`], TF's mappings
+//!   ([`uniform_f32`], [`uniform_f64`], [`box_muller_f32`], [`box_muller_f64`],
+//!   [`normal_group_f32`], [`TruncatedGroup`]) and JAX's ([`jax::bits_element`],
+//!   [`jax::uniform_from_bits_f32`], [`jax::normal_from_bits_f32`], …);
 //! - host fills over a [`PhiloxRandom`] stream ([`tf_fill`]), vectorised and parallel, with
 //!   results independent of the thread count;
 //! - the user-facing API: [`stateless_normal`] & co., [`Generator`], [`jax`].
 //!
+//! # Implementing `random_* %seed, alg=…` in a backend
+//!
+//! Philox (`alg=philox`, TF's `stateless_*` stream), output of `n` elements:
+//! 1. once per kernel: `(key, ctr) = scramble_seed(a, [lo s0, hi s0, lo s1, hi s1])`
+//!    (host: [`stateless_key_counter`]);
+//! 2. per output group `g` (elements `4g .. 4g+4`, the last group truncated):
+//!    `block = philox4x32_10(a, counter_add(a, ctr, lo g, hi g), key)`, then
+//!    `random_bits` = the four words, `random_uniform` = [`uniform_group_f32`],
+//!    `random_normal` = [`normal_group_f32`];
+//! 3. `random_truncated_normal`: group `g` loops over blocks `ctr + 256 g + i` feeding
+//!    [`truncated_normal_pair_f32`] until [`TruncatedGroup::is_full`] (the only loop with a
+//!    data-dependent trip count);
+//! 4. `f64` outputs: instantiate the same functions over an `F64`-format `Arith` (words live
+//!    in the low halves of 64-bit integers); two outputs per group: [`uniform_f64`] on words
+//!    (0, 1) and (2, 3), or [`box_muller_f64`] on the block.
+//!
+//! ThreeFry (`alg=threefry`, JAX's stream): the seed is the key (low 32 bits of each
+//! element, [`jax::key_from_seed_pair`]); element `i` (flat, row-major) is
+//! `jax::bits_element(a, key, hi i, lo i)` mapped by [`jax::uniform_from_bits_f32`],
+//! [`jax::normal_from_bits_f32`] or [`jax::truncated_normal_from_bits_f32`].
+//!
+//! The interpreter can call the host functions ([`stateless_uniform`], [`tf_fill`],
+//! [`jax::uniform`], …), which produce the same bits as the generic code above.
+//!
 //! This crate reads no environment and no global flags: determinism is a parameter
-//! ([`require_seeded`]).
+//! ([`require_seeded`], [`Generator::from_non_deterministic_state`]).
+
+#![warn(missing_docs)]
 
 mod batch;
 mod error;

@@ -125,7 +125,12 @@ impl PhiloxRandom {
 
 /// A 128-bit integer as four words, least significant first.
 pub(crate) fn split_u128(v: u128) -> [u32; 4] {
-    [v as u32, (v >> 32) as u32, (v >> 64) as u32, (v >> 96) as u32]
+    [
+        v as u32,
+        (v >> 32) as u32,
+        (v >> 64) as u32,
+        (v >> 96) as u32,
+    ]
 }
 
 #[cfg(test)]

@@ -135,7 +135,8 @@ pub fn stateless_split(seed: [i64; 2], num: usize, dtype: SeedDtype) -> Result<V
 }
 
 /// `tf.random.experimental.stateless_fold_in(seed, data)`: `[stateless_uniform(shape=[],
-/// seed, minval=None, maxval=None, dtype), data]`.
+/// seed, minval=None, maxval=None, dtype=data.dtype), data]`; `dtype` is the dtype of
+/// `data` (`I32` for a Python int).
 pub fn stateless_fold_in(seed: [i64; 2], data: i64, dtype: SeedDtype) -> Result<[i64; 2]> {
     let first = full_int_of_dtype(&[], seed, dtype)?;
     let data = match dtype {

@@ -1,8 +1,9 @@
 //! TensorFlow's distributions over Philox words (`tensorflow/core/lib/random/
 //! random_distributions.h`), written once over [`Arith`].
 //!
-//! Every function is straight-line code: the float math comes from `kiln_math` (`log`, `sin`,
-//! `cos`) and the exactly rounded [`Arith`] primitives, so all backends produce the same bits.
+//! Every function is straight-line code: the float math comes from `kiln_math::log`,
+//! this crate's `sincos` (for `f32`; `kiln_math::{sin, cos}` for `f64`) and the exactly
+//! rounded [`Arith`] primitives, so all backends produce the same bits.
 //! Functions named `*_f32` need an `F32`-format `A`, `*_f64` an `F64`-format one (words then
 //! live in the low halves of the 64-bit integers, see [`crate::philox4x32_10`]).
 //!
@@ -113,7 +114,6 @@ pub fn box_muller_f32<A: Arith>(a: &mut A, x0: A::U, x1: A::U) -> (A::F, A::F) {
 /// `(sqrt(-2 log u1) · sin v1, sqrt(-2 log u1) · cos v1)`; `v1` in `[0, 2π]`.
 #[inline(always)]
 fn radial_times_sincos<A: Arith>(a: &mut A, u1: A::F, v1: A::F) -> (A::F, A::F) {
-
     let l = kiln_math::log(a, u1);
     let m2 = a.fconst(-2.0);
     let l = a.mul(m2, l);
@@ -260,7 +260,12 @@ mod tests {
                 bad.push(x);
             }
         }
-        assert!(bad.is_empty(), "{} mismatches, first {:?}", bad.len(), &bad[..bad.len().min(8)]);
+        assert!(
+            bad.is_empty(),
+            "{} mismatches, first {:?}",
+            bad.len(),
+            &bad[..bad.len().min(8)]
+        );
     }
 
     #[test]

@@ -1,0 +1,150 @@
+//! How a program's kernels are launched: work split into tasks `(r0, r1, c0, c1)` of each
+//! kernel function, and — when every kernel works row by row on one leading dimension —
+//! all kernels run on one block of rows before the next block starts ("row-blocked"), so a
+//! softmax row and its scratch values stay in cache between kernels instead of streaming
+//! through memory once per kernel. The split never changes a result: every element is
+//! computed by the same code whichever task computes it, and reductions never span tasks.
+
+use crate::kernel::{BufRef, IExpr, Kernel, NodeKind, Program};
+
+/// A call of one kernel function on rows `r0..r1`, columns `c0..c1`.
+pub type Task = (i64, i64, i64, i64);
+
+/// Elements of work per task: enough to amortise scheduling, small enough to balance.
+const TASK_ELEMS: usize = 1 << 15;
+
+/// Kernel rows, inner extent and work per row.
+fn shape(k: &Kernel) -> (usize, usize, usize) {
+    let rank = k.space.len();
+    match (&k.reduce, rank) {
+        (Some(r), _) => (k.points(), 1, r.len.max(1)),
+        (None, 0) => (1, 1, 1),
+        (None, _) => {
+            let inner = k.space[rank - 1];
+            (k.points() / inner, inner, inner)
+        }
+    }
+}
+
+/// Independent tasks covering kernel `k`.
+pub fn kernel_tasks(k: &Kernel) -> Vec<Task> {
+    let (rows, inner, work) = shape(k);
+    let mut tasks = Vec::new();
+    if k.reduce.is_none() && inner > TASK_ELEMS {
+        for r in 0..rows {
+            for c in (0..inner).step_by(TASK_ELEMS) {
+                let c1 = (c + TASK_ELEMS).min(inner);
+                tasks.push((r as i64, r as i64 + 1, c as i64, c1 as i64));
+            }
+        }
+    } else {
+        let per = (TASK_ELEMS / work).max(1);
+        for r in (0..rows).step_by(per) {
+            tasks.push((r as i64, (r + per).min(rows) as i64, 0, inner as i64));
+        }
+    }
+    tasks
+}
+
+/// The task of kernel `k` covering leading-dimension rows `b0..b1` (row-blocked schedule).
+pub fn block_task(k: &Kernel, b0: usize, b1: usize) -> Task {
+    let d0 = k.space[0];
+    let (rows, inner, _) = shape(k);
+    if k.reduce.is_none() && k.space.len() == 1 {
+        return (0, 1, b0 as i64, b1 as i64);
+    }
+    let per = rows / d0;
+    ((b0 * per) as i64, (b1 * per) as i64, 0, inner as i64)
+}
+
+/// If all kernels iterate over the same leading dimension and each reads only its own row
+/// of every scratch buffer, that dimension's extent and the rows per block.
+pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
+    if p.kernels.len() < 2 || !p.dots.is_empty() {
+        return None;
+    }
+    let d0 = *p.kernels[0].space.first()?;
+    if d0 < 2 || p.kernels.iter().any(|k| k.space.first() != Some(&d0)) {
+        return None;
+    }
+    for k in &p.kernels {
+        for n in &k.nodes {
+            if let NodeKind::Load {
+                buf: BufRef::Temp(t),
+                offset,
+            } = &n.kind
+            {
+                let row = p.temps[*t].num_elements() / d0;
+                if offset.coefficient(0) != Some(row as i64) {
+                    return None;
+                }
+                let (lo, hi) = range(&without_var0(offset), k)?;
+                if lo < 0 || hi >= row as i64 {
+                    return None;
+                }
+            }
+        }
+    }
+    let widest = p
+        .kernels
+        .iter()
+        .map(|k| k.points() / d0)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    Some((d0, (TASK_ELEMS / 2 / widest).max(1)))
+}
+
+/// `e` with loop variable 0 replaced by 0.
+fn without_var0(e: &IExpr) -> IExpr {
+    match e {
+        IExpr::Var(0) => IExpr::Const(0),
+        IExpr::Var(_) | IExpr::Const(_) => e.clone(),
+        IExpr::Add(a, b) => IExpr::sum(without_var0(a), without_var0(b)),
+        IExpr::Mul(a, c) => IExpr::scaled(without_var0(a), *c),
+        IExpr::Div(a, c) => IExpr::quot(without_var0(a), *c),
+        IExpr::Rem(a, c) => IExpr::modulo(without_var0(a), *c),
+        IExpr::Clamp(a, lo, hi) => IExpr::clamp(without_var0(a), *lo, *hi),
+    }
+}
+
+/// Bounds of `e` over the kernel's loop ranges (interval arithmetic).
+fn range(e: &IExpr, k: &Kernel) -> Option<(i64, i64)> {
+    Some(match e {
+        IExpr::Var(v) => {
+            let ext = match k.space.get(*v) {
+                Some(&n) => n,
+                None => k.reduce.as_ref()?.len,
+            };
+            (0, ext as i64 - 1)
+        }
+        IExpr::Const(c) => (*c, *c),
+        IExpr::Add(a, b) => {
+            let (a, b) = (range(a, k)?, range(b, k)?);
+            (a.0 + b.0, a.1 + b.1)
+        }
+        IExpr::Mul(a, c) => {
+            let (lo, hi) = range(a, k)?;
+            let (x, y) = (lo * c, hi * c);
+            (x.min(y), x.max(y))
+        }
+        IExpr::Div(a, c) => {
+            let (lo, hi) = range(a, k)?;
+            if lo < 0 {
+                return None;
+            }
+            (lo / c, hi / c)
+        }
+        IExpr::Rem(a, c) => {
+            let (lo, _) = range(a, k)?;
+            if lo < 0 {
+                return None;
+            }
+            (0, c - 1)
+        }
+        IExpr::Clamp(a, lo, hi) => {
+            let (x, y) = range(a, k)?;
+            (x.clamp(*lo, *hi), y.clamp(*lo, *hi))
+        }
+    })
+}

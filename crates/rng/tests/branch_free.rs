@@ -1,0 +1,211 @@
+//! The generic generators and distributions have no data-dependent control flow: an
+//! [`Arith`] that records every operation sees the same sequence for any input, so the
+//! Cranelift and PTX backends can emit them as straight-line (SIMD) code. Also prints the
+//! operation counts (constants included), what a backend will emit per group/element.
+
+use kiln_math::{Arith, FloatCC, Format, IntCC, ScalarF32, ScalarF64};
+use kiln_rng::jax;
+
+/// Computes like `S` and records each operation (with its constant operands) in `trace`.
+struct CountingArith<S> {
+    inner: S,
+    trace: Vec<String>,
+}
+
+impl<S> CountingArith<S> {
+    fn new(inner: S) -> Self {
+        CountingArith {
+            inner,
+            trace: Vec::new(),
+        }
+    }
+}
+
+macro_rules! traced {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(
+            fn $name(&mut self, $($arg: $ty),*) -> $ret {
+                self.trace.push(stringify!($name).to_string());
+                self.inner.$name($($arg),*)
+            }
+        )*
+    };
+}
+
+macro_rules! counting_arith {
+    ($s:ty) => {
+        impl Arith for CountingArith<$s> {
+            type F = <$s as Arith>::F;
+            type U = <$s as Arith>::U;
+            type M = bool;
+            const FORMAT: Format = <$s as Arith>::FORMAT;
+
+            fn fconst(&mut self, v: f64) -> Self::F {
+                self.trace.push(format!("fconst {v:e}"));
+                self.inner.fconst(v)
+            }
+            fn uconst(&mut self, v: u64) -> Self::U {
+                self.trace.push(format!("uconst {v:#x}"));
+                self.inner.uconst(v)
+            }
+            fn fcmp(&mut self, cc: FloatCC, a: Self::F, b: Self::F) -> bool {
+                self.trace.push(format!("fcmp {cc:?}"));
+                self.inner.fcmp(cc, a, b)
+            }
+            fn icmp(&mut self, cc: IntCC, a: Self::U, b: Self::U) -> bool {
+                self.trace.push(format!("icmp {cc:?}"));
+                self.inner.icmp(cc, a, b)
+            }
+            fn shl(&mut self, a: Self::U, n: u32) -> Self::U {
+                self.trace.push(format!("shl {n}"));
+                self.inner.shl(a, n)
+            }
+            fn lshr(&mut self, a: Self::U, n: u32) -> Self::U {
+                self.trace.push(format!("lshr {n}"));
+                self.inner.lshr(a, n)
+            }
+            fn ashr(&mut self, a: Self::U, n: u32) -> Self::U {
+                self.trace.push(format!("ashr {n}"));
+                self.inner.ashr(a, n)
+            }
+            fn rotl(&mut self, a: Self::U, n: u32) -> Self::U {
+                self.trace.push(format!("rotl {n}"));
+                self.inner.rotl(a, n)
+            }
+            traced! {
+                add(a: Self::F, b: Self::F) -> Self::F;
+                sub(a: Self::F, b: Self::F) -> Self::F;
+                mul(a: Self::F, b: Self::F) -> Self::F;
+                div(a: Self::F, b: Self::F) -> Self::F;
+                fma(a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+                sqrt(a: Self::F) -> Self::F;
+                neg(a: Self::F) -> Self::F;
+                abs(a: Self::F) -> Self::F;
+                min(a: Self::F, b: Self::F) -> Self::F;
+                max(a: Self::F, b: Self::F) -> Self::F;
+                floor(a: Self::F) -> Self::F;
+                ceil(a: Self::F) -> Self::F;
+                trunc(a: Self::F) -> Self::F;
+                round_even(a: Self::F) -> Self::F;
+                select(m: bool, a: Self::F, b: Self::F) -> Self::F;
+                to_bits(a: Self::F) -> Self::U;
+                from_bits(a: Self::U) -> Self::F;
+                f_to_sint(a: Self::F) -> Self::U;
+                sint_to_f(a: Self::U) -> Self::F;
+                uint_to_f(a: Self::U) -> Self::F;
+                iadd(a: Self::U, b: Self::U) -> Self::U;
+                isub(a: Self::U, b: Self::U) -> Self::U;
+                imul(a: Self::U, b: Self::U) -> Self::U;
+                umulhi(a: Self::U, b: Self::U) -> Self::U;
+                and(a: Self::U, b: Self::U) -> Self::U;
+                or(a: Self::U, b: Self::U) -> Self::U;
+                xor(a: Self::U, b: Self::U) -> Self::U;
+                not(a: Self::U) -> Self::U;
+                select_u(m: bool, a: Self::U, b: Self::U) -> Self::U;
+                mand(a: bool, b: bool) -> bool;
+                mor(a: bool, b: bool) -> bool;
+                mnot(a: bool) -> bool;
+            }
+        }
+    };
+}
+
+counting_arith!(ScalarF32);
+counting_arith!(ScalarF64);
+
+/// Traces `run` on each input; asserts identical traces without `fma`; returns the length.
+fn same_trace<S: Copy, X: Copy + std::fmt::Debug>(
+    name: &str,
+    inner: S,
+    inputs: &[X],
+    mut run: impl FnMut(&mut CountingArith<S>, X),
+) -> usize {
+    let mut first: Option<Vec<String>> = None;
+    for &x in inputs {
+        let mut a = CountingArith::new(inner);
+        run(&mut a, x);
+        assert!(!a.trace.iter().any(|op| op == "fma"), "{name} uses fma");
+        match &first {
+            None => first = Some(a.trace),
+            Some(t) => assert!(*t == a.trace, "{name}: trace for {x:?} differs"),
+        }
+    }
+    let n = first.map_or(0, |t| t.len());
+    println!("{name}: {n} operations");
+    n
+}
+
+const BLOCKS: [[u32; 4]; 5] = [
+    [0, 0, 0, 0],
+    [u32::MAX; 4],
+    [0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344],
+    [1, 0x7f_ffff, 0x8000_0000, 0xffff_fff0],
+    [0x0000_0001, 0, 0x0040_0000, 0x3f80_0000],
+];
+
+#[test]
+fn philox_side_traces_identically() {
+    let key = [0xa409_3822u32, 0x299f_31d0];
+    same_trace("philox4x32_10", ScalarF32, &BLOCKS, |a, c| {
+        kiln_rng::philox4x32_10(a, c, key);
+    });
+    same_trace("counter_add", ScalarF32, &BLOCKS, |a, c| {
+        kiln_rng::counter_add(a, c, c[3], c[1]);
+    });
+    same_trace("scramble_seed", ScalarF32, &BLOCKS, |a, c| {
+        kiln_rng::scramble_seed(a, c);
+    });
+    same_trace("uniform_group_f32", ScalarF32, &BLOCKS, |a, b| {
+        kiln_rng::uniform_group_f32(a, b);
+    });
+    same_trace("normal_group_f32", ScalarF32, &BLOCKS, |a, b| {
+        kiln_rng::normal_group_f32(a, b);
+    });
+    same_trace("truncated_normal_pair_f32", ScalarF32, &BLOCKS, |a, b| {
+        let mut g = kiln_rng::TruncatedGroup::new(a);
+        kiln_rng::truncated_normal_pair_f32(a, &mut g, b[0], b[1]);
+        kiln_rng::truncated_normal_pair_f32(a, &mut g, b[2], b[3]);
+        g.is_full(a);
+    });
+    same_trace("philox4x32_10 (f64 words)", ScalarF64, &BLOCKS, |a, c| {
+        kiln_rng::philox4x32_10(a, c.map(u64::from), key.map(u64::from));
+    });
+    same_trace("uniform_f64", ScalarF64, &BLOCKS, |a, b| {
+        kiln_rng::uniform_f64(a, u64::from(b[0]), u64::from(b[1]));
+    });
+    same_trace("box_muller_f64", ScalarF64, &BLOCKS, |a, b| {
+        kiln_rng::box_muller_f64(a, b.map(u64::from));
+    });
+}
+
+#[test]
+fn threefry_side_traces_identically() {
+    same_trace("threefry2x32_20", ScalarF32, &BLOCKS, |a, c| {
+        kiln_rng::threefry2x32_20(a, [c[0], c[1]], [c[2], c[3]]);
+    });
+    same_trace("jax::bits_element", ScalarF32, &BLOCKS, |a, c| {
+        jax::bits_element(a, [c[0], c[1]], c[2], c[3]);
+    });
+    let bits = [
+        0u32,
+        u32::MAX,
+        0x8000_0000,
+        0x7fff_ffff,
+        0x0000_0200,
+        0xffff_fe00,
+    ];
+    same_trace("jax::uniform_from_bits_f32", ScalarF32, &bits, |a, b| {
+        jax::uniform_from_bits_f32(a, b);
+    });
+    same_trace("jax::normal_from_bits_f32", ScalarF32, &bits, |a, b| {
+        jax::normal_from_bits_f32(a, b);
+    });
+    same_trace(
+        "jax::truncated_normal_from_bits_f32",
+        ScalarF32,
+        &bits,
+        |a, b| {
+            jax::truncated_normal_from_bits_f32(a, b);
+        },
+    );
+}

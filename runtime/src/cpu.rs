@@ -1,0 +1,92 @@
+//! The CPU backend: clusters compiled to native code by Cranelift (`kiln_compiler::cpu`).
+
+use crate::backend::{Backend, CompileFailure, Executable};
+use kiln_compiler::cpu::{compile_cluster, CpuCompileError, CpuExecutable, CpuOptions};
+use kiln_ir::{Cluster, Tensor};
+use std::sync::Arc;
+
+/// Compiles clusters for this machine's CPU.
+#[derive(Debug, Clone)]
+pub struct CpuBackend {
+    opts: CpuOptions,
+    target: String,
+}
+
+impl CpuBackend {
+    /// A backend with the flags' thread count, optimisation level and dump directory.
+    pub fn new(flags: &kiln_flags::Flags) -> CpuBackend {
+        let opts = CpuOptions {
+            threads: flags.cpu_threads(),
+            opt_level: flags.backend_optimization_level,
+            dump_to: flags.dump_to.clone(),
+        };
+        // Results do not depend on the thread count, so it is not part of the key.
+        let target = format!(
+            "{} {} opt_level={}",
+            std::env::consts::ARCH,
+            host_features(),
+            u8::from(opts.opt_level > 0)
+        );
+        CpuBackend { opts, target }
+    }
+}
+
+/// The host features code generation may depend on.
+fn host_features() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut f = Vec::new();
+        if std::arch::is_x86_feature_detected!("sse4.1") {
+            f.push("sse4.1");
+        }
+        if std::arch::is_x86_feature_detected!("avx") {
+            f.push("avx");
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            f.push("avx2");
+        }
+        if std::arch::is_x86_feature_detected!("fma") {
+            f.push("fma");
+        }
+        f.join(",")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        String::new()
+    }
+}
+
+struct CpuExe(CpuExecutable);
+
+impl Executable for CpuExe {
+    fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        self.0.run(inputs)
+    }
+    fn to_bytes(&self) -> Option<Vec<u8>> {
+        Some(self.0.to_bytes())
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn target_key(&self) -> String {
+        self.target.clone()
+    }
+
+    fn compile(&self, cluster: &Cluster) -> Result<Arc<dyn Executable>, CompileFailure> {
+        match compile_cluster(cluster, &self.opts) {
+            Ok(exe) => Ok(Arc::new(CpuExe(exe))),
+            Err(CpuCompileError::Unsupported(why)) => Err(CompileFailure::Unsupported(why)),
+            Err(CpuCompileError::Failed(why)) => Err(CompileFailure::Failed(why)),
+        }
+    }
+
+    fn load(&self, _cluster: &Cluster, bytes: &[u8]) -> Result<Arc<dyn Executable>, String> {
+        Ok(Arc::new(CpuExe(CpuExecutable::from_bytes(
+            bytes, &self.opts,
+        )?)))
+    }
+}

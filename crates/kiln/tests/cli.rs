@@ -317,3 +317,70 @@ fn a_bad_cache_directory_flag_is_a_clear_error_at_start_up() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("/nonexistent/kiln"), "{}", stderr(&o));
 }
+
+#[test]
+fn random_reproduces_tensorflow_and_jax() {
+    // Values from the oracle (TF 2.21 on CPU; JAX partitionable ThreeFry).
+    let o = kiln(&[
+        "random",
+        "--dist",
+        "normal",
+        "--shape",
+        "2,3",
+        "--generator-seed",
+        "1234",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "[0.9356609, 1.0854305, -0.93788373, -0.5061547, 1.3169702, 0.7137579]\n"
+    );
+    let o = kiln(&[
+        "random",
+        "--dist",
+        "normal",
+        "--shape",
+        "",
+        "--generator-seed",
+        "1",
+        "--calls",
+        "2",
+    ]);
+    assert_eq!(stdout(&o), "[0.43842274]\n[1.6272374]\n");
+    let o = kiln(&["random", "--alg", "threefry", "--seed", "0,0"]);
+    assert_eq!(stdout(&o), "[0.947667]\n");
+    let o = kiln(&[
+        "random", "--dist", "normal", "--shape", "2,3", "--seed", "1,2",
+    ]);
+    assert_eq!(
+        stdout(&o),
+        "[0.5441101, 0.20738031, 0.07356432, 0.04643455, -1.3015898, -0.9538565]\n"
+    );
+}
+
+#[test]
+fn random_rejects_bad_arguments() {
+    let o = kiln(&["random", "--seed", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("expected two integers A,B"),
+        "{}",
+        stderr(&o)
+    );
+    let o = kiln(&["random", "--alg", "threefry", "--generator-seed", "3"]);
+    assert!(stderr(&o).contains("tf.random.Generator"), "{}", stderr(&o));
+    let o = kiln(&["random", "--shape", "2,x", "--seed", "1,2"]);
+    assert!(
+        stderr(&o).contains("'x' is not a valid number"),
+        "{}",
+        stderr(&o)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["random"])
+        .current_dir(repo())
+        .env("TF_DETERMINISTIC_OPS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("kiln random"), "{}", stderr(&o));
+}

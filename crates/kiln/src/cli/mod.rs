@@ -5,6 +5,7 @@ mod cache;
 mod check;
 mod cluster;
 mod inputs;
+mod random;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +33,8 @@ enum Command {
     /// Inspect or clear a persistent compile cache directory.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
+    /// Generate random numbers with TensorFlow's (Philox) or JAX's (ThreeFry) streams.
+    Random(random::RandomArgs),
     /// Print every flag of TF_XLA_FLAGS / XLA_FLAGS with its default, value in effect and source.
     Flags,
 }
@@ -46,6 +49,7 @@ pub fn main() -> Result<ExitCode, KilnError> {
         Command::Check(a) => check::check(a),
         Command::Cluster(a) => cluster::cluster(a, &flags),
         Command::Cache(c) => cache::cache(c),
+        Command::Random(a) => random::random(a, &flags),
         Command::Flags => {
             print!("{}", kiln_flags::render_flags_table(&flags));
             Ok(ExitCode::SUCCESS)

@@ -32,6 +32,7 @@ mod hyperbolic;
 mod log;
 mod pio2;
 mod pow;
+pub mod recording;
 mod scalar;
 mod trig;
 

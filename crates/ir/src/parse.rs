@@ -177,6 +177,25 @@ impl Parser {
         }
     }
 
+    /// Items separated by commas up to `close` (the opening bracket is already consumed).
+    fn list_until<T>(
+        &mut self,
+        close: char,
+        mut item: impl FnMut(&mut Parser) -> PResult<T>,
+    ) -> PResult<Vec<T>> {
+        let mut items = Vec::new();
+        if self.eat(close) {
+            return Ok(items);
+        }
+        loop {
+            items.push(item(self)?);
+            if self.eat(close) {
+                return Ok(items);
+            }
+            self.expect(',')?;
+        }
+    }
+
     fn ty(&mut self) -> PResult<TensorType> {
         let loc = self.loc();
         let name = match self.next().tok {
@@ -196,16 +215,7 @@ impl Parser {
             (loc, format!("unknown dtype '{name}'{hint}"))
         })?;
         self.expect('[')?;
-        let mut shape = Vec::new();
-        if !self.eat(']') {
-            loop {
-                shape.push(self.usize_lit()?);
-                if self.eat(']') {
-                    break;
-                }
-                self.expect(',')?;
-            }
-        }
+        let shape = self.list_until(']', Parser::usize_lit)?;
         Ok(TensorType::new(dtype, shape))
     }
 
@@ -297,17 +307,7 @@ impl Parser {
         if !self.eat('(') {
             return Ok(vec![self.ty()?]);
         }
-        let mut ts = Vec::new();
-        if !self.eat(')') {
-            loop {
-                ts.push(self.ty()?);
-                if self.eat(')') {
-                    break;
-                }
-                self.expect(',')?;
-            }
-        }
-        Ok(ts)
+        self.list_until(')', Parser::ty)
     }
 
     /// `%a, %b, …` up to `=`, each name new in `f`.
@@ -461,19 +461,7 @@ impl Parser {
                         )
                     })?),
                     Tok::Ident(w) => AttrVal::Word(w),
-                    Tok::Punct('[') => {
-                        let mut xs = Vec::new();
-                        if !self.eat(']') {
-                            loop {
-                                xs.push(self.usize_lit()?);
-                                if self.eat(']') {
-                                    break;
-                                }
-                                self.expect(',')?;
-                            }
-                        }
-                        AttrVal::List(xs)
-                    }
+                    Tok::Punct('[') => AttrVal::List(self.list_until(']', Parser::usize_lit)?),
                     t => {
                         return Err((
                             vloc,
@@ -494,19 +482,7 @@ impl Parser {
         let loc = self.loc();
         match self.next().tok {
             Tok::Number(n) | Tok::Ident(n) => Ok(Lit::Atom(n, loc)),
-            Tok::Punct('[') => {
-                let mut items = Vec::new();
-                if !self.eat(']') {
-                    loop {
-                        items.push(self.literal()?);
-                        if self.eat(']') {
-                            break;
-                        }
-                        self.expect(',')?;
-                    }
-                }
-                Ok(Lit::List(items, loc))
-            }
+            Tok::Punct('[') => Ok(Lit::List(self.list_until(']', Parser::literal)?, loc)),
             t => Err((loc, format!("expected a literal, found {}", t.describe()))),
         }
     }

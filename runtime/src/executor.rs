@@ -361,9 +361,11 @@ impl Runtime {
         let canonical = print_func(&c.body);
         let disk_key = cache_key(&canonical, backend.name(), &backend.target_key());
         if let Some(disk) = &inner.opts.persistent {
+            let start_load = Instant::now();
             match disk.get(&disk_key.0, &disk_key.1, backend.name()) {
                 Lookup::Hit(bytes) => match backend.load(c, &bytes) {
                     Ok(exe) => {
+                        let took = start_load.elapsed();
                         vlog!(
                             flags,
                             "xla_compilation_cache",
@@ -371,7 +373,10 @@ impl Runtime {
                             "loaded {id} from the persistent cache ({})",
                             disk.dir().display()
                         );
-                        record(Outcome::CacheHit, Some(&exe), &|s| s.disk_hits += 1);
+                        record(Outcome::CacheHit, Some(&exe), &|s| {
+                            s.disk_hits += 1;
+                            s.load_time += took;
+                        });
                         return Some(exe);
                     }
                     Err(e) => {

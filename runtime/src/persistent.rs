@@ -318,6 +318,33 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_from_another_version_is_corrupt() {
+        let d = dir("ver");
+        let c = PersistentCache::open(&d).unwrap();
+        let (key, text) = cache_key("func @x", "cpu", "t");
+        let entry = Entry {
+            format: FORMAT + 1,
+            kiln_version: "0.0.0".into(),
+            key: text.clone(),
+            backend: "cpu".into(),
+            payload: vec![7],
+        };
+        let body = bincode::serde::encode_to_vec(&entry, bincode::config::standard()).unwrap();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend(&body);
+        bytes.extend(blake3::hash(&body).as_bytes());
+        fs::write(c.path(&key), bytes).unwrap();
+        match c.get(&key, &text, "cpu") {
+            Lookup::Corrupt(why) => assert!(
+                why.starts_with("written by another Kiln version (0.0.0"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
     fn refuses_missing_and_world_writable_dirs() {
         let e = PersistentCache::open(Path::new("/nonexistent/kiln-cache")).unwrap_err();
         assert!(e.to_string().contains("does not exist"), "{e}");

@@ -20,6 +20,8 @@ pub struct ClusterStats {
     pub memory_hits: u64,
     /// Executables loaded from the persistent cache instead of compiling.
     pub disk_hits: u64,
+    /// Total time spent loading those.
+    pub load_time: Duration,
 }
 
 /// TF's human-readable elapsed time (`812 us`, `3.4 ms`, `1.25 s`).

@@ -1,6 +1,7 @@
 //! Subcommands of the `kiln` binary. Each returns an exit code or an error that `main`
 //! prints as `error: …`.
 
+mod bench;
 mod cache;
 mod check;
 mod cluster;
@@ -35,6 +36,8 @@ enum Command {
     Cache(cache::CacheCommand),
     /// Generate random numbers with TensorFlow's (Philox) or JAX's (ThreeFry) streams.
     Random(random::RandomArgs),
+    /// Benchmark built-in workloads: fallback vs compiled, checked, with a table.
+    Bench(bench::BenchArgs),
     /// Print every flag of TF_XLA_FLAGS / XLA_FLAGS with its default, value in effect and source.
     Flags,
 }
@@ -49,6 +52,7 @@ pub fn main() -> Result<ExitCode, KilnError> {
         Command::Check(a) => check::check(a),
         Command::Cluster(a) => cluster::cluster(a, &flags),
         Command::Cache(c) => cache::cache(c),
+        Command::Bench(a) => bench::bench(a, &flags),
         Command::Random(a) => random::random(a, &flags),
         Command::Flags => {
             print!("{}", kiln_flags::render_flags_table(&flags));

@@ -22,6 +22,12 @@ pub struct RunArgs {
     /// Save outputs to .npy files, in result order (repeatable).
     #[arg(long = "output", value_name = "FILE")]
     outputs: Vec<PathBuf>,
+    /// Run the function this many times (the default compile policy compiles on the 3rd).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Print per-cluster statistics (compiles, cache hits, compile and load time) to stderr.
+    #[arg(long)]
+    stats: bool,
     /// Threads for CPU kernels (default: XLA_FLAGS --xla_cpu_num_threads, else all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -62,7 +68,29 @@ pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnErro
     let session = kiln::Session::new(&flags)?;
     let mut prepared = func.clone();
     session.prepare(&mut prepared)?;
-    let outs = session.run(&prepared, &args)?;
+    if a.repeat == 0 {
+        return Err(KilnError::Invalid("--repeat must be at least 1".into()));
+    }
+    let mut outs = session.run(&prepared, &args)?;
+    for _ in 1..a.repeat {
+        outs = session.run(&prepared, &args)?;
+    }
+    session.runtime().wait_for_compiles();
+    if a.stats {
+        for (cluster, s) in session.runtime().stats() {
+            eprintln!(
+                "{cluster}: compiles={} compile_us={} compile_failures={} disk_hits={} load_us={} memory_hits={} compiled_runs={} fallback_runs={}",
+                s.compiles,
+                s.compile_time.as_micros(),
+                s.compile_failures,
+                s.disk_hits,
+                s.load_time.as_micros(),
+                s.memory_hits,
+                s.compiled_runs,
+                s.fallback_runs
+            );
+        }
+    }
     for (i, (t, &v)) in outs.iter().zip(&func.results).enumerate() {
         println!("%{} = {}", func.value(v).name, summary(t));
         if let Some(path) = a.outputs.get(i) {

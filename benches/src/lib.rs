@@ -1,2 +1,41 @@
-//! Kiln's benchmark harness. For now one binary, `interp_vs_numpy`, which times the
-//! reference interpreter op by op against numpy on the same inputs.
+//! Kiln's benchmark harness. The library behind `kiln bench`: built-in workloads run in
+//! every mode (fallback, compiled CPU; GPU when a backend exists), checked against the
+//! fallback before they are timed, summarised as a table, JSON and an SVG chart, and
+//! compared with JAX/TensorFlow anchors (`benches/anchors/xla_anchor.py`).
+//!
+//! The binaries: `interp_vs_numpy` times the interpreter op by op against numpy; `fusion`
+//! times single fused clusters.
+
+pub mod harness;
+pub mod probe;
+pub mod report;
+pub mod stats;
+pub mod workloads;
+
+pub use harness::{check_agreement, run_bench, BenchOptions, BenchReport};
+pub use report::{parse_anchors, render_svg, render_table, to_json, Anchor, Record};
+pub use workloads::{parse_workloads, Size, WORKLOADS};
+
+/// Why a benchmark run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A compiled answer differs from the fallback's: the run fails rather than time it.
+    #[error("wrong answer: {workload} ({mode}): {detail}")]
+    Mismatch {
+        /// The workload.
+        workload: String,
+        /// The mode that disagreed.
+        mode: String,
+        /// Where and by how much.
+        detail: String,
+    },
+    /// Bad options or input.
+    #[error("{0}")]
+    Invalid(String),
+    /// The runtime failed.
+    #[error(transparent)]
+    Runtime(#[from] kiln_runtime::RuntimeError),
+    /// The pass pipeline failed.
+    #[error(transparent)]
+    Compile(#[from] kiln_compiler::CompileError),
+}

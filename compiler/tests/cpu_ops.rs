@@ -297,3 +297,25 @@ fn float_rem_is_unsupported_for_now() {
     let r = expect_unsupported(&binary_src("rem", "f32", "3"));
     assert!(r.contains("rem"), "{r}");
 }
+
+#[test]
+fn empty_tensors_and_empty_reductions() {
+    check_cluster(&cluster(&unary_src("exp", "f32", "0,5")), 71);
+    let src = "func @f(%x: f32[2,0,3]) -> f32[0,6] {
+  %r = reshape %x : f32[0,6]
+  %y = neg %r : f32[0,6]
+  return %y
+}";
+    check_cluster(&cluster(src), 79);
+    let src = "func @f(%x: f32[2,0,3]) -> f32[2] {
+  %y = reduce_sum %x, axes=[1,2] : f32[2]
+  return %y
+}";
+    check_cluster(&cluster(src), 83);
+    for kind in ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"] {
+        let src = format!(
+            "func @f(%x: f32[3,0]) -> f32[3] {{\n  %y = {kind} %x, axes=[1] : f32[3]\n  return %y\n}}"
+        );
+        check_cluster(&cluster(&src), 73);
+    }
+}

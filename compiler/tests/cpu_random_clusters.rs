@@ -1,5 +1,5 @@
 //! Property test: random clusters (odd sizes, size-1 dims, broadcasts, transposes, slices,
-//! reductions, mixed dtypes) compile to code whose output equals the interpreter's bit for
+//! reductions, f64/i32/bool intermediates, matrix products) compile to code whose output equals the interpreter's bit for
 //! bit (NaN payloads aside) for 1, 2 and 7 threads.
 
 mod common;
@@ -26,7 +26,7 @@ fn random_func(seed: u64) -> String {
         let x = vals[r.below(vals.len())].clone();
         let y = vals[r.below(vals.len())].clone();
         let v = fresh();
-        let line = match r.below(11) {
+        let line = match r.below(13) {
             0 => {
                 let op = [
                     "neg", "abs", "exp", "tanh", "logistic", "sin", "floor", "sqrt", "erf", "log1p",
@@ -90,6 +90,21 @@ fn random_func(seed: u64) -> String {
                 let e = fresh();
                 lines.push(format!("{e} = expm1 {s} : f32[{}]", a * b));
                 format!("{v} = reshape {e} : {}", t("f32"))
+            }
+            10 => {
+                let w = fresh();
+                let e = fresh();
+                lines.push(format!("{w} = convert {x} : {}", t("f64")));
+                lines.push(format!("{e} = log1p {w} : {}", t("f64")));
+                format!("{v} = convert {e} : {}", t("f32"))
+            }
+            11 => {
+                let p = format!("%p{}", params.len());
+                params.push(format!("{p}: f32[{b},{b}]"));
+                format!(
+                    "{v} = dot_general {x}, {p}, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : {}",
+                    t("f32")
+                )
             }
             _ => {
                 let c = fresh();

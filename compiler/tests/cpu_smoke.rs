@@ -134,10 +134,22 @@ fn bytes_round_trip() {
     let c = cluster("func @f(%x: f32[5]) -> f32[5] {\n  %y = exp %x : f32[5]\n  return %y\n}");
     let opts = kiln_compiler::cpu::CpuOptions::default();
     let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+    assert!(exe.has_machine_code());
     let bytes = exe.to_bytes();
     let back = kiln_compiler::cpu::CpuExecutable::from_bytes(&bytes, &opts).expect("loads");
+    // Another optimisation level cannot reuse the code: it recompiles, same bits.
+    let o0 = kiln_compiler::cpu::CpuOptions {
+        opt_level: 0,
+        ..opts.clone()
+    };
+    let again = kiln_compiler::cpu::CpuExecutable::from_bytes(&bytes, &o0).expect("recompiles");
+    let mut cut = bytes.clone();
+    cut.truncate(bytes.len() / 2);
+    assert!(kiln_compiler::cpu::CpuExecutable::from_bytes(&cut, &opts).is_err());
     assert_eq!(back.kernel_ir_text(), exe.kernel_ir_text());
     let x = kiln_ir::Tensor::from_f32([5], vec![0.5, -1.0, 3.0, 0.0, 88.0]).expect("tensor");
-    assert!(back.run(&[&x]).expect("runs")[0].bit_eq(&exe.run(&[&x]).expect("runs")[0]));
+    let want = exe.run(&[&x]).expect("runs");
+    assert!(back.run(&[&x]).expect("runs")[0].bit_eq(&want[0]));
+    assert!(again.run(&[&x]).expect("runs")[0].bit_eq(&want[0]));
     assert!(kiln_compiler::cpu::CpuExecutable::from_bytes(b"garbage", &opts).is_err());
 }

@@ -70,6 +70,8 @@ pub struct CpuExecutable {
     blocking: Option<(usize, usize)>,
     /// The interpreter whose GEMM computes `dot_general` steps (same threads as kernels).
     interp: Option<kiln_interp::Interpreter>,
+    /// Each kernel's machine code (alignment, bytes) when it has no relocations.
+    code: Vec<Option<(u32, Vec<u8>)>>,
 }
 
 // SAFETY: after `finalize_definitions` the JIT memory is immutable executable code; the
@@ -88,7 +90,9 @@ impl Drop for CpuExecutable {
 }
 
 /// Host features the generated code may rely on.
-fn make_isa(opts: &CpuOptions) -> Result<(cranelift_codegen::isa::OwnedTargetIsa, bool), String> {
+pub(super) fn make_isa(
+    opts: &CpuOptions,
+) -> Result<(cranelift_codegen::isa::OwnedTargetIsa, bool), String> {
     let mut fb = settings::builder();
     let level = if opts.opt_level == 0 { "none" } else { "speed" };
     fb.set("opt_level", level).map_err(|e| e.to_string())?;
@@ -104,6 +108,15 @@ fn make_isa(opts: &CpuOptions) -> Result<(cranelift_codegen::isa::OwnedTargetIsa
         .any(|f| f.name == "has_sse41" && f.as_bool() == Some(true));
     let vector_ok = sse41 || !cfg!(target_arch = "x86_64");
     Ok((isa, vector_ok))
+}
+
+/// A JIT module for `isa` (libcalls resolved from the process, e.g. `floorf` on hosts
+/// without SSE4.1).
+pub(super) fn new_module(isa: cranelift_codegen::isa::OwnedTargetIsa) -> JITModule {
+    JITModule::new(JITBuilder::with_isa(
+        isa,
+        cranelift_module::default_libcall_names(),
+    ))
 }
 
 /// Compiles a cluster for this CPU.
@@ -140,12 +153,10 @@ pub fn compile_program(
         ));
     }
     let (isa, vector_ok) = make_isa(opts).map_err(failed)?;
-    let mut module = JITModule::new(JITBuilder::with_isa(
-        isa,
-        cranelift_module::default_libcall_names(),
-    ));
+    let mut module = new_module(isa);
     let sig = kernel_signature(module.isa().default_call_conv());
     let mut ids = Vec::new();
+    let mut code = Vec::new();
     let mut ctx = module.make_context();
     let mut dumps = Vec::new();
     for k in &program.kernels {
@@ -171,9 +182,30 @@ pub fn compile_program(
         module
             .define_function(id, &mut ctx)
             .map_err(|e| failed(format!("{}: {e:?}", k.name)))?;
+        // Code without relocations (no libcalls) can be cached and reloaded as bytes.
+        code.push(
+            ctx.compiled_code()
+                .filter(|c| c.buffer.relocs().is_empty())
+                .map(|c| (c.buffer.alignment, c.buffer.data().to_vec())),
+        );
         module.clear_context(&mut ctx);
         ids.push(id);
     }
+    if let Some(dir) = &opts.dump_to {
+        write_dumps(dir, &program, &dumps);
+    }
+    assemble(program, module, &ids, code, opts)
+}
+
+/// Finalizes a module whose kernels are defined and wraps it in an executable.
+pub(super) fn assemble(
+    program: Program,
+    mut module: JITModule,
+    ids: &[cranelift_module::FuncId],
+    code: Vec<Option<(u32, Vec<u8>)>>,
+    opts: &CpuOptions,
+) -> Result<CpuExecutable, CpuCompileError> {
+    let failed = CpuCompileError::Failed;
     module
         .finalize_definitions()
         .map_err(|e| failed(e.to_string()))?;
@@ -185,9 +217,6 @@ pub fn compile_program(
             unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) }
         })
         .collect();
-    if let Some(dir) = &opts.dump_to {
-        write_dumps(dir, &program, &dumps);
-    }
     let pool = if opts.threads > 1 {
         Some(
             rayon::ThreadPoolBuilder::new()
@@ -213,6 +242,7 @@ pub fn compile_program(
         opts: opts.clone(),
         blocking,
         interp,
+        code,
     })
 }
 
@@ -395,29 +425,21 @@ impl CpuExecutable {
         self.opts.threads
     }
 
-    /// Serialises the executable for the persistent cache. Today the payload is the kernel
-    /// IR (bincode), and [`CpuExecutable::from_bytes`] re-runs codegen (about a millisecond);
-    /// storing finalized machine code + relocations is not done yet.
+    /// Serialises the executable for the persistent cache: the kernel IR, launch metadata
+    /// and each kernel's finalized machine code (see [`super::cache`]).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = PAYLOAD_MAGIC.to_vec();
-        out.extend(
-            bincode::serde::encode_to_vec(&self.program, bincode::config::standard())
-                .unwrap_or_default(),
-        );
-        out
+        super::cache::encode(&self.program, &self.code, &self.opts)
     }
 
-    /// Loads an executable written by [`CpuExecutable::to_bytes`].
+    /// Loads an executable written by [`CpuExecutable::to_bytes`]: machine code is defined
+    /// with `define_function_bytes`, without running codegen, when it was produced for this
+    /// host's CPU features and options; otherwise the kernel IR is compiled again.
     pub fn from_bytes(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> {
-        let body = bytes
-            .strip_prefix(PAYLOAD_MAGIC)
-            .ok_or_else(|| "not a Kiln CPU executable (bad header)".to_string())?;
-        let (program, _): (Program, usize) =
-            bincode::serde::decode_from_slice(body, bincode::config::standard())
-                .map_err(|e| e.to_string())?;
-        compile_program(program, opts).map_err(|e| e.to_string())
+        super::cache::decode(bytes, opts)
+    }
+
+    /// Whether every kernel's machine code is available for [`CpuExecutable::to_bytes`].
+    pub fn has_machine_code(&self) -> bool {
+        self.code.iter().all(Option::is_some)
     }
 }
-
-/// Header of [`CpuExecutable::to_bytes`] payloads (format version 1).
-const PAYLOAD_MAGIC: &[u8] = b"KILNCPU1";

@@ -342,28 +342,28 @@ impl Emitter<'_, '_, '_> {
         // Tail: element l of the last partial block goes to lane l.
         let tail = len % LANES;
         let t0 = self.b.ins().iadd_imm_s(base, (blocks * LANES) as i64);
-        for l in 0..tail {
+        // Whole vectors where four tail lanes exist, lane by lane for the rest.
+        let whole = if vector { tail / 4 * 4 } else { 0 };
+        for (a, l) in (0..whole).step_by(4).enumerate() {
+            let j = self.b.ins().iadd_imm_s(t0, l as i64);
+            let x = self.element(src, j, Lanes::Four)?;
+            let cur = self.b.use_var(accs[a]);
+            let y = self.ve.combine(self.b, dt, kind, cur, x);
+            self.b.def_var(accs[a], y);
+        }
+        for l in whole..tail {
             let j = self.b.ins().iadd_imm_s(t0, l as i64);
             let (acc, lane) = (accs[l / step], l % step);
-            if vector && lane == 0 && l + 4 <= tail {
-                let x = self.element(src, j, Lanes::Four)?;
-                let cur = self.b.use_var(acc);
+            let x = self.element(src, j, Lanes::One)?;
+            let cur = self.b.use_var(acc);
+            if vector {
+                let c = self.b.ins().extractlane(cur, lane as u8);
+                let y = self.ve.combine(self.b, dt, kind, c, x);
+                let v = self.b.ins().insertlane(cur, y, lane as u8);
+                self.b.def_var(acc, v);
+            } else {
                 let y = self.ve.combine(self.b, dt, kind, cur, x);
                 self.b.def_var(acc, y);
-            } else if vector && l - lane + 4 <= tail {
-                // covered by the full-vector case above
-            } else {
-                let x = self.element(src, j, Lanes::One)?;
-                let cur = self.b.use_var(acc);
-                if vector {
-                    let c = self.b.ins().extractlane(cur, lane as u8);
-                    let y = self.ve.combine(self.b, dt, kind, c, x);
-                    let v = self.b.ins().insertlane(cur, y, lane as u8);
-                    self.b.def_var(acc, v);
-                } else {
-                    let y = self.ve.combine(self.b, dt, kind, cur, x);
-                    self.b.def_var(acc, y);
-                }
             }
         }
         // The pairwise tree p[j] = op(p[j], p[j + s]), s = 16 … 1, over the 32 lanes.

@@ -7,6 +7,7 @@
 //! Deliberately not here: lowering decisions (see [`crate::lower`]) and GEMM.
 
 mod arith;
+mod cache;
 pub mod cpu;
 mod emit;
 mod ops;

@@ -50,7 +50,7 @@ pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
         let Some(&r) = inst.results.first() else {
             continue;
         };
-        if shared.contains(&r) {
+        if shared.contains(&r) && !matches!(inst.op, Op::DotGeneral(_)) {
             materialise(f, r, &mut prog, &mut temps)?;
             continue;
         }
@@ -216,7 +216,7 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
     match &inst.op {
         Op::Unary(u) if is_transcendental(*u) => true,
         Op::Binary(BinaryOp::Pow) => true,
-        Op::Reduce { .. } | Op::Constant(_) | Op::Iota { .. } => false,
+        Op::Reduce { .. } | Op::DotGeneral(_) | Op::Constant(_) | Op::Iota { .. } => false,
         _ => inst
             .args
             .iter()
@@ -543,6 +543,10 @@ impl<'a> KernelBuilder<'a> {
 
 /// The operand index of a reshape from `from` (operand shape) to `to` (result shape).
 fn reshape_index(idx: &[IExpr], to: &[usize], from: &[usize]) -> Vec<IExpr> {
+    // An empty tensor is never indexed; avoid strides of 0 (division by zero below).
+    if from.contains(&0) || to.contains(&0) {
+        return vec![IExpr::Const(0); from.len()];
+    }
     // Common case: only size-1 dimensions differ, so coordinates map one to one.
     if nontrivial(to) == nontrivial(from) {
         let mut it = idx

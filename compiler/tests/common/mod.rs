@@ -112,6 +112,13 @@ pub fn check_with_inputs(c: &Cluster, inputs: &[Tensor]) {
             Ok(e) => e,
             Err(e) => panic!("{e}\n{}", kiln_ir::print_func(&c.body)),
         };
+        // Also through the persistent-cache bytes (machine code reloaded, not recompiled).
+        let exe = if threads == 2 {
+            kiln_compiler::cpu::CpuExecutable::from_bytes(&exe.to_bytes(), &opts)
+                .expect("reloads from bytes")
+        } else {
+            exe
+        };
         let got = exe.run(&refs).expect("compiled run");
         assert_eq!(got.len(), want.len());
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {

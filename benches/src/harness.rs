@@ -1,0 +1,364 @@
+//! Runs the workloads in every mode, interleaved, after checking each compiled answer
+//! against the fallback's. Modes: `fallback` (a runtime that never compiles, i.e.
+//! `--tf_xla_always_defer_compilation`), `cpu` (the Cranelift backend with the user's flags
+//! and compile policy). There is no GPU backend in the runtime yet, so `gpu` is reported as
+//! unavailable rather than faked.
+
+use crate::probe::{probe, Bandwidth};
+use crate::report::Record;
+use crate::stats::summarize;
+use crate::workloads::{build, Agreement, Body, Call, Size, Workload};
+use crate::BenchError;
+use kiln_compiler::{run_pipeline, Options};
+use kiln_flags::Flags;
+use kiln_ir::Tensor;
+use kiln_runtime::{CpuBackend, PolicyConfig, Runtime, RuntimeOptions};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Problem size.
+    pub size: Size,
+    /// Workload names, in order (see [`crate::parse_workloads`]).
+    pub workloads: Vec<&'static str>,
+    /// Wall time the warm repetitions of one workload aim for (all modes together).
+    pub budget: Duration,
+    /// Fewest and most warm repetitions per mode.
+    pub reps: (usize, usize),
+    /// Draw a progress bar on stderr (hidden anyway when stderr is not a terminal).
+    pub progress: bool,
+}
+
+impl BenchOptions {
+    /// The defaults of `kiln bench` at `size` for all workloads.
+    pub fn new(size: Size) -> BenchOptions {
+        BenchOptions {
+            size,
+            workloads: crate::WORKLOADS.to_vec(),
+            budget: Duration::from_secs(6),
+            reps: (3, 25),
+            progress: true,
+        }
+    }
+}
+
+/// Everything one `kiln bench` run measured.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    /// The probe's result.
+    pub bandwidth: Bandwidth,
+    /// Threads the runtimes use.
+    pub threads: usize,
+    /// One record per workload and mode.
+    pub records: Vec<Record>,
+    /// Things the reader must know (unavailable modes, host-only workloads).
+    pub notes: Vec<String>,
+}
+
+/// Runs the benchmark.
+pub fn run_bench(opts: &BenchOptions, flags: &Flags) -> Result<BenchReport, BenchError> {
+    let threads = flags.cpu_threads();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| BenchError::Invalid(format!("thread pool: {e}")))?;
+    let bar = progress_bar(opts);
+    bar.set_message("memory bandwidth probe");
+    let bandwidth = probe(&pool, 1 << 24, 5);
+    let mut report = BenchReport {
+        bandwidth,
+        threads,
+        records: Vec::new(),
+        notes: vec!["gpu: not available (no GPU backend/driver)".into()],
+    };
+    for name in &opts.workloads {
+        bar.set_message(format!("{name} ({})", opts.size.name()));
+        let mut w = build(name, opts.size).map_err(BenchError::Invalid)?;
+        cluster(&mut w, flags)?;
+        let recs = match &w.body {
+            Body::HostNormal(shape) => {
+                report.notes.push(
+                    "rng_normal: host kiln_rng::stateless_normal only (no IR random op yet, \
+                     so no compiled mode)"
+                        .into(),
+                );
+                bench_host_normal(&w, shape, opts, bandwidth)?
+            }
+            _ => bench_graph(&w, opts, flags, bandwidth)?,
+        };
+        report.records.extend(recs);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn progress_bar(opts: &BenchOptions) -> indicatif::ProgressBar {
+    if !opts.progress {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(opts.workloads.len() as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Runs the pass pipeline (and so auto-clustering) with the user's flags on every call.
+fn cluster(w: &mut Workload, flags: &Flags) -> Result<(), BenchError> {
+    let opts = Options::from_flags(flags);
+    let calls: Vec<&mut Call> = match &mut w.body {
+        Body::Graph(c) => vec![c],
+        Body::Sequence(cs) => cs.iter_mut().collect(),
+        Body::HostNormal(_) => vec![],
+    };
+    for c in calls {
+        run_pipeline(&mut c.func, &opts)?;
+    }
+    Ok(())
+}
+
+fn calls_of(w: &Workload) -> Vec<&Call> {
+    match &w.body {
+        Body::Graph(c) => vec![c],
+        Body::Sequence(cs) => cs.iter().collect(),
+        Body::HostNormal(_) => vec![],
+    }
+}
+
+/// Runs every call once; returns the wall time (ms) and the last call's outputs.
+fn run_once(rt: &Runtime, calls: &[&Call]) -> Result<(f64, Vec<Vec<Tensor>>), BenchError> {
+    let t = Instant::now();
+    let mut outs = Vec::with_capacity(calls.len());
+    for c in calls {
+        outs.push(rt.run(&c.func, &c.args)?);
+    }
+    Ok((t.elapsed().as_secs_f64() * 1e3, outs))
+}
+
+struct Mode {
+    name: &'static str,
+    rt: Runtime,
+    first_ms: f64,
+    samples: Vec<f64>,
+}
+
+fn bench_graph(
+    w: &Workload,
+    opts: &BenchOptions,
+    flags: &Flags,
+    bw: Bandwidth,
+) -> Result<Vec<Record>, BenchError> {
+    let calls = calls_of(w);
+    let mut fb_opts = RuntimeOptions::from_flags(flags)?;
+    fb_opts.policy = PolicyConfig {
+        compile: false,
+        ..fb_opts.policy
+    };
+    let cpu_opts = RuntimeOptions::from_flags(flags)?;
+    let backend = Arc::new(CpuBackend::new(flags));
+    let mut modes = [
+        Mode {
+            name: "fallback",
+            rt: Runtime::new(None, fb_opts)?,
+            first_ms: 0.0,
+            samples: vec![],
+        },
+        Mode {
+            name: "cpu",
+            rt: Runtime::new(Some(backend), cpu_opts)?,
+            first_ms: 0.0,
+            samples: vec![],
+        },
+    ];
+    // First call (the flags' policy decides whether it compiles), then warm up until the
+    // policy has compiled what it will (lazy: the third run of each shape compiles).
+    let mut answers = Vec::new();
+    for m in modes.iter_mut() {
+        let (ms, _) = run_once(&m.rt, &calls)?;
+        m.first_ms = ms;
+        for _ in 0..3 {
+            run_once(&m.rt, &calls)?;
+        }
+        m.rt.wait_for_compiles();
+        let (warm, outs) = run_once(&m.rt, &calls)?;
+        answers.push((warm, outs));
+    }
+    for outs in answers[1..].iter().map(|a| &a.1) {
+        for (i, (want, got)) in answers[0].1.iter().zip(outs).enumerate() {
+            check_agreement(w.name, "cpu", w.agreement, want, got)
+                .map_err(|e| annotate(e, i, calls.len()))?;
+        }
+    }
+    let per_rep: f64 = answers.iter().map(|a| a.0).sum::<f64>().max(1e-3);
+    let reps =
+        ((opts.budget.as_secs_f64() * 1e3 / per_rep) as usize).clamp(opts.reps.0, opts.reps.1);
+    for _ in 0..reps {
+        for m in modes.iter_mut() {
+            let (ms, _) = run_once(&m.rt, &calls)?;
+            m.samples.push(ms);
+        }
+    }
+    let fb_median = summarize(&modes[0].samples).map(|s| s.median_ms);
+    let mut out = Vec::new();
+    for m in &modes {
+        let s = summarize(&m.samples).ok_or_else(|| BenchError::Invalid("no samples".into()))?;
+        let stats = m.rt.stats();
+        let gbps = w.bytes as f64 / (s.median_ms / 1e3) / 1e9;
+        out.push(Record {
+            workload: w.name.into(),
+            size: opts.size.name().into(),
+            mode: m.name.into(),
+            median_ms: s.median_ms,
+            min_ms: s.min_ms,
+            max_ms: s.max_ms,
+            reps: s.reps,
+            first_call_ms: m.first_ms,
+            compile_ms: 0.0
+                + stats
+                    .values()
+                    .map(|c| c.compile_time.as_secs_f64() * 1e3)
+                    .sum::<f64>(),
+            clusters: stats.len(),
+            compiles: stats.values().map(|c| c.compiles).sum(),
+            cache_hits: stats.values().map(|c| c.memory_hits + c.disk_hits).sum(),
+            compiled_runs: stats.values().map(|c| c.compiled_runs).sum(),
+            gbps,
+            bw_pct: 100.0 * gbps * 1e9 / bw.best(),
+            speedup: fb_median.map(|f| f / s.median_ms),
+            note: String::new(),
+        });
+    }
+    Ok(out)
+}
+
+fn annotate(e: BenchError, call: usize, calls: usize) -> BenchError {
+    match e {
+        BenchError::Mismatch {
+            workload,
+            mode,
+            detail,
+        } if calls > 1 => BenchError::Mismatch {
+            workload,
+            mode,
+            detail: format!("call {call}: {detail}"),
+        },
+        e => e,
+    }
+}
+
+fn bench_host_normal(
+    w: &Workload,
+    shape: &[usize],
+    opts: &BenchOptions,
+    bw: Bandwidth,
+) -> Result<Vec<Record>, BenchError> {
+    let gen = || {
+        kiln_rng::stateless_normal(shape, [42, 7])
+            .map_err(|e| BenchError::Invalid(format!("rng_normal: {e}")))
+    };
+    let t = Instant::now();
+    let first = gen()?;
+    let first_ms = t.elapsed().as_secs_f64() * 1e3;
+    let again = gen()?;
+    let same = first.len() == again.len()
+        && first
+            .iter()
+            .zip(&again)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+    if !same {
+        return Err(BenchError::Mismatch {
+            workload: w.name.into(),
+            mode: "fallback".into(),
+            detail: "two calls with the same seed differ".into(),
+        });
+    }
+    let reps = ((opts.budget.as_secs_f64() * 1e3 / first_ms.max(1e-3)) as usize)
+        .clamp(opts.reps.0, opts.reps.1);
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        std::hint::black_box(gen()?);
+        samples.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let s = summarize(&samples).ok_or_else(|| BenchError::Invalid("no samples".into()))?;
+    let gbps = w.bytes as f64 / (s.median_ms / 1e3) / 1e9;
+    Ok(vec![Record {
+        workload: w.name.into(),
+        size: opts.size.name().into(),
+        mode: "fallback".into(),
+        median_ms: s.median_ms,
+        min_ms: s.min_ms,
+        max_ms: s.max_ms,
+        reps: s.reps,
+        first_call_ms: first_ms,
+        compile_ms: 0.0,
+        clusters: 0,
+        compiles: 0,
+        cache_hits: 0,
+        compiled_runs: 0,
+        gbps,
+        bw_pct: 100.0 * gbps * 1e9 / bw.best(),
+        speedup: Some(1.0),
+        note: "host kiln_rng::stateless_normal; no compiled mode yet".into(),
+    }])
+}
+
+/// Checks `got` (mode `mode`) against the fallback's `want`; a wrong answer is an error
+/// naming the workload, the first differing element and both values.
+pub fn check_agreement(
+    workload: &str,
+    mode: &str,
+    agreement: Agreement,
+    want: &[Tensor],
+    got: &[Tensor],
+) -> Result<(), BenchError> {
+    let fail = |detail: String| BenchError::Mismatch {
+        workload: workload.into(),
+        mode: mode.into(),
+        detail,
+    };
+    if want.len() != got.len() {
+        return Err(fail(format!(
+            "{} outputs, fallback gave {}",
+            got.len(),
+            want.len()
+        )));
+    }
+    for (k, (w, g)) in want.iter().zip(got).enumerate() {
+        if w.shape() != g.shape() {
+            return Err(fail(format!(
+                "output {k}: shape {:?}, fallback {:?}",
+                g.shape(),
+                w.shape()
+            )));
+        }
+        let (Some(wv), Some(gv)) = (w.as_f32(), g.as_f32()) else {
+            if w != g {
+                return Err(fail(format!("output {k} differs")));
+            }
+            continue;
+        };
+        for (i, (a, b)) in wv.iter().zip(gv).enumerate() {
+            let ok = match agreement {
+                Agreement::Exact => a.to_bits() == b.to_bits(),
+                Agreement::Close(tol) => (a - b).abs() <= tol * (1.0 + a.abs()),
+            };
+            if !ok {
+                let how = match agreement {
+                    Agreement::Exact => "not bit-identical to".to_string(),
+                    Agreement::Close(t) => format!("beyond rel. tolerance {t} of"),
+                };
+                return Err(fail(format!(
+                    "output {k} element {i}: {b:e} is {how} the fallback's {a:e}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! The built-in workloads of `kiln bench`, traced with `kiln_ir::trace` as user code would
+//! be, and their deterministic inputs.
+
+use kiln_ir::{trace, DType, Func, Tensor, TensorType};
+
+/// Every workload name, in the order the table shows them.
+pub const WORKLOADS: &[&str] = &[
+    "chain",
+    "gelu",
+    "softmax",
+    "layernorm",
+    "sum",
+    "mlp",
+    "rng_normal",
+    "many_small",
+    "varying_shapes",
+];
+
+/// The problem size: `medium` is 16M elements / 4096×1024 rows, as the issue fixes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// 1M elements, 256×1024 rows, MLP batch 64.
+    Small,
+    /// 16M elements, 4096×1024 rows, MLP batch 256.
+    Medium,
+    /// 64M elements, 16384×1024 rows, MLP batch 1024.
+    Large,
+}
+
+impl Size {
+    /// Parses `small|medium|large`.
+    pub fn parse(s: &str) -> Result<Size, String> {
+        match s {
+            "small" => Ok(Size::Small),
+            "medium" => Ok(Size::Medium),
+            "large" => Ok(Size::Large),
+            _ => Err(format!("unknown size '{s}' (sizes: small, medium, large)")),
+        }
+    }
+
+    /// The name used in the table and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Small => "small",
+            Size::Medium => "medium",
+            Size::Large => "large",
+        }
+    }
+
+    /// Elements of the 1-D workloads.
+    pub fn elements(self) -> usize {
+        match self {
+            Size::Small => 1 << 20,
+            Size::Medium => 1 << 24,
+            Size::Large => 1 << 26,
+        }
+    }
+
+    /// `[rows, cols]` of the row-wise workloads (softmax, layer norm).
+    pub fn rows(self) -> [usize; 2] {
+        match self {
+            Size::Small => [256, 1024],
+            Size::Medium => [4096, 1024],
+            Size::Large => [16384, 1024],
+        }
+    }
+
+    /// The MLP batch.
+    pub fn batch(self) -> usize {
+        match self {
+            Size::Small => 64,
+            Size::Medium => 256,
+            Size::Large => 1024,
+        }
+    }
+}
+
+/// How compiled output must agree with the fallback's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Agreement {
+    /// Bit for bit (design.md Invariants 1 and 2: elementwise ops and reductions).
+    Exact,
+    /// Within a relative tolerance (matrix products call a GEMM; design.md exempts them).
+    Close(f32),
+}
+
+/// One call of a graph workload: the (clustered) function and its arguments.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The function after `run_pipeline`.
+    pub func: Func,
+    /// Its arguments.
+    pub args: Vec<Tensor>,
+}
+
+/// What a workload runs.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// The same graph every call.
+    Graph(Call),
+    /// A sequence of calls whose shapes change every few calls; one repetition runs them all.
+    Sequence(Vec<Call>),
+    /// `kiln_rng::stateless_normal` on the host: there is no IR random op yet, so only the
+    /// host path (what the fallback would run) is measured.
+    HostNormal(Vec<usize>),
+}
+
+/// A built workload.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Its name (one of [`WORKLOADS`]).
+    pub name: &'static str,
+    /// What runs.
+    pub body: Body,
+    /// Bytes one repetition must at least read and write (inputs + outputs).
+    pub bytes: usize,
+    /// How compiled output must agree with the fallback.
+    pub agreement: Agreement,
+}
+
+/// Deterministic inputs: xorshift values in [-4, 4) scaled by `scale`.
+pub fn input(shape: &[usize], seed: u64, scale: f32) -> Tensor {
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let v = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (((s >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0) * scale
+        })
+        .collect();
+    Tensor::from_f32(shape.to_vec(), v).expect("length matches shape")
+}
+
+fn f32s(shape: &[usize]) -> TensorType {
+    TensorType::new(DType::F32, shape.to_vec())
+}
+
+fn bytes_of(args: &[Tensor], out_elems: usize) -> usize {
+    4 * (args
+        .iter()
+        .map(|t| t.shape().iter().product::<usize>())
+        .sum::<usize>()
+        + out_elems)
+}
+
+/// Traces `name` at `size`; clustering is left to the caller (it takes the user's flags).
+pub fn build(name: &str, size: Size) -> Result<Workload, String> {
+    let n = size.elements();
+    let [r, c] = size.rows();
+    let one = |func: Result<Func, kiln_ir::TraceError>, args: Vec<Tensor>, out: usize| {
+        let func = func.map_err(|e| format!("tracing {name}: {e}"))?;
+        let bytes = bytes_of(&args, out);
+        Ok::<_, String>((Body::Graph(Call { func, args }), bytes))
+    };
+    let (body, bytes, agreement) = match name {
+        "chain" => {
+            let f = trace("chain", &[f32s(&[n])], |a| {
+                let x = &a[0];
+                &(&(x * 1.5 + 0.25).tanh() * 0.5) + x
+            });
+            let (b, by) = one(f, vec![input(&[n], 1, 1.0)], n)?;
+            (b, by, Agreement::Exact)
+        }
+        "gelu" => {
+            let f = trace("gelu", &[f32s(&[n])], |a| a[0].gelu());
+            let (b, by) = one(f, vec![input(&[n], 2, 1.0)], n)?;
+            (b, by, Agreement::Exact)
+        }
+        "softmax" => {
+            let f = trace("softmax", &[f32s(&[r, c])], |a| a[0].softmax(1));
+            let (b, by) = one(f, vec![input(&[r, c], 3, 1.0)], r * c)?;
+            (b, by, Agreement::Exact)
+        }
+        "layernorm" => {
+            let f = trace("layernorm", &[f32s(&[r, c])], |a| a[0].layer_norm(1, 1e-5));
+            let (b, by) = one(f, vec![input(&[r, c], 4, 1.0)], r * c)?;
+            (b, by, Agreement::Exact)
+        }
+        "sum" => {
+            // One op is below --tf_xla_min_cluster_size (4), so mark it as a user would
+            // (`jit_compile=True`): manual clusters are kept whatever their size.
+            let f = trace("sum", &[f32s(&[n])], |a| a[0].jit_scope(|| a[0].sum(&[0])));
+            let (b, by) = one(f, vec![input(&[n], 5, 1.0)], 1)?;
+            (b, by, Agreement::Exact)
+        }
+        "mlp" => {
+            let b = size.batch();
+            let tys = [
+                f32s(&[b, 784]),
+                f32s(&[784, 512]),
+                f32s(&[512]),
+                f32s(&[512, 10]),
+                f32s(&[10]),
+            ];
+            let f = trace("mlp", &tys, |a| {
+                let h = (&a[0].matmul(&a[1]) + &a[2]).relu();
+                (&h.matmul(&a[3]) + &a[4]).softmax(1)
+            });
+            let args = vec![
+                input(&[b, 784], 6, 0.25),
+                input(&[784, 512], 7, 0.01),
+                input(&[512], 8, 0.01),
+                input(&[512, 10], 9, 0.01),
+                input(&[10], 10, 0.01),
+            ];
+            let (body, by) = one(f, args, b * 10)?;
+            (body, by, Agreement::Close(1e-4))
+        }
+        "rng_normal" => (Body::HostNormal(vec![n]), 4 * n, Agreement::Exact),
+        "many_small" => {
+            // 32 small 4-op chains, each in its own `jit_scope` (different manual scopes
+            // never merge), so 32 clusters over small tensors: per-cluster dispatch cost
+            // dominates. Auto-clustering alone would merge them into one.
+            let k = 32;
+            let tys: Vec<TensorType> = (0..k).map(|_| f32s(&[64, 64])).collect();
+            let f = trace("many_small", &tys, |a| {
+                a.iter()
+                    .map(|x| x.jit_scope(|| (&(&(x * 1.5) + 0.25).tanh() * 0.5) - 1.0))
+                    .collect::<Vec<_>>()
+            });
+            let args = (0..k)
+                .map(|i| input(&[64, 64], 20 + i as u64, 1.0))
+                .collect();
+            let (b, by) = one(f, args, k * 64 * 64)?;
+            (b, by, Agreement::Exact)
+        }
+        "varying_shapes" => {
+            // Three row counts, each called 4 times in a row (so the lazy rule — two
+            // fallback runs, compile on the third — is exercised on every shape change).
+            let mut calls = Vec::new();
+            let mut bytes = 0;
+            for (i, rows) in [r / 4, r / 2, r].into_iter().enumerate() {
+                let func = trace("varying", &[f32s(&[rows, c])], |a| {
+                    let x = &a[0];
+                    &(&(x * 1.5) + 0.25).tanh() * x
+                })
+                .map_err(|e| format!("tracing {name}: {e}"))?;
+                let args = vec![input(&[rows, c], 30 + i as u64, 1.0)];
+                for _ in 0..4 {
+                    bytes += bytes_of(&args, rows * c);
+                    calls.push(Call {
+                        func: func.clone(),
+                        args: args.clone(),
+                    });
+                }
+            }
+            (Body::Sequence(calls), bytes, Agreement::Exact)
+        }
+        _ => return Err(unknown(name)),
+    };
+    Ok(Workload {
+        name: WORKLOADS.iter().find(|w| **w == name).expect("known"),
+        body,
+        bytes,
+        agreement,
+    })
+}
+
+fn unknown(name: &str) -> String {
+    format!(
+        "unknown workload '{name}' (workloads: {})",
+        WORKLOADS.join(", ")
+    )
+}
+
+/// Parses `--workloads a,b`: every name must be known; `None` means all.
+pub fn parse_workloads(list: Option<&str>) -> Result<Vec<&'static str>, String> {
+    let Some(list) = list else {
+        return Ok(WORKLOADS.to_vec());
+    };
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let w = WORKLOADS
+            .iter()
+            .find(|w| **w == name)
+            .ok_or_else(|| unknown(name))?;
+        if !out.contains(w) {
+            out.push(*w);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "no workload given (workloads: {})",
+            WORKLOADS.join(", ")
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,125 @@
+//! The harness's contracts: workload parsing, the JSON schema, the correctness check, and
+//! one small end-to-end run. No timed assertions (the machine is shared).
+
+use kiln_benches::workloads::{build, input, Agreement};
+use kiln_benches::{
+    check_agreement, parse_anchors, parse_workloads, render_svg, render_table, run_bench, to_json,
+    BenchError, BenchOptions, Size, WORKLOADS,
+};
+use std::time::Duration;
+
+#[test]
+fn workloads_default_to_all_and_keep_order() {
+    assert_eq!(parse_workloads(None).unwrap(), WORKLOADS.to_vec());
+    assert_eq!(
+        parse_workloads(Some("gelu, chain,gelu")).unwrap(),
+        vec!["gelu", "chain"]
+    );
+}
+
+#[test]
+fn unknown_workload_is_named_with_the_valid_ones() {
+    let e = parse_workloads(Some("chain,gleu")).unwrap_err();
+    assert!(e.contains("'gleu'"), "{e}");
+    for w in WORKLOADS {
+        assert!(e.contains(w), "{e} should list {w}");
+    }
+    assert!(parse_workloads(Some(",")).is_err());
+    assert!(Size::parse("huge")
+        .unwrap_err()
+        .contains("small, medium, large"));
+}
+
+#[test]
+fn every_workload_builds_at_small_size() {
+    for w in WORKLOADS {
+        let b = build(w, Size::Small).unwrap();
+        assert!(b.bytes > 0, "{w}");
+    }
+}
+
+#[test]
+fn a_wrong_answer_fails_the_check() {
+    let want = vec![input(&[4, 8], 1, 1.0)];
+    assert!(check_agreement("chain", "cpu", Agreement::Exact, &want, &want).is_ok());
+    let mut v = want[0].as_f32().unwrap().to_vec();
+    v[13] = f32::from_bits(v[13].to_bits() ^ 1); // one ulp off
+    let got = vec![kiln_ir::Tensor::from_f32(vec![4, 8], v).unwrap()];
+    let e = check_agreement("chain", "cpu", Agreement::Exact, &want, &got).unwrap_err();
+    assert!(matches!(e, BenchError::Mismatch { .. }), "{e}");
+    assert!(e.to_string().contains("element 13"), "{e}");
+    // One ulp is within a GEMM tolerance; a large error is not.
+    assert!(check_agreement("mlp", "cpu", Agreement::Close(1e-4), &want, &got).is_ok());
+    let mut v = want[0].as_f32().unwrap().to_vec();
+    v[0] += 1.0;
+    let got = vec![kiln_ir::Tensor::from_f32(vec![4, 8], v).unwrap()];
+    assert!(check_agreement("mlp", "cpu", Agreement::Close(1e-4), &want, &got).is_err());
+    let short = vec![input(&[4, 4], 1, 1.0)];
+    assert!(check_agreement("chain", "cpu", Agreement::Exact, &want, &short).is_err());
+}
+
+fn small_run(workloads: &str) -> kiln_benches::BenchReport {
+    let mut opts = BenchOptions::new(Size::Small);
+    opts.workloads = parse_workloads(Some(workloads)).unwrap();
+    opts.budget = Duration::ZERO;
+    opts.reps = (3, 3);
+    opts.progress = false;
+    run_bench(&opts, &kiln_flags::Flags::default()).unwrap()
+}
+
+#[test]
+fn end_to_end_small_chain_writes_table_json_and_svg() {
+    let report = small_run("chain");
+    let modes: Vec<&str> = report.records.iter().map(|r| r.mode.as_str()).collect();
+    assert_eq!(modes, ["fallback", "cpu"]);
+    for r in &report.records {
+        assert_eq!(
+            (r.workload.as_str(), r.size.as_str(), r.reps),
+            ("chain", "small", 3)
+        );
+        assert!(r.min_ms <= r.median_ms && r.median_ms <= r.max_ms);
+        assert!(r.clusters >= 1, "chain forms a cluster");
+    }
+    let json: serde_json::Value = serde_json::from_str(&to_json(&report)).unwrap();
+    let arr = json.as_array().unwrap();
+    assert_eq!(arr.len(), 2);
+    for rec in arr {
+        for key in ["workload", "size", "mode"] {
+            assert!(rec[key].is_string(), "{key} in {rec}");
+        }
+        for key in [
+            "median_ms",
+            "min_ms",
+            "max_ms",
+            "first_call_ms",
+            "compile_ms",
+        ] {
+            assert!(rec[key].is_number(), "{key} in {rec}");
+        }
+    }
+    let anchors =
+        parse_anchors(r#"[{"workload":"chain","size":"small","mode":"jax.jit","median_ms":1.0}]"#)
+            .unwrap();
+    let table = render_table(&report, &anchors);
+    assert!(table.contains("jax.jit/kiln"), "{table}");
+    assert!(table.contains("gpu: not available"), "{table}");
+    let svg = render_svg(&report, &anchors);
+    assert!(
+        svg.starts_with("<svg") && svg.contains("chain vs jax.jit"),
+        "{svg}"
+    );
+}
+
+#[test]
+fn rng_normal_is_host_only_and_labelled() {
+    let report = small_run("rng_normal");
+    assert_eq!(report.records.len(), 1);
+    assert_eq!(report.records[0].mode, "fallback");
+    assert!(report.records[0].note.contains("no compiled mode"));
+}
+
+#[test]
+fn malformed_anchors_are_errors() {
+    assert!(parse_anchors("{}").is_err());
+    assert!(parse_anchors(r#"[{"workload":"chain"}]"#).is_err());
+}

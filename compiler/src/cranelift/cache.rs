@@ -1,0 +1,89 @@
+//! The bytes of a [`CpuExecutable`] for the persistent cache (issue 6): a header, then a
+//! bincode payload with the kernel IR (launch metadata included) and each kernel's
+//! finalized machine code. Code is only reused on a host with the same target and CPU
+//! feature flags and the same optimisation level; otherwise, or for kernels whose code has
+//! relocations (libcalls), the kernel IR is compiled again — never wrong code, at worst
+//! a millisecond of codegen.
+
+use super::cpu::{assemble, compile_program, make_isa, new_module, CpuExecutable, CpuOptions};
+use super::emit::kernel_signature;
+use crate::kernel::Program;
+use cranelift_module::{Linkage, Module};
+use serde::{Deserialize, Serialize};
+
+/// Header of every payload; bump the digit when the layout changes.
+const MAGIC: &[u8] = b"KILNCPU2";
+
+#[derive(Serialize, Deserialize)]
+struct Payload {
+    /// Target triple and ISA flags the code was compiled for.
+    host: String,
+    /// `xla_backend_optimization_level` it was compiled with.
+    opt_level: u8,
+    program: Program,
+    /// Per kernel: (alignment, bytes), when relocation-free.
+    code: Vec<Option<(u32, Vec<u8>)>>,
+}
+
+/// What the machine code depends on: target triple and every ISA flag.
+fn host_key(opts: &CpuOptions) -> Result<String, String> {
+    let (isa, _) = make_isa(opts)?;
+    let flags: Vec<String> = isa.isa_flags().iter().map(|f| f.to_string()).collect();
+    Ok(format!("{} {}", isa.triple(), flags.join(",")))
+}
+
+/// Encodes an executable's parts.
+pub fn encode(program: &Program, code: &[Option<(u32, Vec<u8>)>], opts: &CpuOptions) -> Vec<u8> {
+    let payload = Payload {
+        host: host_key(opts).unwrap_or_default(),
+        opt_level: opts.opt_level,
+        program: program.clone(),
+        code: code.to_vec(),
+    };
+    let mut out = MAGIC.to_vec();
+    // Encoding plain data structures into a Vec cannot fail; an empty payload would only
+    // make `decode` report a corrupt entry.
+    out.extend(
+        bincode::serde::encode_to_vec(&payload, bincode::config::standard()).unwrap_or_default(),
+    );
+    out
+}
+
+/// Decodes bytes written by [`encode`] into a runnable executable.
+pub fn decode(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> {
+    let body = bytes
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| "not a Kiln CPU executable (bad header)".to_string())?;
+    let (p, _): (Payload, usize) =
+        bincode::serde::decode_from_slice(body, bincode::config::standard())
+            .map_err(|e| format!("corrupt Kiln CPU executable: {e}"))?;
+    if p.code.len() != p.program.kernels.len() {
+        return Err("corrupt Kiln CPU executable: code and kernels differ in number".into());
+    }
+    let reusable = p.opt_level == opts.opt_level
+        && p.host == host_key(opts)?
+        && p.code.iter().all(Option::is_some);
+    if !reusable {
+        return compile_program(p.program, opts).map_err(|e| e.to_string());
+    }
+    let (isa, _) = make_isa(opts)?;
+    let mut module = new_module(isa);
+    let sig = kernel_signature(module.isa().default_call_conv());
+    let mut ids = Vec::new();
+    for (k, code) in p.program.kernels.iter().zip(&p.code) {
+        let id = module
+            .declare_function(
+                &format!("{}_{}", p.program.name, k.name),
+                Linkage::Local,
+                &sig,
+            )
+            .map_err(|e| e.to_string())?;
+        if let Some((align, bytes)) = code {
+            module
+                .define_function_bytes(id, u64::from(*align), bytes, &[])
+                .map_err(|e| e.to_string())?;
+        }
+        ids.push(id);
+    }
+    assemble(p.program, module, &ids, p.code, opts).map_err(|e| e.to_string())
+}

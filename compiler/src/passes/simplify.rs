@@ -2,8 +2,9 @@
 //! the graph computes the same bits before and after:
 //! `x*1 → x`, `x/1 → x`, `x+(-0.0) → x` (and `x+0` for integers), `x-(+0.0) → x`,
 //! `--x → x`, broadcast of broadcast, reshape of reshape, transpose of transpose, identity
-//! reshapes/transposes/broadcasts/converts, and folding of small all-constant instructions
-//! through the interpreter (so folding uses exactly the semantics the graph would run with).
+//! reshapes/transposes/broadcasts/converts, folding of small all-constant instructions
+//! through the interpreter (so folding uses exactly the semantics the graph would run with),
+//! and splat constants of several elements written as a broadcast scalar.
 //!
 //! Deliberately does not apply rewrites that change bits: `x+0.0 → x` (wrong for `x = -0.0`),
 //! `x*0 → 0` (wrong for NaN and infinities), reassociation, or `x/c → x*(1/c)`. It does not
@@ -25,12 +26,25 @@ pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
     for inst in &f.insts {
         let args: Vec<Value> = inst.args.iter().map(|&a| rw.get(a)).collect();
         let ty = f.ty(inst.results[0]);
+        if let Op::Constant(t) = &inst.op {
+            if t.num_elements() > 1 && t.is_splat() {
+                emit_splat(&mut rw, inst, t);
+                changed = true;
+            } else {
+                rw.copy(inst);
+            }
+            continue;
+        }
         match simplify(rw.built(), inst, &args, ty) {
             Some(Rewrite::Alias(v)) => rw.alias(inst.results[0], v),
             Some(Rewrite::Replace(op, new_args)) => rw.push_like(inst, op, new_args),
             None => {
                 if let Some(t) = fold(rw.built(), inst, &args, ty, &mut interp)? {
-                    rw.push_like(inst, Op::Constant(t), Vec::new());
+                    if t.num_elements() > 1 && t.is_splat() {
+                        emit_splat(&mut rw, inst, &t);
+                    } else {
+                        rw.push_like(inst, Op::Constant(t), Vec::new());
+                    }
                 } else {
                     rw.push_like(inst, inst.op.clone(), args);
                     continue;
@@ -43,6 +57,15 @@ pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
         *f = rw.finish();
     }
     Ok(changed)
+}
+
+/// A splat constant becomes a scalar constant broadcast to its shape: the same values, but
+/// lowering sees one scalar instead of scanning (and the runtime storing) a full buffer.
+fn emit_splat(rw: &mut Rewriter<'_>, inst: &Inst, t: &Tensor) {
+    let s = Tensor::splat(t.data().get(0), Vec::new());
+    let ty = s.ty();
+    let v = rw.push_new(Op::Constant(s), Vec::new(), ty);
+    rw.push_like(inst, Op::BroadcastInDim { dims: Vec::new() }, vec![v]);
 }
 
 enum Rewrite {
@@ -178,13 +201,24 @@ fn fold(
     if args.is_empty() || matches!(inst.op, Op::Constant(_)) {
         return Ok(None);
     }
-    let mut consts = Vec::with_capacity(args.len());
+    // A broadcast scalar is already the canonical form of a splat.
+    if matches!(inst.op, Op::BroadcastInDim { .. }) && f.ty(args[0]).rank() == 0 {
+        return Ok(None);
+    }
+    // Operands must be constants, or broadcasts of a splat (materialised here, when small).
+    let mut owned = Vec::with_capacity(args.len());
     for &a in args {
         match f.def_inst(a).map(|d| &d.op) {
-            Some(Op::Constant(t)) => consts.push(t),
-            _ => return Ok(None),
+            Some(Op::Constant(t)) => owned.push(t.clone()),
+            _ => match splat(f, a) {
+                Some(s) if f.ty(a).num_elements() <= FOLD_LIMIT => {
+                    owned.push(Tensor::splat(s, f.ty(a).shape.clone()))
+                }
+                _ => return Ok(None),
+            },
         }
     }
+    let consts: Vec<&Tensor> = owned.iter().collect();
     if ty.num_elements() > FOLD_LIMIT {
         return Ok(None);
     }

@@ -309,10 +309,23 @@ impl Tensor {
         Tensor::new(shape, self.data)
     }
 
-    /// True when every element has the same bits (a splat constant).
+    /// True when every element has the same bits (a splat constant). A typed slice scan:
+    /// this runs on every constant the compiler sees, some of them millions of elements.
     pub fn is_splat(&self) -> bool {
-        let n = self.num_elements();
-        n > 0 && (1..n).all(|i| self.data.get(i).same_bits(self.data.get(0)))
+        fn same<T: Copy, B: PartialEq>(v: &[T], bits: impl Fn(T) -> B) -> bool {
+            v.first().is_some_and(|&f| {
+                let f = bits(f);
+                v.iter().all(|&x| bits(x) == f)
+            })
+        }
+        match &self.data {
+            Buffer::F32(v) => same(v, f32::to_bits),
+            Buffer::F64(v) => same(v, f64::to_bits),
+            Buffer::I32(v) => same(v, |x| x),
+            Buffer::I64(v) => same(v, |x| x),
+            Buffer::U32(v) => same(v, |x| x),
+            Buffer::Bool(v) => same(v, |x| x),
+        }
     }
 
     /// Bitwise equality of dtype, shape and every element (NaNs with equal payloads are equal).

@@ -244,16 +244,16 @@ fn cluster_prints_the_clustered_graph_and_tf_summary() {
     let out = stdout(&o);
     assert!(out.contains("= cluster @cluster_0("), "{out}");
     assert!(
-        out.contains("// *** Clustering info for graph of size 15"),
+        out.contains("// *** Clustering info for graph of size 16"),
         "{out}"
     );
     assert!(
-        out.contains("//  Built 2 clusters, size 13 / 15 (86.67%)"),
+        out.contains("//  Built 2 clusters, size 14 / 16 (87.50%)"),
         "{out}"
     );
     assert!(out.contains("//   dot_general: 2 instances"), "{out}");
     assert!(
-        stderr(&o).contains("mark_for_compilation_pass] *** Clustering info for graph of size 15"),
+        stderr(&o).contains("mark_for_compilation_pass] *** Clustering info for graph of size 16"),
         "TF_CPP_VMODULE logging: {}",
         stderr(&o)
     );

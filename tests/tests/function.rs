@@ -94,3 +94,43 @@ fn multiple_outputs() {
     assert_eq!(out[0].as_f32().unwrap(), &[10.0]);
     assert_eq!(out[1].as_f32().unwrap(), &[4.0]);
 }
+
+#[test]
+fn jit_compile_marks_the_whole_function_even_with_auto_jit_off() {
+    use kiln::config::Flags;
+    let sig = kiln::Signature {
+        tensors: vec![kiln::TensorType::new(DType::F32, vec![8])],
+        statics: vec![],
+    };
+    let clusters = |f: &Function| {
+        let g = f.prepared_graph(&sig).unwrap();
+        g.insts
+            .iter()
+            .filter(|i| matches!(i.op, kiln_ir::Op::Cluster(_)))
+            .count()
+    };
+    for (auto_jit, jit_compile, expected) in [
+        (kiln_flags::AutoJit::ManualOnly, false, 0),
+        (kiln_flags::AutoJit::ManualOnly, true, 1),
+        (kiln_flags::AutoJit::Off, true, 0),
+    ] {
+        let flags = Flags {
+            auto_jit,
+            ..Flags::default()
+        };
+        let session = kiln::Session::new(&flags).unwrap();
+        // Two ops: below the minimum cluster size of 4, which a manual scope is exempt from.
+        let f = Function::with_session("two", session, |a: &[Tracer], _: &[Static]| {
+            a[0].exp().sin()
+        })
+        .unwrap()
+        .jit_compile(jit_compile);
+        assert_eq!(
+            clusters(&f),
+            expected,
+            "auto_jit={auto_jit:?} jit_compile={jit_compile}"
+        );
+        let out = f.call(&[vec_f32(8, |i| i as f32)]).unwrap();
+        assert_eq!(out[0].shape(), &[8]);
+    }
+}

@@ -22,5 +22,5 @@ pub use op::{BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, ReduceKind,
 pub use parse::{parse_func, parse_module, ParseError};
 pub use print::{print_func, print_module};
 pub use tensor::{Buffer, Scalar, ShapeMismatch, Tensor};
-pub use trace::{broadcast_shapes, trace, TraceError, TraceOutputs, Tracer};
+pub use trace::{broadcast_shapes, trace, trace_with, TraceError, TraceOutputs, Tracer};
 pub use verify::{verify_func, verify_module, Diagnostic};

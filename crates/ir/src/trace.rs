@@ -82,11 +82,23 @@ pub fn trace<O: TraceOutputs>(
     params: &[TensorType],
     f: impl FnOnce(&[Tracer]) -> O,
 ) -> Result<Func, TraceError> {
+    trace_with(name, params, false, f)
+}
+
+/// [`trace`], with every op marked for compilation in one manual scope when `jit_compile`
+/// is set (`tf.function(jit_compile=True)`): the whole function compiles even when
+/// auto-clustering is off.
+pub fn trace_with<O: TraceOutputs>(
+    name: &str,
+    params: &[TensorType],
+    jit_compile: bool,
+    f: impl FnOnce(&[Tracer]) -> O,
+) -> Result<Func, TraceError> {
     let rec = Rc::new(RefCell::new(Recorder {
         func: Func::new(name),
         error: None,
-        scope: None,
-        next_scope: 0,
+        scope: jit_compile.then_some(0),
+        next_scope: u32::from(jit_compile),
     }));
     let args: Vec<Tracer> = params
         .iter()

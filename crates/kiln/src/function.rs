@@ -3,7 +3,7 @@
 
 use crate::error::KilnError;
 use crate::session::Session;
-use kiln_ir::{trace, Func, Tensor, TensorType, TraceOutputs, Tracer};
+use kiln_ir::{trace_with, Func, Tensor, TensorType, TraceOutputs, Tracer};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,6 +56,7 @@ pub struct Function {
     traces: Mutex<HashMap<Signature, Traced>>,
     trace_count: AtomicUsize,
     session: Session,
+    jit_compile: bool,
 }
 
 /// One signature's graphs: as traced, and after the pass pipeline (clustered).
@@ -101,7 +102,16 @@ impl Function {
             traces: Mutex::new(HashMap::new()),
             trace_count: AtomicUsize::new(0),
             session,
+            jit_compile: false,
         })
+    }
+
+    /// Marks every op of the function for compilation, like `tf.function(jit_compile=True)`:
+    /// it compiles even with `--tf_xla_auto_jit=0` (only `--tf_xla_auto_jit=-1` stops it), as
+    /// one manual scope, exempt from the minimum cluster size.
+    pub fn jit_compile(mut self, on: bool) -> Function {
+        self.jit_compile = on;
+        self
     }
 
     /// The session this function runs in.
@@ -131,7 +141,9 @@ impl Function {
         if let Some(t) = traces.get(sig) {
             return Ok(t.clone());
         }
-        let func = trace(&self.name, &sig.tensors, |t| (self.body)(t, &sig.statics))?;
+        let func = trace_with(&self.name, &sig.tensors, self.jit_compile, |t| {
+            (self.body)(t, &sig.statics)
+        })?;
         self.trace_count.fetch_add(1, Ordering::Relaxed);
         let mut prepared = func.clone();
         self.session.prepare(&mut prepared)?;

@@ -233,6 +233,9 @@ fn check_supported(f: &Func) -> Result<(), LowerError> {
     for inst in &f.insts {
         match &inst.op {
             Op::Cluster(_) => return unsupported("nested cluster"),
+            Op::Random { .. } => {
+                return unsupported("random ops are not compiled yet (they run on the fallback)")
+            }
             Op::Binary(BinaryOp::Rem) if f.ty(inst.args[0]).dtype.is_float() => {
                 return unsupported("float rem (fmod) has no exactly-rounded kernel yet")
             }
@@ -453,7 +456,7 @@ impl<'a> KernelBuilder<'a> {
             }
             Op::Concat { axis } => self.concat_at(inst, *axis, idx, dt)?,
             Op::Pad { low, .. } => self.pad_at(inst, low, idx, dt)?,
-            Op::Reduce { .. } | Op::DotGeneral(_) | Op::Cluster(_) => {
+            Op::Reduce { .. } | Op::DotGeneral(_) | Op::Cluster(_) | Op::Random { .. } => {
                 return unsupported(format!("{} inside a fused expression", inst.op.name()))
             }
         })

@@ -25,7 +25,8 @@ use kiln_flags::AutoJit;
 use kiln_ir::{Func, Op, OpCategory, ValueDef};
 use std::collections::BTreeMap;
 
-/// Categories auto-clustering may take (levels 1 and 2).
+/// Categories auto-clustering may take (levels 1 and 2). Random ops are left out until the
+/// backends compile them: a cluster containing one would run entirely on the fallback.
 pub const AUTO_CLUSTERABLE: &[OpCategory] = &[
     OpCategory::Constant,
     OpCategory::Pointwise,

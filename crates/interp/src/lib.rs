@@ -22,6 +22,7 @@ mod elementwise;
 mod error;
 mod hw;
 mod par;
+mod random;
 pub mod reduce;
 mod run;
 mod scalar;
@@ -119,6 +120,7 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Pad { low, .. } => shape::pad(args[0], args[1], low, result)?,
         // Regions run through `Interpreter::run_refs` (see `eval`), never as one kernel.
         Op::Cluster(c) => return Err(format!("@{} is a region, not a kernel", c.name)),
+        Op::Random { dist, alg } => random::random(*dist, *alg, data(0), result)?,
         Op::Reduce { kind, axes } => reduce::reduce(*kind, data(0), args[0].shape(), axes)?,
         Op::DotGeneral(d) => dot::dot_general(args[0], args[1], d)?,
     })

@@ -18,7 +18,10 @@ pub mod verify;
 
 pub use dtype::{row_major_strides, DType, TensorType};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
-pub use op::{BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, ReduceKind, UnaryOp};
+pub use op::{
+    BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist, ReduceKind,
+    UnaryOp,
+};
 pub use parse::{parse_func, parse_module, ParseError};
 pub use print::{print_func, print_module};
 pub use tensor::{Buffer, Scalar, ShapeMismatch, Tensor};

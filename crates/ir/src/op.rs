@@ -21,6 +21,8 @@ pub enum OpCategory {
     Reduction,
     /// Contraction (`dot_general`); compiled through a GEMM library.
     Dot,
+    /// Stateless random numbers from a seed (counter-based: Philox or ThreeFry).
+    Random,
     /// A cluster: a region of ops chosen for compilation as one unit.
     Cluster,
 }
@@ -137,6 +139,30 @@ named_enum! {
 }
 
 named_enum! {
+    /// The distribution of a stateless random op.
+    RandomDist {
+        /// Uniform in [0, 1).
+        Uniform = "random_uniform",
+        /// Standard normal (Box–Muller for Philox, as TF; inverse erf for ThreeFry, as JAX).
+        Normal = "random_normal",
+        /// Standard normal truncated to (-2, 2).
+        TruncatedNormal = "random_truncated_normal",
+        /// Raw 32-bit words (`u32`).
+        Bits = "random_bits",
+    }
+}
+
+named_enum! {
+    /// The counter-based generator of a random op.
+    RandomAlg {
+        /// Philox4x32-10: TensorFlow's `stateless_*` stream (seed scrambled as TF does).
+        Philox = "philox",
+        /// ThreeFry2x32-20: JAX's stream (the seed's two words are the key).
+        Threefry = "threefry",
+    }
+}
+
+named_enum! {
     /// The combining function of a reduction.
     ReduceKind {
         /// Sum (identity 0).
@@ -228,6 +254,14 @@ pub enum Op {
     },
     /// XLA's `DotGeneral`: result dims are batch, lhs free, rhs free; float operands.
     DotGeneral(DotDims),
+    /// `random_* %seed, alg=… : T`: stateless random numbers of type `T` (f32/f64 for the
+    /// float distributions — f32 only for ThreeFry —, u32 for bits) from an `i64[2]` seed.
+    Random {
+        /// The distribution.
+        dist: RandomDist,
+        /// The generator.
+        alg: RandomAlg,
+    },
     /// A cluster: operands are the region's parameters (types must match), results are the
     /// values the region yields. Formed by `mark_for_compilation`; compiled as one unit or,
     /// on the fallback path, interpreted op by op.
@@ -263,6 +297,7 @@ impl Op {
             Op::Pad { .. } => "pad",
             Op::Reduce { kind, .. } => kind.name(),
             Op::DotGeneral(_) => "dot_general",
+            Op::Random { dist, .. } => dist.name(),
             Op::Cluster(_) => "cluster",
         }
     }
@@ -282,6 +317,7 @@ impl Op {
             | Op::Pad { .. } => OpCategory::Shape,
             Op::Reduce { .. } => OpCategory::Reduction,
             Op::DotGeneral(_) => OpCategory::Dot,
+            Op::Random { .. } => OpCategory::Random,
             Op::Cluster(_) => OpCategory::Cluster,
         }
     }
@@ -297,7 +333,8 @@ impl Op {
             | Op::Reshape
             | Op::Transpose { .. }
             | Op::Slice { .. }
-            | Op::Reduce { .. } => Some(1),
+            | Op::Reduce { .. }
+            | Op::Random { .. } => Some(1),
             Op::Binary(_) | Op::Compare(_) | Op::Pad { .. } | Op::DotGeneral(_) => Some(2),
             Op::Select => Some(3),
             Op::Concat { .. } | Op::Cluster(_) => None,
@@ -325,5 +362,6 @@ pub fn all_op_names() -> Vec<&'static str> {
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));
     names.extend(ReduceKind::ALL.iter().map(|r| r.name()));
+    names.extend(RandomDist::ALL.iter().map(|r| r.name()));
     names
 }

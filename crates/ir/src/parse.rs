@@ -4,7 +4,9 @@
 use crate::dtype::{DType, TensorType};
 use crate::func::{Func, Loc, Module, Value};
 use crate::lex::{tokenize, Tok, Token};
-use crate::op::{all_op_names, BinaryOp, CompareDir, DotDims, Op, ReduceKind, UnaryOp};
+use crate::op::{
+    all_op_names, BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp,
+};
 use crate::tensor::{Buffer, Scalar, Tensor};
 use std::collections::HashMap;
 use std::fmt;
@@ -530,6 +532,15 @@ fn build_op(
         Op::Unary(u)
     } else if let Some(b) = BinaryOp::from_name(name) {
         Op::Binary(b)
+    } else if let Some(dist) = RandomDist::from_name(name) {
+        let (w, l) = a.word("alg")?;
+        let alg = RandomAlg::from_name(&w).ok_or_else(|| {
+            (
+                l,
+                format!("unknown generator 'alg={w}' (expected philox or threefry)"),
+            )
+        })?;
+        Op::Random { dist, alg }
     } else if let Some(kind) = ReduceKind::from_name(name) {
         Op::Reduce {
             kind,

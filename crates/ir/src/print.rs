@@ -133,6 +133,7 @@ fn attributes(op: &Op) -> Vec<String> {
         Op::Concat { axis } => vec![format!("axis={axis}")],
         Op::Pad { low, high } => vec![format!("low={}", list(low)), format!("high={}", list(high))],
         Op::Reduce { axes, .. } => vec![format!("axes={}", list(axes))],
+        Op::Random { alg, .. } => vec![format!("alg={}", alg.name())],
         Op::DotGeneral(d) => [
             ("lhs_batch", &d.lhs_batch),
             ("rhs_batch", &d.rhs_batch),

@@ -8,7 +8,7 @@
 
 use crate::dtype::{DType, TensorType};
 use crate::func::{Func, Value};
-use crate::op::{BinaryOp, CompareDir, DotDims, Op, ReduceKind, UnaryOp};
+use crate::op::{BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp};
 use crate::tensor::{Scalar, Tensor};
 use crate::typecheck::infer;
 use std::cell::RefCell;
@@ -565,6 +565,19 @@ impl Tracer {
             rhs_contract: vec![if lb == 1 { 0 } else { lb - 2 }],
         };
         self.dot_general(rhs, dims)
+    }
+
+    /// Stateless random numbers of `dtype` and `shape`, with this `i64[2]` value as the seed
+    /// (`tf.random.stateless_*` for Philox, a JAX key for ThreeFry).
+    pub fn random(
+        &self,
+        dist: RandomDist,
+        alg: RandomAlg,
+        dtype: DType,
+        shape: &[usize],
+    ) -> Tracer {
+        let ty = TensorType::new(dtype, shape.to_vec());
+        self.record(Op::Random { dist, alg }, &[self], Some(ty))
     }
 
     /// Rectified linear unit `max(x, 0)`.

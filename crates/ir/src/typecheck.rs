@@ -152,6 +152,27 @@ pub fn infer(
         }
         Op::DotGeneral(d) => dot_general(args[0], args[1], d)?,
         Op::Cluster(c) => cluster_result(c, args)?,
+        Op::Random { dist, alg } => {
+            let seed = args[0];
+            if *seed != TensorType::new(DType::I64, vec![2]) {
+                return Err(format!("the seed must be i64[2], got {seed}"));
+            }
+            let ty = need_declared()?;
+            use crate::op::{RandomAlg, RandomDist};
+            let ok = match (dist, alg) {
+                (RandomDist::Bits, _) => ty.dtype == DType::U32,
+                (_, RandomAlg::Philox) => ty.dtype.is_float(),
+                (_, RandomAlg::Threefry) => ty.dtype == DType::F32,
+            };
+            if !ok {
+                return Err(format!(
+                    "{} with alg={} cannot produce {ty} (bits are u32; floats are f32, or f64 with philox)",
+                    dist.name(),
+                    alg.name()
+                ));
+            }
+            ty
+        }
     };
     if let Some(decl) = declared {
         if *decl != inferred {

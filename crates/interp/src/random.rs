@@ -1,0 +1,75 @@
+//! Stateless random ops: TensorFlow's `stateless_*` streams (Philox) and JAX's (ThreeFry),
+//! computed by `kiln-rng`, whose generic code the compiled backends will emit too.
+
+use kiln_ir::{Buffer, DType, RandomAlg, RandomDist, TensorType};
+use kiln_rng::jax;
+
+/// Fills a tensor of type `result` from an `i64[2]` seed.
+pub fn random(
+    dist: RandomDist,
+    alg: RandomAlg,
+    seed: &Buffer,
+    result: &TensorType,
+) -> Result<Buffer, String> {
+    let Buffer::I64(s) = seed else {
+        return Err("the seed must be i64[2]".into());
+    };
+    let [s0, s1] = s[..] else {
+        return Err("the seed must be i64[2]".into());
+    };
+    let shape = &result.shape;
+    let seed = [s0, s1];
+    let e = |e: kiln_rng::RngError| e.to_string();
+    Ok(match (alg, dist, result.dtype) {
+        (RandomAlg::Philox, RandomDist::Uniform, DType::F32) => {
+            Buffer::F32(kiln_rng::stateless_uniform(shape, seed).map_err(e)?)
+        }
+        (RandomAlg::Philox, RandomDist::Uniform, DType::F64) => {
+            Buffer::F64(kiln_rng::stateless_uniform_f64(shape, seed).map_err(e)?)
+        }
+        (RandomAlg::Philox, RandomDist::Normal, DType::F32) => {
+            Buffer::F32(kiln_rng::stateless_normal(shape, seed).map_err(e)?)
+        }
+        (RandomAlg::Philox, RandomDist::Normal, DType::F64) => {
+            Buffer::F64(kiln_rng::stateless_normal_f64(shape, seed).map_err(e)?)
+        }
+        (RandomAlg::Philox, RandomDist::TruncatedNormal, DType::F32) => {
+            Buffer::F32(kiln_rng::stateless_truncated_normal(shape, seed).map_err(e)?)
+        }
+        (RandomAlg::Philox, RandomDist::TruncatedNormal, DType::F64) => {
+            Buffer::F64(kiln_rng::stateless_truncated_normal_f64(shape, seed).map_err(e)?)
+        }
+        (RandomAlg::Philox, RandomDist::Bits, DType::U32) => {
+            Buffer::U32(kiln_rng::stateless_bits(shape, seed).map_err(e)?)
+        }
+        (RandomAlg::Threefry, dist, dt) => {
+            let key = jax::key_from_seed_pair(seed);
+            match (dist, dt) {
+                (RandomDist::Uniform, DType::F32) => {
+                    Buffer::F32(jax::uniform(key, shape).map_err(e)?)
+                }
+                (RandomDist::Normal, DType::F32) => {
+                    Buffer::F32(jax::normal(key, shape).map_err(e)?)
+                }
+                (RandomDist::TruncatedNormal, DType::F32) => {
+                    Buffer::F32(jax::truncated_normal(key, shape).map_err(e)?)
+                }
+                (RandomDist::Bits, DType::U32) => {
+                    Buffer::U32(jax::random_bits(key, shape).map_err(e)?)
+                }
+                _ => {
+                    return Err(format!(
+                        "{} with alg=threefry cannot produce {result}",
+                        dist.name()
+                    ))
+                }
+            }
+        }
+        (_, dist, _) => {
+            return Err(format!(
+                "{} with alg=philox cannot produce {result}",
+                dist.name()
+            ))
+        }
+    })
+}

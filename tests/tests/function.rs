@@ -52,9 +52,12 @@ fn static_arguments_are_part_of_the_signature_and_control_flow_is_baked_in() {
     })
     .unwrap();
     let x = vec_f32(4, |i| i as f32);
-    let cube = f.call_static(&[x.clone()], &[Static::Int(3)]).unwrap();
+    let cube = f
+        .call_static(std::slice::from_ref(&x), &[Static::Int(3)])
+        .unwrap();
     assert_eq!(cube[0].as_f32().unwrap(), &[0.0, 1.0, 8.0, 27.0]);
-    f.call_static(&[x.clone()], &[Static::Int(3)]).unwrap();
+    f.call_static(std::slice::from_ref(&x), &[Static::Int(3)])
+        .unwrap();
     assert_eq!(f.trace_count(), 1);
     let sq = f.call_static(&[x], &[Static::Int(2)]).unwrap();
     assert_eq!(sq[0].as_f32().unwrap(), &[0.0, 1.0, 4.0, 9.0]);

@@ -80,8 +80,8 @@ pub fn run_bench(opts: &BenchOptions, flags: &Flags) -> Result<BenchReport, Benc
         let recs = match &w.body {
             Body::HostNormal(shape) => {
                 report.notes.push(
-                    "rng_normal: host kiln_rng::stateless_normal only (no IR random op yet, \
-                     so no compiled mode)"
+                    "rng_normal: host kiln_rng::stateless_normal (what the fallback runs for \
+                     random_normal); the backends do not compile random ops yet"
                         .into(),
                 );
                 bench_host_normal(&w, shape, opts, bandwidth)?

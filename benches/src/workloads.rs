@@ -100,8 +100,8 @@ pub enum Body {
     Graph(Call),
     /// A sequence of calls whose shapes change every few calls; one repetition runs them all.
     Sequence(Vec<Call>),
-    /// `kiln_rng::stateless_normal` on the host: there is no IR random op yet, so only the
-    /// host path (what the fallback would run) is measured.
+    /// `kiln_rng::stateless_normal` on the host, which is what the fallback runs for the IR's
+    /// `random_normal`; the backends do not compile random ops yet, so there is no cpu mode.
     HostNormal(Vec<usize>),
 }
 

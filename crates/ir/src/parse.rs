@@ -268,16 +268,7 @@ impl Parser {
         let ret_loc = self.loc();
         self.keyword("return")?;
         if let Tok::ValueName(_) = self.peek() {
-            loop {
-                let (n, l) = self.value_name()?;
-                let v = f
-                    .lookup(&n)
-                    .ok_or((l, format!("use of undefined value '%{n}'")))?;
-                f.results.push(v);
-                if !self.eat(',') {
-                    break;
-                }
-            }
+            f.results = self.defined_values(&f, "")?;
         }
         let got = f.result_types();
         if got != result_types {
@@ -298,6 +289,22 @@ impl Parser {
         }
         self.expect('}')?;
         Ok(f)
+    }
+
+    /// `%a, %b, …` naming values already defined in `f` (results of `return` / `yield`);
+    /// `context` ends the error message (` in @cluster_0`).
+    fn defined_values(&mut self, f: &Func, context: &str) -> PResult<Vec<Value>> {
+        let mut values = Vec::new();
+        loop {
+            let (n, l) = self.value_name()?;
+            let v = f
+                .lookup(&n)
+                .ok_or((l, format!("use of undefined value '%{n}'{context}")))?;
+            values.push(v);
+            if !self.eat(',') {
+                return Ok(values);
+            }
+        }
     }
 
     /// `-> T` or `-> (T1, T2, …)`.
@@ -380,16 +387,7 @@ impl Parser {
             self.inst(&mut body)?;
         }
         self.keyword("yield")?;
-        loop {
-            let (n, l) = self.value_name()?;
-            let v = body
-                .lookup(&n)
-                .ok_or((l, format!("use of undefined value '%{n}' in @{name}")))?;
-            body.results.push(v);
-            if !self.eat(',') {
-                break;
-            }
-        }
+        body.results = self.defined_values(&body, &format!(" in @{name}"))?;
         self.expect('}')?;
         let op = Op::Cluster(Box::new(crate::op::Cluster { name, body }));
         let result_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();

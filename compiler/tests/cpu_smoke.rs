@@ -58,6 +58,57 @@ fn dump_writes_kernel_text_and_clif() {
     assert_eq!(text, exe.kernel_ir_text());
     let clif = std::fs::read_to_string(dir.join("cluster_t.k0.clif")).expect("clif dump");
     assert!(clif.contains("f32x4"), "{clif}");
+    let asm = std::fs::read_to_string(dir.join("cluster_t.k0.s")).expect("machine code dump");
+    assert!(asm.contains("ret"), "{asm}");
+    if std::env::var_os("KILN_KEEP_DUMP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn row_invariant_math_stays_out_of_the_inner_loops() {
+    // Layer norm's normalising kernel: `rsqrt(var / n + eps)` is row-invariant. It must be
+    // computed once per row (one square root in the machine code), not once per iteration
+    // of each of the inner loops (vector x2, vector, scalar): Cranelift's e-graph places a
+    // pure value next to its uses unless the emitter keeps it out of reach.
+    let dir = std::env::temp_dir().join(format!("kiln-hoist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let c = cluster(
+        "func @ln(%x: f32[64,1024]) -> f32[64,1024] {
+  %s  = reduce_sum %x, axes=[1] : f32[64]
+  %n  = constant 1024.0 : f32[]
+  %nb = broadcast_in_dim %n, dims=[] : f32[64]
+  %m  = div %s, %nb : f32[64]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[64,1024]
+  %d  = sub %x, %mb : f32[64,1024]
+  %d2 = mul %d, %d : f32[64,1024]
+  %v  = reduce_sum %d2, axes=[1] : f32[64]
+  %vm = div %v, %nb : f32[64]
+  %e  = constant 0.00001 : f32[]
+  %eb = broadcast_in_dim %e, dims=[] : f32[64]
+  %ve = add %vm, %eb : f32[64]
+  %r  = rsqrt %ve : f32[64]
+  %rb = broadcast_in_dim %r, dims=[0] : f32[64,1024]
+  %y  = mul %d, %rb : f32[64,1024]
+  return %y
+}",
+    );
+    let opts = kiln_compiler::cpu::CpuOptions {
+        threads: 1,
+        opt_level: 2,
+        dump_to: Some(dir.clone()),
+    };
+    let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+    let ir = exe.kernel_ir_text();
+    let k = ir
+        .split("kernel @")
+        .filter(|k| k.contains("rsqrt"))
+        .map(|k| k.split_whitespace().next().unwrap_or_default().to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(k.len(), 1, "one kernel computes the rsqrt:\n{ir}");
+    let asm = std::fs::read_to_string(dir.join(format!("cluster_t.{}.s", k[0]))).expect("dump");
+    let sqrts = asm.lines().filter(|l| l.contains("sqrt")).count();
+    assert_eq!(sqrts, 1, "square roots in {}:\n{asm}", k[0]);
     if std::env::var_os("KILN_KEEP_DUMP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -27,7 +27,8 @@ pub struct CpuOptions {
     pub threads: usize,
     /// `xla_backend_optimization_level` 0..=3: 0 is Cranelift's `none`, ≥ 1 `speed`.
     pub opt_level: u8,
-    /// `--xla_dump_to`: writes `<cluster>.kernel.txt` and `<cluster>.<kernel>.clif`.
+    /// `--xla_dump_to`: writes `<cluster>.kernel.txt`, and per kernel function the CLIF
+    /// (`<cluster>.<kernel>.clif`) and the machine code (`<cluster>.<kernel>.s`).
     pub dump_to: Option<PathBuf>,
 }
 
@@ -202,6 +203,8 @@ pub fn compile_program(
     let mut ctx = module.make_context();
     let mut dumps = Vec::new();
     for (i, part) in function_list(&program) {
+        // (`clear_context` below resets this.)
+        ctx.set_disasm(opts.dump_to.is_some());
         let k = &program.kernels[i];
         let id = module
             .declare_function(&function_name(&program, i, part), Linkage::Local, &sig)
@@ -232,11 +235,14 @@ pub fn compile_program(
                 Part::Partials { .. } => format!("{}_partials", k.name),
                 _ => k.name.clone(),
             };
-            dumps.push((name, ctx.func.display().to_string()));
+            dumps.push((name, ctx.func.display().to_string(), String::new()));
         }
         module
             .define_function(id, &mut ctx)
             .map_err(|e| failed(format!("{}: {e:?}", k.name)))?;
+        if let (Some(d), Some(c)) = (dumps.last_mut(), ctx.compiled_code()) {
+            d.2 = c.vcode.clone().unwrap_or_default();
+        }
         // Code without relocations (no libcalls) can be cached and reloaded as bytes.
         code.push(
             ctx.compiled_code()
@@ -326,15 +332,16 @@ pub(super) fn assemble(
     })
 }
 
-fn write_dumps(dir: &std::path::Path, p: &Program, clif: &[(String, String)]) {
+fn write_dumps(dir: &std::path::Path, p: &Program, dumps: &[(String, String, String)]) {
     let write = |name: String, text: &str| {
         if let Err(e) = std::fs::write(dir.join(&name), text) {
             tracing::warn!("--xla_dump_to: cannot write {name}: {e}");
         }
     };
     write(format!("{}.kernel.txt", p.name), &print_program(p));
-    for (k, text) in clif {
-        write(format!("{}.{k}.clif", p.name), text);
+    for (k, clif, asm) in dumps {
+        write(format!("{}.{k}.clif", p.name), clif);
+        write(format!("{}.{k}.s", p.name), asm);
     }
 }
 

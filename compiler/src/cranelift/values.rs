@@ -8,7 +8,8 @@
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, ConstantData, Endianness, FuncRef, InstBuilder, MemFlagsData, Type, Value,
+    types, ConstantData, Endianness, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
+    StackSlotKind, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::{row_major_strides, BinaryOp, CompareDir, DType, ReduceKind};
@@ -22,17 +23,36 @@ pub enum Lanes {
     Four,
 }
 
+/// Where a value hoisted out of the innermost loop lives.
+#[derive(Debug, Clone, Copy)]
+enum Pinned {
+    /// A load (it stays where it was emitted): the scalar and, in vector kernels, its
+    /// four-lane splat.
+    Value(Value, Option<Value>),
+    /// A computed value, kept in a stack slot (the scalar at offset 0, the splat at 16) and
+    /// loaded where used. Cranelift's e-graph places pure instructions next to their uses,
+    /// which would put the computation (a division, a square root) back inside the loop;
+    /// a load from the slot costs one cycle there instead.
+    Slot {
+        slot: StackSlot,
+        scalar: Type,
+        four: Option<Type>,
+    },
+}
+
 /// The DAG emitter of one kernel.
 pub struct ValueEmitter<'a> {
     p: &'a Program,
     k: &'a Kernel,
     bases: Vec<(BufRef, Value)>,
     memo: Vec<Option<Value>>,
-    /// Values hoisted out of the innermost loop (see [`ValueEmitter::pin_invariants`]):
-    /// the scalar and, for vector kernels, its four-lane splat. Kept across [`reset`].
+    /// Values hoisted out of the innermost loop (see [`ValueEmitter::pin_invariants`]).
+    /// Kept across [`reset`].
     ///
     /// [`reset`]: ValueEmitter::reset
-    pinned: Vec<Option<(Value, Option<Value>)>>,
+    pinned: Vec<Option<Pinned>>,
+    /// Per node: the stack slot its pinned value is kept in, once one was needed.
+    pin_slots: Vec<Option<StackSlot>>,
     /// The reduction result, once computed (for [`NodeKind::ReduceResult`]).
     pub reduce_result: Option<Value>,
     /// Per node: the once-per-call seed work of a [`NodeKind::Random`] (entry block).
@@ -114,6 +134,7 @@ impl<'a> ValueEmitter<'a> {
             bases,
             memo: vec![None; k.nodes.len()],
             pinned: vec![None; k.nodes.len()],
+            pin_slots: vec![None; k.nodes.len()],
             reduce_result: None,
             rng: vec![None; k.nodes.len()],
             fmod: None,
@@ -214,11 +235,24 @@ impl<'a> ValueEmitter<'a> {
             }
             self.reset();
             let s = self.node(b, n, vars, Lanes::One)?;
-            let four = vector.then(|| {
-                let t = self.vtype(node.dtype, Lanes::Four);
-                b.ins().splat(t, s)
+            let four_t = vector.then(|| self.vtype(node.dtype, Lanes::Four));
+            let four = four_t.map(|t| b.ins().splat(t, s));
+            if matches!(node.kind, NodeKind::Load { .. }) {
+                self.pinned[n] = Some(Pinned::Value(s, four));
+                continue;
+            }
+            let slot = *self.pin_slots[n].get_or_insert_with(|| {
+                b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 4))
             });
-            self.pinned[n] = Some((s, four));
+            b.ins().stack_store(types::I64, s, slot, 0);
+            if let Some(v) = four {
+                b.ins().stack_store(types::I64, v, slot, 16);
+            }
+            self.pinned[n] = Some(Pinned::Slot {
+                slot,
+                scalar: b.func.dfg.value_type(s),
+                four: four_t,
+            });
         }
         self.reset();
         Ok(())
@@ -576,12 +610,20 @@ impl<'a> ValueEmitter<'a> {
         if let Some(v) = self.memo[n] {
             return Ok(v);
         }
-        if let Some((s, four)) = self.pinned[n] {
-            return match (lanes, four) {
-                (Lanes::One, _) => Ok(s),
-                (Lanes::Four, Some(v)) => Ok(v),
-                (Lanes::Four, None) => Err("a pinned value has no vector form".into()),
+        if let Some(p) = self.pinned[n] {
+            let v = match (p, lanes) {
+                (Pinned::Value(s, _), Lanes::One) => s,
+                (Pinned::Value(_, Some(v)), Lanes::Four) => v,
+                (Pinned::Slot { slot, scalar, .. }, Lanes::One) => {
+                    b.ins().stack_load(types::I64, scalar, slot, 0)
+                }
+                (Pinned::Slot { slot, four: Some(t), .. }, Lanes::Four) => {
+                    b.ins().stack_load(types::I64, t, slot, 16)
+                }
+                _ => return Err("a pinned value has no vector form".into()),
             };
+            self.memo[n] = Some(v);
+            return Ok(v);
         }
         let node = &self.k.nodes[n];
         let dt = node.dtype;

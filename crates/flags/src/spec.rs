@@ -428,7 +428,7 @@ pub static FLAGS: &[FlagSpec] = &[
         name: "xla_dump_to",
         variables: XLA,
         default: "unset",
-        help: "Directory to dump into: the graph after each pass and each cluster's kernel IR as text (and its PTX on GPU). Created if missing.",
+        help: "Directory to dump into: the graph after each pass and each cluster's kernel IR as text, with its CLIF and machine code on CPU (`.clif`, `.s`) or its PTX on GPU. Created if missing.",
         effect: Effect::Acts,
         linked: &[],
         access: Access::Path { get: |f| f.dump_to.as_deref(), set: |f, v| f.dump_to = Some(v) },

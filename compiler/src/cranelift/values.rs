@@ -617,9 +617,14 @@ impl<'a> ValueEmitter<'a> {
                 (Pinned::Slot { slot, scalar, .. }, Lanes::One) => {
                     b.ins().stack_load(types::I64, scalar, slot, 0)
                 }
-                (Pinned::Slot { slot, four: Some(t), .. }, Lanes::Four) => {
-                    b.ins().stack_load(types::I64, t, slot, 16)
-                }
+                (
+                    Pinned::Slot {
+                        slot,
+                        four: Some(t),
+                        ..
+                    },
+                    Lanes::Four,
+                ) => b.ins().stack_load(types::I64, t, slot, 16),
                 _ => return Err("a pinned value has no vector form".into()),
             };
             self.memo[n] = Some(v);

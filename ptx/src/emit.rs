@@ -16,16 +16,39 @@
 //!   `shfl.sync.down` by `s` (lane `j < s` receives lane `j + s`'s partial — exactly the
 //!   tree). Longer sequences: each chunk's result (lane 0, broadcast with `shfl.sync.idx`)
 //!   is folded into lane `c mod 32` of a second accumulator set, which gets the same tree.
-//!   No atomics, no shared memory, nothing that depends on the launch shape.
+//!   No atomics, nothing that depends on the launch shape.
+//!
+//! # Row fusion (one warp per row)
+//!
+//! When the CPU backend's analysis [`row_blocking`] says that every kernel of a program
+//! iterates over the same leading (row) dimension and reads each scratch buffer only within
+//! its own row (softmax, log-softmax, layer norm), and each warp's row of every temporary
+//! fits in [`FUSED_SMEM`] bytes of shared memory, the program becomes ONE entry
+//! ([`Mapping::WarpPerRow`]): each warp owns one row at a time (a grid-stride loop over
+//! rows, [`Mapping::WarpPerRow::warps`] warps per block) and runs all kernels for that row
+//! in program order. Temporaries live in a kernel-scope static `.shared` array, one slab per
+//! warp, instead of global memory; inputs and outputs stay global. A pointwise kernel's row
+//! is covered lane-strided (lane `l` takes row points `l, l + 32, …`); a reduction kernel's
+//! kept points of the row are reduced one after another by the whole warp with exactly the
+//! canonical order above (the same emission code), lane 0 storing the result (and any
+//! fused epilogue) — the broadcast to the row is the following `bar.warp.sync` and shared
+//! loads. Every kernel step ends with `bar.warp.sync -1` (memory ordering among the warp's
+//! lanes), so a kernel reads other lanes' shared writes only after they are complete, and
+//! the next row overwrites the slab only after every lane finished reading it. Warps whose
+//! index in the block is ≥ `warps` (a larger block than suggested) do nothing, so any block
+//! (a multiple of 32) and any grid are correct. The values computed are the multi-kernel
+//! emission's bit for bit: same nodes, same reduction order, only the temporaries move.
 //!
 //! # Launch contract
 //!
 //! Every entry takes one `.u64` global pointer per [`KernelLaunch::params`] entry, in that
 //! order, and nothing else (shapes are baked in). Every kernel is a grid-stride loop, so any
 //! grid size is correct; [`KernelLaunch::grid`] is a suggestion. `block` must be a multiple
-//! of 32 for [`Mapping::WarpPerPoint`] kernels (whole warps take part in the shuffles).
-//! Fill kernels ([`PtxProgram::fills`], one per [`Program::fills`] entry) run first, then
-//! kernels in program order; [`Program::dots`] (matrix products) are not emitted here:
+//! of 32 for [`Mapping::WarpPerPoint`] and [`Mapping::WarpPerRow`] kernels (whole warps take
+//! part in the shuffles). Fill kernels ([`PtxProgram::fills`], one per [`Program::fills`]
+//! entry) run first, then kernels in program order — or, for a row-fused program, its one
+//! entry, which reads no temporaries from global memory (they are not parameters);
+//! [`Program::dots`] (matrix products) are not emitted here:
 //! the runtime runs each before kernel `before` (cuBLAS / the GEMM routine).
 //! Bool buffers hold one byte per element (0 or 1), like host buffers.
 //!
@@ -36,6 +59,7 @@ use crate::arith::{Double, PtxArith, PtxFloat, Single};
 use crate::module::{emit_module, Body, Kernel as PtxKernel, Label, Reg, RegClass, Target};
 use crate::random;
 use crate::MathFn;
+use kiln_compiler::cranelift::row_blocking;
 use kiln_compiler::kernel::{
     buf_dtype, BufRef, IExpr, Kernel, Node, NodeKind, Program, RandomFill, Store,
 };
@@ -51,6 +75,13 @@ const LANES: u64 = 32;
 const BLOCK: u32 = 256;
 /// The most blocks the suggested launch uses (the loops cover the rest).
 const MAX_GRID: u64 = 1 << 16;
+/// Row fusion: the most static shared memory per block for the warps' row temporaries
+/// (the static `.shared` limit); larger rows fall back to one entry per kernel.
+pub const FUSED_SMEM: u64 = 48 * 1024;
+/// Row fusion: the most warps (rows in flight) per block.
+const FUSED_WARPS: u64 = 8;
+/// The kernel-scope `.shared` array of a row-fused entry.
+const SMEM: &str = "row_smem";
 
 /// Why a program could not be emitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,6 +121,16 @@ pub enum Mapping {
         /// Reduced elements per point.
         len: u64,
     },
+    /// Row fusion: one entry for the whole program, one warp per row at a time (a
+    /// grid-stride loop over rows) running every kernel of the program for that row, the
+    /// temporaries in static shared memory (one slab per warp).
+    WarpPerRow {
+        /// Number of rows (the program's common leading dimension).
+        rows: u64,
+        /// Warps per block the shared memory holds slabs for: blocks of more than
+        /// `32 * warps` threads are correct, the extra warps idle.
+        warps: u32,
+    },
 }
 
 /// How to launch one emitted entry.
@@ -122,7 +163,9 @@ pub struct PtxProgram {
     /// One launch per random fill, in [`Program::fills`] order ([`KernelLaunch::kernel`] is
     /// the fill's index there): run them before [`PtxProgram::kernels`].
     pub fills: Vec<KernelLaunch>,
-    /// One launch per kernel, in [`Program::kernels`] order.
+    /// One launch per kernel, in [`Program::kernels`] order; or, for a row-fused program,
+    /// exactly one launch ([`Mapping::WarpPerRow`], [`KernelLaunch::kernel`] 0) that runs
+    /// every kernel.
     pub kernels: Vec<KernelLaunch>,
 }
 
@@ -154,6 +197,20 @@ pub fn emit_program(p: &Program, target: Target) -> Result<PtxProgram, EmitError
         fills.push(launch);
     }
     let mut launches = Vec::with_capacity(p.kernels.len());
+    if let Some(layout) = row_layout(p) {
+        // Falls back to one entry per kernel on any refusal (which then reports it).
+        if let Ok((kernel, launch)) = Emitter::new(p, &p.kernels[0]).fused(layout) {
+            entries.push(kernel);
+            launches.push(launch);
+            return Ok(PtxProgram {
+                name: p.name.clone(),
+                target,
+                text: emit_module(target, &entries),
+                fills,
+                kernels: launches,
+            });
+        }
+    }
     for (i, k) in p.kernels.iter().enumerate() {
         let entry = entry_name(&p.name, &k.name);
         let (kernel, launch) = Emitter::new(p, k).kernel(entry, i)?;
@@ -167,6 +224,83 @@ pub fn emit_program(p: &Program, target: Target) -> Result<PtxProgram, EmitError
         fills,
         kernels: launches,
     })
+}
+
+/// Where a row-fused entry keeps each warp's row of every temporary.
+#[derive(Debug, Clone)]
+struct RowLayout {
+    /// The common leading dimension.
+    rows: u64,
+    /// Per temporary: (byte offset in a warp's slab, elements per row).
+    temps: Vec<(u64, u64)>,
+    /// Bytes per warp (a multiple of 8).
+    slab: u64,
+    /// Warps per block.
+    warps: u64,
+}
+
+/// The shared-memory layout of `p` as one row-fused entry, or `None` when it is not
+/// row-blockable ([`row_blocking`]), its rows of temporaries do not fit [`FUSED_SMEM`], a
+/// temporary is not exactly one kernel point per element, or a kernel reads an output
+/// (written by another lane or row: global memory the fused entry does not order).
+fn row_layout(p: &Program) -> Option<RowLayout> {
+    let (rows, _) = row_blocking(p)?;
+    let rows = rows as u64;
+    for k in &p.kernels {
+        let points = k
+            .space
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d as u64))?;
+        for s in &k.stores {
+            if let BufRef::Temp(t) = s.buf {
+                if p.temps.get(t)?.num_elements() as u64 != points {
+                    return None;
+                }
+            }
+        }
+        let reads_output = k.nodes.iter().any(|n| {
+            matches!(
+                n.kind,
+                NodeKind::Load {
+                    buf: BufRef::Output(_),
+                    ..
+                }
+            )
+        });
+        if reads_output || k.space.first().map(|&d| d as u64) != Some(rows) {
+            return None;
+        }
+    }
+    let mut temps = Vec::with_capacity(p.temps.len());
+    let mut slab = 0u64;
+    for t in &p.temps {
+        let n = t.num_elements() as u64;
+        if !n.is_multiple_of(rows) {
+            return None;
+        }
+        let row = n / rows;
+        temps.push((slab, row));
+        slab = slab.checked_add(row.checked_mul(u64::from(elem_bytes(t.dtype)))?)?;
+        slab = slab.next_multiple_of(8);
+    }
+    let slab = slab.max(8);
+    let warps = (FUSED_SMEM / slab).min(FUSED_WARPS);
+    (warps > 0).then_some(RowLayout {
+        rows,
+        temps,
+        slab,
+        warps,
+    })
+}
+
+/// A row-fused entry's per-row state while it emits: the row index and this warp's slab.
+#[derive(Debug, Clone)]
+struct FusedRow {
+    layout: RowLayout,
+    /// The current row (`.b64`).
+    row: Reg,
+    /// The shared address of this warp's slab (`.b64`).
+    slab: Reg,
 }
 
 /// Fill `i` as a kernel: a pointwise loop over the flat output, each point loading the seed
@@ -409,6 +543,8 @@ struct Emitter<'a> {
     /// Per random node: its stream, set up once before the kernel's loop when its seed is
     /// loop-invariant (as the kernel IR promises; otherwise it is set up per element).
     streams: Vec<Option<random::Stream>>,
+    /// Set while emitting a row-fused entry: temporaries are this warp's shared slab.
+    fused: Option<FusedRow>,
 }
 
 type R<T> = Result<T, EmitError>;
@@ -423,7 +559,15 @@ impl<'a> Emitter<'a> {
             memo: vec![None; k.nodes.len()],
             reduce_result: None,
             streams: vec![None; k.nodes.len()],
+            fused: None,
         }
+    }
+
+    /// Makes `k` the kernel being emitted (row fusion), with its random streams.
+    fn switch_to(&mut self, k: &'a Kernel, streams: Vec<Option<random::Stream>>) {
+        self.k = k;
+        self.memo = vec![None; k.nodes.len()];
+        self.streams = streams;
     }
 
     fn unsupported<T>(&self, reason: impl Into<String>) -> R<T> {
@@ -466,8 +610,9 @@ impl<'a> Emitter<'a> {
         Ok(buf_dtype(self.p, b))
     }
 
-    /// The emitted kernel and its launch description.
-    fn kernel(mut self, entry: String, index: usize) -> R<(PtxKernel, KernelLaunch)> {
+    /// The buffers the kernel touches (stores, then loads, unsorted), checked: each exists
+    /// and every store writes a writable buffer of its value's dtype.
+    fn kernel_buffers(&self) -> R<Vec<BufRef>> {
         let k = self.k;
         let mut bufs: Vec<BufRef> = k.stores.iter().map(|s| s.buf).collect();
         for n in &k.nodes {
@@ -487,6 +632,13 @@ impl<'a> Emitter<'a> {
                 return self.malformed(format!("store of {got} into a {want} buffer"));
             }
         }
+        Ok(bufs)
+    }
+
+    /// The emitted kernel and its launch description.
+    fn kernel(mut self, entry: String, index: usize) -> R<(PtxKernel, KernelLaunch)> {
+        let k = self.k;
+        let mut bufs = self.kernel_buffers()?;
         bufs.sort_by_key(|&b| slot(self.p, b));
         bufs.dedup();
         let names: Vec<String> = bufs.iter().map(|&b| param_name(b)).collect();
@@ -703,7 +855,7 @@ impl<'a> Emitter<'a> {
                 v
             };
             self.emit(
-                &format!("st.global.{}", mem_type(dt)),
+                &format!("st.{}.{}", self.space(s.buf), mem_type(dt)),
                 &[&format!("[{addr}]"), &src],
             );
         }
@@ -711,10 +863,23 @@ impl<'a> Emitter<'a> {
     }
 
     fn address(&mut self, buf: BufRef, index: Reg, dt: DType) -> R<Reg> {
+        let bytes = elem_bytes(dt);
+        if let (BufRef::Temp(t), Some(f)) = (buf, &self.fused) {
+            // Row-fused: element `index` of the temporary is element `index - row * n` of
+            // this warp's row of it (row_blocking proved it lies in the row).
+            let ((offset, per_row), row, slab) = (f.layout.temps[t], f.row, f.slab);
+            let start = self.def(RegClass::B64, "mul.lo.s64", &[&row, &per_row]);
+            let local = self.def(RegClass::B64, "sub.s64", &[&index, &start]);
+            let base = self.def(RegClass::B64, "add.s64", &[&slab, &offset]);
+            return Ok(if bytes == 1 {
+                self.def(RegClass::B64, "add.s64", &[&base, &local])
+            } else {
+                self.b.element_address(base, local, bytes)
+            });
+        }
         let Some(&(_, base)) = self.bases.iter().find(|(b, _)| *b == buf) else {
             return self.malformed(format!("buffer {buf:?} is not a parameter"));
         };
-        let bytes = elem_bytes(dt);
         Ok(if bytes == 1 {
             self.def(RegClass::B64, "add.s64", &[&base, &index])
         } else {
@@ -734,6 +899,23 @@ impl<'a> Emitter<'a> {
         let warp = self.def(RegClass::B64, "shr.u64", &[&gid, &"5"]);
         let wstride = self.def(RegClass::B64, "shr.u64", &[&stride, &"5"]);
         let (w, top, done) = self.loop_begin("warp", warp, &points);
+        self.reduce_point(w, kind, len, value, lane, lane32)?;
+        self.loop_end(w, &wstride, top, done);
+        Ok(())
+    }
+
+    /// The whole warp reduces kept point `w` (linear index) in canonical order; lane 0
+    /// evaluates and writes the stores (the epilogue).
+    fn reduce_point(
+        &mut self,
+        w: Reg,
+        kind: ReduceKind,
+        len: u64,
+        value: usize,
+        lane: Reg,
+        lane32: Reg,
+    ) -> R<()> {
+        let dt = self.dtype(value)?;
         let mut vars = self.unravel(w);
         let seq = vars.len() - 1;
         self.b.comment(&format!(
@@ -772,8 +954,138 @@ impl<'a> Emitter<'a> {
         self.stores(w, &vars)?;
         self.reduce_result = None;
         self.b.place(&skip);
-        self.loop_end(w, &wstride, top, done);
         Ok(())
+    }
+
+    /// The row-fused entry of the whole program (module doc, "Row fusion"): `self` starts
+    /// on kernel 0; every kernel is emitted in order inside one loop over rows.
+    fn fused(mut self, layout: RowLayout) -> R<(PtxKernel, KernelLaunch)> {
+        let p = self.p;
+        let mut bufs = Vec::new();
+        for k in &p.kernels {
+            self.switch_to(k, vec![None; k.nodes.len()]);
+            bufs.extend(self.kernel_buffers()?);
+            if let Some(red) = &k.reduce {
+                let dt = self.dtype(red.value)?;
+                if dt == DType::Bool && matches!(red.kind, ReduceKind::Sum | ReduceKind::Prod) {
+                    return self.unsupported(format!("{} of bool", red.kind.name()));
+                }
+                if red.len as u64 > CHUNK * CHUNK {
+                    return self.unsupported("reduction over more than 2^24 elements");
+                }
+            }
+        }
+        bufs.retain(|b| !matches!(b, BufRef::Temp(_)));
+        bufs.sort_by_key(|&b| slot(p, b));
+        bufs.dedup();
+        let names: Vec<String> = bufs.iter().map(|&b| param_name(b)).collect();
+        let entry = entry_name(&p.name, "rows");
+        let RowLayout {
+            rows, slab, warps, ..
+        } = layout;
+        self.b
+            .directive(&format!(".shared .align 8 .b8 {SMEM}[{}]", slab * warps));
+        self.b.comment(&format!(
+            "{entry}: kernels k0..k{} of cluster {} fused, one warp per row of {rows}; \
+             temporaries in shared memory, {slab} bytes per warp, {warps} warps per block",
+            p.kernels.len() - 1,
+            p.name
+        ));
+        for (&buf, name) in bufs.iter().zip(&names) {
+            let r = self.b.global_pointer_param(name);
+            self.bases.push((buf, r));
+        }
+        // Random streams are set up once per thread, per kernel, before the row loop.
+        let mut streams = Vec::with_capacity(p.kernels.len());
+        for k in &p.kernels {
+            self.switch_to(k, vec![None; k.nodes.len()]);
+            if k.points() > 0 {
+                self.hoist_random_streams()?;
+            }
+            streams.push(std::mem::take(&mut self.streams));
+        }
+        let ctaid = self.def(RegClass::B32, "mov.u32", &[&"%ctaid.x"]);
+        let ntid = self.def(RegClass::B32, "mov.u32", &[&"%ntid.x"]);
+        let tid = self.def(RegClass::B32, "mov.u32", &[&"%tid.x"]);
+        let nctaid = self.def(RegClass::B32, "mov.u32", &[&"%nctaid.x"]);
+        // Working warps per block: the block's, at most `warps` (the others idle).
+        let bw = self.def(RegClass::B32, "shr.u32", &[&ntid, &"5"]);
+        let bw = self.def(RegClass::B32, "min.u32", &[&bw, &warps]);
+        let bw = self.def(RegClass::B32, "max.u32", &[&bw, &1]); // never a zero stride
+        let lane32 = self.def(RegClass::B32, "and.b32", &[&tid, &"31"]);
+        let lane = self.def(RegClass::B64, "cvt.u64.u32", &[&lane32]);
+        let wib = self.def(RegClass::B32, "shr.u32", &[&tid, &"5"]);
+        let idle = self.def(RegClass::Pred, "setp.ge.u32", &[&wib, &warps]);
+        let done_all = self.b.label("idle");
+        self.emit(&format!("@{idle} bra"), &[&done_all]);
+        let first = self.def(RegClass::B64, "mul.wide.u32", &[&ctaid, &bw]);
+        let wib64 = self.def(RegClass::B64, "cvt.u64.u32", &[&wib]);
+        let first = self.def(RegClass::B64, "add.s64", &[&first, &wib64]);
+        let step = self.def(RegClass::B64, "mul.wide.u32", &[&nctaid, &bw]);
+        let smem = self.def(RegClass::B64, "mov.u64", &[&SMEM]);
+        let own = self.def(RegClass::B64, "mul.lo.s64", &[&wib64, &slab]);
+        let own = self.def(RegClass::B64, "add.s64", &[&smem, &own]);
+        let (row, top, done) = self.loop_begin("row", first, &rows);
+        self.fused = Some(FusedRow {
+            layout,
+            row,
+            slab: own,
+        });
+        for ((i, k), st) in p.kernels.iter().enumerate().zip(streams) {
+            self.switch_to(k, st);
+            let per_row = k.points() as u64 / rows;
+            self.b
+                .comment(&format!("kernel k{i} ({}) for this row", k.name));
+            let start = self.def(RegClass::B64, "mul.lo.s64", &[&row, &per_row]);
+            let end = self.def(RegClass::B64, "add.s64", &[&start, &per_row]);
+            match &k.reduce {
+                Some(red) => {
+                    // The row's kept points, one after another, each by the whole warp.
+                    let (w, ptop, pdone) = self.loop_begin("kept", start, &end);
+                    self.reduce_point(w, red.kind, red.len as u64, red.value, lane, lane32)?;
+                    self.loop_end(w, &1, ptop, pdone);
+                }
+                None => {
+                    let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
+                    let (j, ptop, pdone) = self.loop_begin("point", first, &end);
+                    let vars = self.unravel(j);
+                    self.stores(j, &vars)?;
+                    self.loop_end(j, &LANES, ptop, pdone);
+                }
+            }
+            // Other lanes' shared writes become visible (and reads complete) here.
+            self.emit("bar.warp.sync", &[&"-1"]);
+        }
+        self.fused = None;
+        self.loop_end(row, &step, top, done);
+        self.b.place(&done_all);
+        let launch = KernelLaunch {
+            entry: entry.clone(),
+            kernel: 0,
+            params: bufs,
+            mapping: Mapping::WarpPerRow {
+                rows,
+                warps: warps as u32,
+            },
+            block: (warps * LANES) as u32,
+            grid: rows.div_ceil(warps).clamp(1, MAX_GRID) as u32,
+        };
+        Ok((
+            PtxKernel {
+                name: entry,
+                params: names,
+                body: self.b,
+            },
+            launch,
+        ))
+    }
+
+    /// The state space of `buf`'s accesses: a row-fused entry's temporaries are shared.
+    fn space(&self, buf: BufRef) -> &'static str {
+        match (buf, &self.fused) {
+            (BufRef::Temp(_), Some(_)) => "shared",
+            _ => "global",
+        }
     }
 
     /// The canonical reduction of the elements `start..end` (≤ 4096 of them) of node
@@ -958,7 +1270,7 @@ impl<'a> Emitter<'a> {
                 }
                 let off = self.iexpr(offset, vars)?;
                 let addr = self.address(*buf, off, dt)?;
-                let ld = format!("ld.global.{}", mem_type(dt));
+                let ld = format!("ld.{}.{}", self.space(*buf), mem_type(dt));
                 let m = format!("[{addr}]");
                 if dt == DType::Bool {
                     let byte = self.def(RegClass::B32, &ld, &[&m]);

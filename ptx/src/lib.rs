@@ -6,8 +6,10 @@
 //!   emits *the same sequence of IEEE operations* as the interpreter (design.md, Invariant 1);
 //! - [`kernels`]: elementwise math kernels `y[i] = f(x[i])`, used to validate the above;
 //! - [`emit`]: the kernel-IR → PTX emitter ([`emit_program`]): one module per lowered
-//!   cluster, one `.entry` per kernel, and a [`KernelLaunch`] per entry for the runtime;
-//!   reductions in the canonical order of Invariant 2 (one warp per output, shuffle tree);
+//!   cluster, one `.entry` per kernel — or one row-fused entry (one warp per row, row
+//!   temporaries in shared memory) for softmax/layer-norm-like programs — and a
+//!   [`KernelLaunch`] per entry for the runtime; reductions in the canonical order of
+//!   Invariant 2 (one warp per output, shuffle tree);
 //! - [`ptxas`]: assembling emitted text with NVIDIA's `ptxas` (a check, no GPU needed);
 //! - [`driver`]: loading and launching kernels through cudarc, behind a probe for `libcuda`
 //!   so that a machine without a GPU gets [`driver::DriverError::NoGpu`], never a panic.

@@ -174,6 +174,12 @@ impl Body {
         self.lines.push(format!("{label}:"));
     }
 
+    /// Appends a declaration or directive line `text;` (e.g. a kernel-scope `.shared`
+    /// array), emitted where it is placed; put declarations before any instruction.
+    pub fn directive(&mut self, text: &str) {
+        self.lines.push(format!("\t{text};"));
+    }
+
     /// Appends a `// text` comment line.
     pub fn comment(&mut self, text: &str) {
         self.lines.push(format!("\t// {text}"));

@@ -135,6 +135,13 @@ pub enum MappingRecord {
         /// Reduced elements per point.
         len: u64,
     },
+    /// A row-fused program: one warp per row, at most `warps` useful warps per block.
+    WarpPerRow {
+        /// Rows.
+        rows: u64,
+        /// Warps per block with shared memory.
+        warps: u32,
+    },
 }
 
 impl From<Mapping> for MappingRecord {
@@ -142,6 +149,7 @@ impl From<Mapping> for MappingRecord {
         match m {
             Mapping::Pointwise { points } => MappingRecord::Pointwise { points },
             Mapping::WarpPerPoint { points, len } => MappingRecord::WarpPerPoint { points, len },
+            Mapping::WarpPerRow { rows, warps } => MappingRecord::WarpPerRow { rows, warps },
         }
     }
 }
@@ -187,14 +195,26 @@ impl GpuEntry {
                 e.format
             ));
         }
-        if e.launches.len() != e.program.kernels.len() {
+        // A row-fused program (no dots) has one launch for all its kernels.
+        let fused = e.program.dots.is_empty()
+            && matches!(
+                e.launches.as_slice(),
+                [LaunchRecord {
+                    mapping: MappingRecord::WarpPerRow { .. },
+                    ..
+                }]
+            );
+        if e.launches.len() != e.program.kernels.len() && !fused {
             return Err("GPU cache entry: launches do not match the kernels".into());
         }
         if e.fills.len() != e.program.fills.len() {
             return Err("GPU cache entry: launches do not match the random fills".into());
         }
         for l in e.fills.iter().chain(&e.launches) {
-            let warp = matches!(l.mapping, MappingRecord::WarpPerPoint { .. });
+            let warp = matches!(
+                l.mapping,
+                MappingRecord::WarpPerPoint { .. } | MappingRecord::WarpPerRow { .. }
+            );
             if l.block == 0 || l.block > 1024 || (warp && l.block % 32 != 0) || l.grid == 0 {
                 return Err(format!("GPU cache entry: bad launch {l:?}"));
             }
@@ -225,6 +245,9 @@ pub fn grid_for(mapping: MappingRecord, block: u32) -> u32 {
     let blocks = match mapping {
         MappingRecord::Pointwise { points } => points.div_ceil(block),
         MappingRecord::WarpPerPoint { points, .. } => points.div_ceil((block / 32).max(1)),
+        MappingRecord::WarpPerRow { rows, warps } => {
+            rows.div_ceil((block / 32).clamp(1, u64::from(warps.max(1))))
+        }
     };
     blocks.clamp(1, MAX_GRID) as u32
 }
@@ -239,8 +262,16 @@ pub fn block_candidates(
     level: u8,
     max_threads: u32,
 ) -> Vec<u32> {
-    let warp = matches!(mapping, MappingRecord::WarpPerPoint { .. });
-    let fits = |b: u32| b >= 32 && b <= max_threads.min(1024) && (!warp || b.is_multiple_of(32));
+    let warp = matches!(
+        mapping,
+        MappingRecord::WarpPerPoint { .. } | MappingRecord::WarpPerRow { .. }
+    );
+    // A row-fused entry has shared memory for `warps` warps per block; more would idle.
+    let most = match mapping {
+        MappingRecord::WarpPerRow { warps, .. } => warps.saturating_mul(32),
+        _ => 1024,
+    };
+    let fits = |b: u32| b >= 32 && b <= max_threads.min(most) && (!warp || b.is_multiple_of(32));
     let mut out = Vec::new();
     if fits(suggested) {
         out.push(suggested);
@@ -249,6 +280,7 @@ pub fn block_candidates(
         let work = match mapping {
             MappingRecord::Pointwise { points } => points,
             MappingRecord::WarpPerPoint { points, .. } => points.saturating_mul(32),
+            MappingRecord::WarpPerRow { rows, .. } => rows.saturating_mul(32),
         };
         let useful = work.max(32).next_multiple_of(32).max(128);
         for b in TUNE_BLOCKS {
@@ -543,6 +575,7 @@ impl GpuExe {
         for i in 0..self.entry.fills.len() {
             self.launch_fill(bufs, i)?;
         }
+        // One launch per kernel, or one row-fused launch (whose program has no dots).
         for (k, &(block, grid)) in configs.iter().enumerate().take(p.kernels.len()) {
             for i in (0..p.dots.len()).filter(|&i| p.dots[i].before == k) {
                 self.run_dot(bufs, i)?;
@@ -577,8 +610,8 @@ impl GpuExe {
 
     fn run_with(&self, inputs: &[&Tensor], configs: &[(u32, u32)]) -> Result<Vec<Tensor>, String> {
         let p = &self.entry.program;
-        if configs.len() != p.kernels.len() {
-            return Err("one launch configuration per kernel is required".into());
+        if configs.len() != self.entry.launches.len() {
+            return Err("one launch configuration per launch is required".into());
         }
         if inputs.len() != p.inputs.len() {
             return Err(format!(

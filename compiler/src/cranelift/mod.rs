@@ -15,3 +15,5 @@ mod ops;
 mod random;
 mod schedule;
 mod values;
+
+pub use schedule::row_blocking;

@@ -11,6 +11,15 @@
 //! `shfl` instruction, else the launch fails, as it would hang or be undefined on hardware).
 //! Memory is byte-addressed and little-endian; every store is recorded, so a test can check
 //! that each output element was written exactly once (no races, no gaps).
+//!
+//! Shared memory (kernel-scope `.shared .align A .b8 name[N]` arrays; `mov` of the name gives
+//! its offset in the shared window, from 0) is fresh per block and bounds-, alignment- and
+//! initialisation-checked. `bar.warp.sync -1` is a warp-wide rendezvous like `shfl.sync`,
+//! and the only thing that orders shared memory between lanes: each access is checked
+//! against the byte's last writer and readers, and a write and another access by two
+//! different lanes with no `bar.warp.sync` between them (or by two different warps: no
+//! `bar.sync` is simulated) is a data race that fails the launch — whatever order the
+//! simulator happens to run the lanes in.
 
 use std::collections::HashMap;
 
@@ -40,6 +49,8 @@ pub struct Program {
     regs: usize,
     /// The entry's parameter names, in order.
     pub params: Vec<String>,
+    /// Bytes of kernel-scope `.shared` arrays.
+    shared_bytes: usize,
 }
 
 fn parse_op(s: &str, regs: &mut HashMap<String, usize>) -> Op {
@@ -140,9 +151,28 @@ impl Program {
         let body = &rest[..rest.find("\n}").map_or(rest.len(), |e| e + 1)];
         let mut regs = HashMap::new();
         let (mut code, mut labels) = (Vec::new(), HashMap::new());
+        // `.shared` arrays: name -> offset in the shared window.
+        let mut symbols: HashMap<String, u64> = HashMap::new();
+        let mut shared_bytes = 0usize;
         for line in body.lines().map(str::trim) {
             if line.is_empty() || line.starts_with("//") || line.starts_with(".reg") || line == "}"
             {
+                continue;
+            }
+            if let Some(decl) = line.strip_prefix(".shared ") {
+                // `.align A .b8 name[N];`
+                let words: Vec<&str> = decl.trim_end_matches(';').split_whitespace().collect();
+                let [".align", align, ".b8", array] = words[..] else {
+                    panic!("unsimulated shared declaration {line}");
+                };
+                let align: usize = align.parse().expect("alignment");
+                let (name, n) = array
+                    .strip_suffix(']')
+                    .and_then(|a| a.split_once('['))
+                    .expect("name[N]");
+                shared_bytes = shared_bytes.next_multiple_of(align);
+                symbols.insert(name.to_string(), shared_bytes as u64);
+                shared_bytes += n.parse::<usize>().expect("array size");
                 continue;
             }
             if let Some(l) = line.strip_suffix(':') {
@@ -164,7 +194,10 @@ impl Program {
             });
             let ops = split_operands(operands)
                 .into_iter()
-                .map(|s| parse_op(s, &mut regs))
+                .map(|s| match symbols.get(s.trim()) {
+                    Some(&offset) => Op::Imm(offset),
+                    None => parse_op(s, &mut regs),
+                })
                 .collect();
             code.push(Inst {
                 guard,
@@ -177,6 +210,7 @@ impl Program {
             labels,
             regs: regs.len(),
             params,
+            shared_bytes,
         }
     }
 
@@ -311,6 +345,96 @@ impl Memory {
     }
 }
 
+/// One block's shared memory, with what each byte's last writer and current readers were.
+struct Shared {
+    bytes: Vec<u8>,
+    /// Per byte: (warp, lane, epoch) of the last store, `None` if never written.
+    writer: Vec<Option<(u64, u64, u64)>>,
+    /// Per byte: (warp, epoch, lane mask) of the loads since the last store or barrier.
+    readers: Vec<(u64, u64, u32)>,
+}
+
+impl Shared {
+    fn new(n: usize) -> Shared {
+        Shared {
+            bytes: vec![0xA5; n],
+            writer: vec![None; n],
+            readers: vec![(u64::MAX, 0, 0); n],
+        }
+    }
+
+    fn range(&self, addr: u64, bytes: usize) -> Result<std::ops::Range<usize>, String> {
+        let a = addr as usize;
+        if addr > usize::MAX as u64 / 2 || !a.is_multiple_of(bytes) || a + bytes > self.bytes.len()
+        {
+            return Err(format!(
+                "shared access of {bytes} bytes at {addr:#x} ({} bytes declared): out of bounds or misaligned",
+                self.bytes.len()
+            ));
+        }
+        Ok(a..a + bytes)
+    }
+
+    /// Whether an access by `t` after a store by `w` is unordered: another warp, or
+    /// another lane with no `bar.warp.sync` since.
+    fn unordered(w: (u64, u64, u64), t: &Thread) -> bool {
+        let (warp, lane, epoch) = w;
+        warp != t.tid / 32 || (lane != t.tid % 32 && epoch == t.epoch)
+    }
+
+    fn load(&mut self, addr: u64, bytes: usize, t: &Thread) -> Result<u64, String> {
+        let mut v = [0u8; 8];
+        for (k, b) in self.range(addr, bytes)?.enumerate() {
+            let Some(w) = self.writer[b] else {
+                return Err(format!(
+                    "shared load of byte {b} that was never stored (tid {})",
+                    t.tid
+                ));
+            };
+            if Self::unordered(w, t) {
+                return Err(format!(
+                    "data race: tid {} loads shared byte {b} stored by warp {} lane {} without bar.warp.sync",
+                    t.tid, w.0, w.1
+                ));
+            }
+            let r = &mut self.readers[b];
+            let me = 1u32 << (t.tid % 32);
+            if (r.0, r.1) == (t.tid / 32, t.epoch) {
+                r.2 |= me;
+            } else {
+                *r = (t.tid / 32, t.epoch, me);
+            }
+            v[k] = self.bytes[b];
+        }
+        Ok(u64::from_le_bytes(v))
+    }
+
+    fn store(&mut self, addr: u64, bytes: usize, value: u64, t: &Thread) -> Result<(), String> {
+        for (k, b) in self.range(addr, bytes)?.enumerate() {
+            if let Some(w) = self.writer[b] {
+                if Self::unordered(w, t) {
+                    return Err(format!(
+                        "data race: tid {} stores shared byte {b} stored by warp {} lane {} without bar.warp.sync",
+                        t.tid, w.0, w.1
+                    ));
+                }
+            }
+            let (rw, re, mask) = self.readers[b];
+            let others = mask & !(1u32 << (t.tid % 32));
+            if mask != 0 && (rw != t.tid / 32 || (re == t.epoch && others != 0)) {
+                return Err(format!(
+                    "data race: tid {} stores shared byte {b} that other lanes ({others:#x}) of warp {rw} load without bar.warp.sync",
+                    t.tid
+                ));
+            }
+            self.readers[b] = (u64::MAX, 0, 0);
+            self.writer[b] = Some((t.tid / 32, t.tid % 32, t.epoch));
+            self.bytes[b] = value.to_le_bytes()[k];
+        }
+        Ok(())
+    }
+}
+
 /// One simulated thread.
 struct Thread {
     pc: usize,
@@ -318,12 +442,14 @@ struct Thread {
     done: bool,
     ctaid: u64,
     tid: u64,
+    /// `bar.warp.sync`s passed (the same for every lane of a warp).
+    epoch: u64,
 }
 
 /// Why a thread stopped running.
 enum Stop {
     Exit,
-    /// At a `shfl.sync` (pc not advanced).
+    /// At a `shfl.sync` or `bar.warp.sync` (pc not advanced).
     Shuffle,
 }
 
@@ -380,6 +506,7 @@ impl Program {
         let mut budget: u64 = 4_000_000_000;
         let mut executed = 0u64;
         for ctaid in 0..u64::from(grid) {
+            let mut shared = Shared::new(self.shared_bytes);
             let warps = u64::from(block).div_ceil(32);
             for w in 0..warps {
                 let lanes: Vec<u64> = (w * 32..(w * 32 + 32).min(u64::from(block))).collect();
@@ -391,6 +518,7 @@ impl Program {
                         done: false,
                         ctaid,
                         tid,
+                        epoch: 0,
                     })
                     .collect();
                 loop {
@@ -399,8 +527,15 @@ impl Program {
                         if t.done {
                             continue;
                         }
-                        let (stop, n) =
-                            self.run_thread(t, &param_values, mem, grid, block, budget)?;
+                        let (stop, n) = self.run_thread(
+                            t,
+                            &param_values,
+                            mem,
+                            &mut shared,
+                            grid,
+                            block,
+                            budget,
+                        )?;
                         budget -= n;
                         executed += n;
                         match stop {
@@ -418,17 +553,31 @@ impl Program {
         Ok(executed)
     }
 
-    /// Resolves the warp-wide `shfl.sync` that the lanes `at` are waiting at.
+    /// Resolves the warp-wide `shfl.sync` or `bar.warp.sync` that the lanes `at` are
+    /// waiting at.
     fn shuffle(&self, threads: &mut [Thread], at: &[usize]) -> Result<(), String> {
         let pc = threads[at[0]].pc;
+        let inst = &self.code[pc];
         if at.len() != 32 || at.iter().any(|&l| threads[l].pc != pc) {
             let pcs: Vec<usize> = at.iter().map(|&l| threads[l].pc).collect();
             return Err(format!(
-                "shfl.sync with a full mask reached by {} lanes at pcs {pcs:?}: divergent warp",
+                "{} with a full mask reached by {} lanes at pcs {pcs:?}: divergent warp",
+                inst.parts.join("."),
                 at.len()
             ));
         }
-        let inst = &self.code[pc];
+        if inst.parts[0] == "bar" {
+            assert_eq!(inst.parts, ["bar", "warp", "sync"], "unsimulated barrier");
+            match inst.ops[..] {
+                [Op::Imm(m)] if m & 0xffff_ffff == 0xffff_ffff => {}
+                _ => return Err("bar.warp.sync with a partial mask".into()),
+            }
+            for t in threads.iter_mut() {
+                t.epoch += 1;
+                t.pc += 1;
+            }
+            return Ok(());
+        }
         let mode = inst.parts[2].as_str();
         let reg = |o: &Op| match o {
             Op::Reg(i) => *i,
@@ -454,12 +603,14 @@ impl Program {
         Ok(())
     }
 
-    /// Runs one thread until it exits or reaches a `shfl.sync`.
+    /// Runs one thread until it exits or reaches a `shfl.sync` or `bar.warp.sync`.
+    #[allow(clippy::too_many_arguments)] // the thread's whole context
     fn run_thread(
         &self,
         t: &mut Thread,
         param_values: &HashMap<&str, u64>,
         mem: &mut Memory,
+        shared: &mut Shared,
         grid: u32,
         block: u32,
         budget: u64,
@@ -478,7 +629,7 @@ impl Program {
                 }
             }
             let p: Vec<&str> = inst.parts.iter().map(String::as_str).collect();
-            if p[0] == "shfl" {
+            if p[0] == "shfl" || p[0] == "bar" {
                 return Ok((Stop::Shuffle, n));
             }
             t.pc += 1;
@@ -512,8 +663,30 @@ impl Program {
                     }
                     o => panic!("{o:?}"),
                 },
+                "ld" | "st" if p[1] == "shared" => {
+                    let bytes = (width(p[p.len() - 1]) / 8) as usize;
+                    let m = if p[0] == "ld" {
+                        &inst.ops[1]
+                    } else {
+                        &inst.ops[0]
+                    };
+                    let addr = match m {
+                        Op::Mem(i) => t.r[*i],
+                        o => panic!("{o:?}"),
+                    };
+                    if p[0] == "ld" {
+                        let v = shared.load(addr, bytes, t)?;
+                        t.r[dst(&inst.ops[0])] = v;
+                    } else {
+                        let v = val(&inst.ops[1], t);
+                        shared.store(addr, bytes, v, t)?;
+                    }
+                }
                 "ld" | "st" => {
-                    assert_eq!(p[1], "global", "only global memory is simulated");
+                    assert_eq!(
+                        p[1], "global",
+                        "only global and shared memory are simulated"
+                    );
                     let bytes = (width(p[p.len() - 1]) / 8) as usize;
                     let m = if p[0] == "ld" {
                         &inst.ops[1]

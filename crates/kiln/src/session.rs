@@ -32,6 +32,36 @@ impl std::str::FromStr for Device {
     }
 }
 
+impl Device {
+    /// The environment variable that picks the device when no `--device` / explicit
+    /// [`Session::with_device`] says otherwise (like `JAX_PLATFORMS`): `cpu`, `gpu` or `auto`.
+    pub const ENV: &'static str = "KILN_DEVICE";
+
+    /// [`Device::ENV`] when it is set and not empty, else [`Device::Auto`]; a value that is
+    /// not a device is an error naming the variable.
+    pub fn from_env() -> Result<Device, KilnError> {
+        match std::env::var(Device::ENV) {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse()
+                .map_err(|e| KilnError::Invalid(format!("{}={v:?}: {e}", Device::ENV))),
+            Ok(_) | Err(std::env::VarError::NotPresent) => Ok(Device::Auto),
+            Err(std::env::VarError::NotUnicode(v)) => Err(KilnError::Invalid(format!(
+                "{}={v:?}: not UTF-8; expected cpu, gpu or auto",
+                Device::ENV
+            ))),
+        }
+    }
+}
+
+/// The error for [`Device::Gpu`] when no GPU opens, saying why.
+pub fn gpu_required_error(why: &str) -> KilnError {
+    KilnError::Invalid(format!(
+        "--device gpu (or {}=gpu): {why}; use --device cpu or --device auto",
+        Device::ENV
+    ))
+}
+
 /// GPU 0, opened once per process (opening is slow, and the fallback line is logged once).
 fn process_gpu() -> &'static Result<Arc<kiln_ptx::driver::Gpu>, String> {
     static GPU: OnceLock<Result<Arc<kiln_ptx::driver::Gpu>, String>> = OnceLock::new();
@@ -74,9 +104,10 @@ impl Session {
         Session::new(&crate::config::flags()?)
     }
 
-    /// A session for the given flags, on the GPU when one opens (else the CPU).
+    /// A session for the given flags on the device `KILN_DEVICE` names, by default the GPU
+    /// when one opens (else the CPU); see [`Device::from_env`].
     pub fn new(flags: &Flags) -> Result<Session, KilnError> {
-        Session::with_device(flags, Device::Auto)
+        Session::with_device(flags, Device::from_env()?)
     }
 
     /// A session compiling for `device`. [`Device::Gpu`] without a usable GPU is an error
@@ -87,11 +118,7 @@ impl Session {
             Device::Cpu => (cpu_backend(flags), false),
             Device::Gpu => match process_gpu() {
                 Ok(g) => (Arc::new(GpuBackend::with_gpu(g.clone(), flags)), true),
-                Err(why) => {
-                    return Err(KilnError::Invalid(format!(
-                        "--device gpu: {why}; use --device cpu or --device auto"
-                    )))
-                }
+                Err(why) => return Err(gpu_required_error(why)),
             },
             Device::Auto => match process_gpu() {
                 Ok(g) => (Arc::new(GpuBackend::with_gpu(g.clone(), flags)), true),

@@ -5,8 +5,17 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn kiln(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
+    kiln_env(args, None)
+}
+
+/// Runs `kiln` with `KILN_DEVICE` set to `device` (or removed).
+fn kiln_env(args: &[&str], device: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    match device {
+        Some(d) => c.env("KILN_DEVICE", d),
+        None => c.env_remove("KILN_DEVICE"),
+    };
+    c.args(args)
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .env_remove("TF_CPP_MIN_LOG_LEVEL")
         .env_remove("TF_CPP_VMODULE")
@@ -53,7 +62,10 @@ fn device_gpu_without_a_gpu_is_a_clear_error() {
         let o = kiln(cmd);
         assert_eq!(o.status.code(), Some(1), "{cmd:?}");
         let err = text(&o.stderr);
-        assert!(err.starts_with("error: --device gpu: no GPU"), "{err}");
+        assert!(
+            err.starts_with("error: --device gpu (or KILN_DEVICE=gpu): no GPU"),
+            "{err}"
+        );
         assert!(err.contains("use --device cpu"), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
@@ -124,5 +136,41 @@ fn bench_without_a_gpu_keeps_the_note() {
         text(&o.stdout).contains("gpu: not available"),
         "{}",
         text(&o.stdout)
+    );
+}
+
+#[test]
+fn kiln_device_picks_the_device_when_no_flag_does() {
+    let run = ["run", "examples/softmax.kir", "--random-inputs", "1"];
+    // A value that is no device: an error naming the variable and the accepted values.
+    let o = kiln_env(&run, Some("tpu"));
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(err.contains("KILN_DEVICE=\"tpu\""), "{err}");
+    assert!(err.contains("expected cpu, gpu or auto"), "{err}");
+    // `cpu`: no fallback line, because nothing fell back.
+    let o = kiln_env(&run, Some("cpu"));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stderr).contains("running on CPU"),
+        "{}",
+        text(&o.stderr)
+    );
+    // `--device` wins over the variable.
+    let mut with_flag = run.to_vec();
+    with_flag.extend(["--device", "cpu"]);
+    let o = kiln_env(&with_flag, Some("gpu"));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // `gpu` without a GPU: the same error as `--device gpu`.
+    if has_gpu() {
+        eprintln!("skipped the KILN_DEVICE=gpu error case: a GPU is present");
+        return;
+    }
+    let o = kiln_env(&run, Some("GPU"));
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with("error: --device gpu (or KILN_DEVICE=gpu): no GPU"),
+        "{err}"
     );
 }

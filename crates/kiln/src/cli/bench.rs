@@ -31,8 +31,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 6.0)]
     budget: f64,
     /// Adds a `gpu` mode: auto (when a GPU opens), gpu (an error without one), cpu (never).
-    #[arg(long, default_value = "auto", value_name = "cpu|gpu|auto")]
-    device: kiln::Device,
+    /// Default: the KILN_DEVICE environment variable, else auto.
+    #[arg(long, value_name = "cpu|gpu|auto")]
+    device: Option<kiln::Device>,
 }
 
 /// Runs the benchmark and prints the table.
@@ -41,14 +42,10 @@ pub fn bench(a: BenchArgs, flags: &kiln::config::Flags) -> Result<ExitCode, Kiln
     let mut opts = BenchOptions::new(size);
     opts.workloads = parse_workloads(a.workloads.as_deref()).map_err(KilnError::Invalid)?;
     opts.budget = std::time::Duration::from_secs_f64(a.budget.clamp(0.0, 3600.0));
-    opts.gpu = match a.device {
+    opts.gpu = match a.device.map_or_else(kiln::Device::from_env, Ok)? {
         kiln::Device::Cpu => None,
         kiln::Device::Auto => kiln::open_gpu().ok(),
-        kiln::Device::Gpu => Some(kiln::open_gpu().map_err(|why| {
-            KilnError::Invalid(format!(
-                "--device gpu: {why}; use --device cpu or --device auto"
-            ))
-        })?),
+        kiln::Device::Gpu => Some(kiln::open_gpu().map_err(|why| kiln::gpu_required_error(&why))?),
     }
     .map(|gpu| std::sync::Arc::new(kiln_runtime::GpuBackend::with_gpu(gpu, flags)));
     let anchors = match &a.compare {

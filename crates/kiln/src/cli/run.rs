@@ -33,8 +33,9 @@ pub struct RunArgs {
     threads: Option<usize>,
     /// Where clusters compile for: cpu, gpu (an error without one) or auto (the GPU when one
     /// opens, else the CPU with one log line saying why).
-    #[arg(long, default_value = "auto", value_name = "cpu|gpu|auto")]
-    device: kiln::Device,
+    /// Default: the KILN_DEVICE environment variable, else auto.
+    #[arg(long, value_name = "cpu|gpu|auto")]
+    device: Option<kiln::Device>,
 }
 
 /// Runs the function and prints one summary line per output.
@@ -69,7 +70,8 @@ pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnErro
     if let Some(t) = a.threads {
         flags.cpu_num_threads = t;
     }
-    let session = kiln::Session::with_device(&flags, a.device)?;
+    let device = a.device.map_or_else(kiln::Device::from_env, Ok)?;
+    let session = kiln::Session::with_device(&flags, device)?;
     let mut prepared = func.clone();
     session.prepare(&mut prepared)?;
     if a.repeat == 0 {

@@ -99,12 +99,7 @@ impl Gpu {
         probe_libcuda()?;
         // Last resort, after the probe: cudarc panics on a driver that lacks a symbol it
         // resolves (older than the `cuda-11040` API level); report that as "no GPU".
-        std::panic::catch_unwind(|| Gpu::open_probed(ordinal)).unwrap_or_else(|panic| {
-            let why = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("unknown panic");
+        without_panic(|| Gpu::open_probed(ordinal)).unwrap_or_else(|why| {
             Err(DriverError::NoGpu(format!(
                 "the CUDA driver is unusable: {why}"
             )))
@@ -403,7 +398,10 @@ impl Gpu {
                         cudarc::get_lib_name_candidates("cublas").join(", ")
                     ));
                 }
-                CudaBlas::new(self.stream.clone())
+                // cudarc panics when the library lacks a symbol it resolves (an older
+                // libcublas than the `cuda-XXXXX` API level): report it like a failed start.
+                without_panic(|| CudaBlas::new(self.stream.clone()))
+                    .map_err(|why| format!("libcublas is unusable: {why}"))?
                     .map(Mutex::new)
                     .map_err(|e| format!("{e:?}"))
             })
@@ -609,7 +607,8 @@ where
     // SAFETY: every element the call touches lies inside the views (checked above against
     // `GemmPlan::extents` and the output size); the output does not alias the operands
     // (it is a scratch buffer of its own).
-    let r = unsafe {
+    // A missing cuBLAS symbol panics inside cudarc; it becomes this call's error.
+    let r = without_panic(|| unsafe {
         if plan.batch == 1 {
             blas.gemm(cfg, &av, &bv, &mut cv)
         } else {
@@ -626,8 +625,21 @@ where
                 &mut cv,
             )
         }
-    };
+    })
+    .map_err(|why| err(format!("libcublas is unusable: {why}")))?;
     r.map_err(|e| err(format!("{e:?}")))
+}
+
+/// Runs `f`, turning a panic (cudarc's reaction to a library that lacks a symbol) into its
+/// message. Nothing `f` touches is used again after a panic except through `Result`s.
+fn without_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into())
+    })
 }
 
 #[cfg(test)]
@@ -642,6 +654,21 @@ mod tests {
             Err(DriverError::NoGpu(reason)) => assert!(!reason.is_empty()),
             Err(e) => panic!("a GPU is present but unusable: {e}"),
         }
+    }
+
+    #[test]
+    fn panics_become_their_messages() {
+        assert_eq!(without_panic(|| 7), Ok(7));
+        let owned = without_panic(|| -> u8 { panic!("missing symbol {}", "cublasLtCreate") });
+        assert_eq!(owned, Err("missing symbol cublasLtCreate".to_string()));
+        assert_eq!(
+            without_panic(|| -> u8 { std::panic::panic_any(3u8) }),
+            Err("unknown panic".to_string())
+        );
+        assert_eq!(
+            without_panic(|| -> u8 { panic!("static") }),
+            Err("static".to_string())
+        );
     }
 
     #[test]

@@ -312,3 +312,33 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
         }
     }
 }
+
+#[test]
+fn sums_start_from_xlas_positive_zero() {
+    // XLA's init value: a sum of -0.0s is +0.0, also over a size-1 axis and in the vector,
+    // long (split) and empty paths; the compiled code must agree with the interpreter.
+    let c = cluster(
+        "func @z(%a: f32[3,1], %b: f32[4,37], %c: f32[20000], %d: f32[2,0]) -> (f32[3], f32[4], f32[], f32[2]) {
+  %ra = reduce_sum %a, axes=[1] : f32[3]
+  %rb = reduce_sum %b, axes=[1] : f32[4]
+  %rc = reduce_sum %c, axes=[0] : f32[]
+  %rd = reduce_sum %d, axes=[1] : f32[2]
+  return %ra, %rb, %rc, %rd
+}",
+    );
+    let neg = |shape: &[usize]| {
+        let n = shape.iter().product();
+        kiln_ir::Tensor::from_f32(shape.to_vec(), vec![-0.0; n]).expect("shape")
+    };
+    let inputs = [neg(&[3, 1]), neg(&[4, 37]), neg(&[20000]), neg(&[2, 0])];
+    check_with_inputs(&c, &inputs);
+    let want = kiln_interp::Interpreter::new(1)
+        .expect("pool")
+        .run(&c.body, &inputs)
+        .expect("runs");
+    for t in &want {
+        for v in t.as_f32().expect("f32") {
+            assert_eq!(v.to_bits(), 0, "{want:?}");
+        }
+    }
+}

@@ -415,7 +415,7 @@ impl Emitter<'_, '_, '_> {
         } else {
             (LANES, Lanes::One)
         };
-        let id = self.ve.identity(self.b, dt, kind, lanes);
+        let id = self.ve.identity(self.b, dt, kind, lanes)?;
         let accs: Vec<Variable> = (0..naccs)
             .map(|_| {
                 let t = self.b.func.dfg.value_type(id);

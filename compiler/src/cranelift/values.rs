@@ -12,7 +12,7 @@ use cranelift_codegen::ir::{
     StackSlotKind, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
-use kiln_ir::{row_major_strides, BinaryOp, CompareDir, DType, ReduceKind};
+use kiln_ir::{row_major_strides, BinaryOp, CompareDir, DType, ReduceKind, Scalar};
 
 /// How many lanes an evaluation computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,53 +370,27 @@ impl<'a> ValueEmitter<'a> {
         }
     }
 
-    /// The identity of a reduction, as one lane or four.
+    /// The identity of a reduction ([`ReduceKind::identity`]), as one lane or four.
     pub fn identity(
         &self,
         b: &mut FunctionBuilder,
         dt: DType,
         kind: ReduceKind,
         lanes: Lanes,
-    ) -> Value {
-        use ReduceKind::*;
-        let s = match dt {
-            DType::F32 => b.ins().f32const(match kind {
-                Sum => -0.0,
-                Prod => 1.0,
-                Max => f32::NEG_INFINITY,
-                Min => f32::INFINITY,
-            }),
-            DType::F64 => b.ins().f64const(match kind {
-                Sum => -0.0,
-                Prod => 1.0,
-                Max => f64::NEG_INFINITY,
-                Min => f64::INFINITY,
-            }),
-            DType::I32 | DType::U32 => {
-                let signed = dt == DType::I32;
-                let v: u32 = match kind {
-                    Sum => 0,
-                    Prod => 1,
-                    Max if signed => i32::MIN as u32,
-                    Max => 0,
-                    Min if signed => i32::MAX as u32,
-                    Min => u32::MAX,
-                };
-                b.ins().iconst(types::I32, i64::from(v))
-            }
-            DType::I64 => b.ins().iconst(
-                types::I64,
-                match kind {
-                    Sum => 0,
-                    Prod => 1,
-                    Max => i64::MIN,
-                    Min => i64::MAX,
-                },
-            ),
-            DType::Bool => b.ins().iconst(types::I8, i64::from(kind == Min)),
+    ) -> Result<Value, String> {
+        let id = kind
+            .identity(dt)
+            .ok_or_else(|| format!("{} of {dt} is not defined", kind.name()))?;
+        let s = match id {
+            Scalar::F32(v) => b.ins().f32const(v),
+            Scalar::F64(v) => b.ins().f64const(v),
+            Scalar::I32(v) => b.ins().iconst(types::I32, i64::from(v)),
+            Scalar::U32(v) => b.ins().iconst(types::I32, i64::from(v)),
+            Scalar::I64(v) => b.ins().iconst(types::I64, v),
+            Scalar::Bool(v) => b.ins().iconst(types::I8, i64::from(v)),
         };
         let t = self.vtype(dt, lanes);
-        Self::splat(b, t, s, lanes)
+        Ok(Self::splat(b, t, s, lanes))
     }
 
     /// `op(a, x)` of a reduction.

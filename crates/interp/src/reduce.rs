@@ -15,9 +15,9 @@
 //!   reduce each chunk by the rule above, and apply `canonical` to the sequence of chunk
 //!   results (recursively, so any `n` works).
 //!
-//! Identities: sum `-0.0` (so a sum of `-0.0`s stays `-0.0`; `0` for integers), product `1`,
-//! max `-inf` / the type's minimum / `false`, min `+inf` / the type's maximum / `true`. An
-//! empty reduction gives the identity. Float max/min are XLA's (NaN-propagating,
+//! Identities: [`ReduceKind::identity`] (XLA's init values: sum `+0.0`, so a sum of `-0.0`s
+//! is `+0.0` as in XLA; product `1`; max `-inf` / the type's minimum / `false`; min `+inf` /
+//! the type's maximum / `true`). An empty reduction gives the identity. Float max/min are XLA's (NaN-propagating,
 //! `max(-0, +0) = +0`, `min(-0, +0) = -0`). NaN payloads are not part of the contract.
 //!
 //! [`canonical_reduce_ref`] is the literal transcription of this definition, used by tests.
@@ -47,7 +47,7 @@ use crate::hw::with_simd;
 use crate::par::{BLOCK, PAR_MIN};
 use crate::scalar::{fmax, fmin, Elem, Float, Int};
 use crate::shape::{gather, View};
-use kiln_ir::{row_major_strides, Buffer, ReduceKind};
+use kiln_ir::{row_major_strides, Buffer, ReduceKind, Scalar};
 use rayon::prelude::*;
 
 /// Number of lane accumulators of the canonical order.
@@ -99,19 +99,20 @@ pub(crate) fn reduce(
     shape: &[usize],
     axes: &[usize],
 ) -> Result<Buffer, String> {
-    Ok(match a {
-        Buffer::F32(v) => Buffer::F32(reduce_float(kind, v, shape, axes)),
-        Buffer::F64(v) => Buffer::F64(reduce_float(kind, v, shape, axes)),
-        Buffer::I32(v) => Buffer::I32(reduce_int(kind, v, shape, axes)),
-        Buffer::I64(v) => Buffer::I64(reduce_int(kind, v, shape, axes)),
-        Buffer::U32(v) => Buffer::U32(reduce_int(kind, v, shape, axes)),
-        Buffer::Bool(v) => Buffer::Bool(match kind {
-            ReduceKind::Max => reduce_with(v, shape, axes, monoid(false, |a: bool, b| a | b)),
-            ReduceKind::Min => reduce_with(v, shape, axes, monoid(true, |a: bool, b| a & b)),
-            ReduceKind::Sum | ReduceKind::Prod => {
-                return Err(format!("{} is not defined for bool", kind.name()))
-            }
+    let id = kind
+        .identity(a.dtype())
+        .ok_or_else(|| format!("{} is not defined for {}", kind.name(), a.dtype()))?;
+    Ok(match (a, id) {
+        (Buffer::F32(v), Scalar::F32(id)) => Buffer::F32(reduce_float(kind, id, v, shape, axes)),
+        (Buffer::F64(v), Scalar::F64(id)) => Buffer::F64(reduce_float(kind, id, v, shape, axes)),
+        (Buffer::I32(v), Scalar::I32(id)) => Buffer::I32(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::I64(v), Scalar::I64(id)) => Buffer::I64(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::U32(v), Scalar::U32(id)) => Buffer::U32(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::Bool(v), Scalar::Bool(id)) => Buffer::Bool(match kind {
+            ReduceKind::Max => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a | b)),
+            _ => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a & b)),
         }),
+        (a, id) => unreachable!("identity {id:?} for a {} buffer", a.dtype()),
     })
 }
 
@@ -119,21 +120,27 @@ fn monoid<T, F: Fn(T, T) -> T>(id: T, op: F) -> Monoid<T, F> {
     Monoid { id, op }
 }
 
-fn reduce_float<T: Float>(kind: ReduceKind, v: &[T], shape: &[usize], axes: &[usize]) -> Vec<T> {
+fn reduce_float<T: Float>(
+    kind: ReduceKind,
+    id: T,
+    v: &[T],
+    shape: &[usize],
+    axes: &[usize],
+) -> Vec<T> {
     match kind {
-        ReduceKind::Sum => reduce_with(v, shape, axes, monoid(T::NEG_ZERO, |a: T, b| a + b)),
-        ReduceKind::Prod => reduce_with(v, shape, axes, monoid(T::ONE, |a: T, b| a * b)),
-        ReduceKind::Max => reduce_with(v, shape, axes, monoid(T::NEG_INF, fmax::<T>)),
-        ReduceKind::Min => reduce_with(v, shape, axes, monoid(T::INF, fmin::<T>)),
+        ReduceKind::Sum => reduce_with(v, shape, axes, monoid(id, |a: T, b| a + b)),
+        ReduceKind::Prod => reduce_with(v, shape, axes, monoid(id, |a: T, b| a * b)),
+        ReduceKind::Max => reduce_with(v, shape, axes, monoid(id, fmax::<T>)),
+        ReduceKind::Min => reduce_with(v, shape, axes, monoid(id, fmin::<T>)),
     }
 }
 
-fn reduce_int<T: Int>(kind: ReduceKind, v: &[T], shape: &[usize], axes: &[usize]) -> Vec<T> {
+fn reduce_int<T: Int>(kind: ReduceKind, id: T, v: &[T], shape: &[usize], axes: &[usize]) -> Vec<T> {
     match kind {
-        ReduceKind::Sum => reduce_with(v, shape, axes, monoid(T::ZERO, T::add)),
-        ReduceKind::Prod => reduce_with(v, shape, axes, monoid(T::ONE, T::mul)),
-        ReduceKind::Max => reduce_with(v, shape, axes, monoid(T::MIN, Ord::max)),
-        ReduceKind::Min => reduce_with(v, shape, axes, monoid(T::MAX, Ord::min)),
+        ReduceKind::Sum => reduce_with(v, shape, axes, monoid(id, T::add)),
+        ReduceKind::Prod => reduce_with(v, shape, axes, monoid(id, T::mul)),
+        ReduceKind::Max => reduce_with(v, shape, axes, monoid(id, Ord::max)),
+        ReduceKind::Min => reduce_with(v, shape, axes, monoid(id, Ord::min)),
     }
 }
 
@@ -141,7 +148,7 @@ fn reduce_int<T: Int>(kind: ReduceKind, v: &[T], shape: &[usize], axes: &[usize]
 /// neighbours of the same kind (kept or reduced).
 #[derive(Debug, PartialEq)]
 enum Plan {
-    /// Every output is one element of the input (nothing to combine).
+    /// Every output is one element of the input, combined with the identity only.
     Copy,
     /// `[outer, n]`, reducing the contiguous inner `n`.
     Inner { outer: usize, n: usize },
@@ -203,7 +210,9 @@ where
         return vec![m.id; n_out];
     }
     match plan(shape, axes) {
-        Plan::Copy => v.to_vec(),
+        // One element per output: `op(identity, x)`, which is `x` except for a sum's `-0.0`
+        // (`+0.0 + -0.0 = +0.0`).
+        Plan::Copy => v.iter().map(|&x| (m.op)(m.id, x)).collect(),
         Plan::Inner { outer, n } => reduce_inner(v, outer, n, m),
         Plan::Outer { pre, n, post } => reduce_outer(v, pre, n, post, m),
         Plan::Transpose => {
@@ -440,14 +449,22 @@ mod tests {
     }
 
     #[test]
-    fn negative_zero_sum_stays_negative() {
-        let xs = vec![-0.0f32; 100];
-        let m = monoid(-0.0f32, |a: f32, b| a + b);
-        assert_eq!(reduce_chunk(&xs, m).to_bits(), (-0.0f32).to_bits());
-        assert_eq!(
-            canonical_reduce_ref(&xs, -0.0f32, |a, b| a + b).to_bits(),
-            (-0.0f32).to_bits()
-        );
+    fn sums_of_negative_zeros_and_empty_sums_are_positive_zero_as_in_xla() {
+        // XLA's reduce starts from init_value +0.0 (what tf.reduce_sum and jnp.sum pass).
+        for xs in [vec![-0.0f32; 100], vec![-0.0f32], vec![]] {
+            let r = reduce(
+                ReduceKind::Sum,
+                &Buffer::F32(xs.clone()),
+                &[1, xs.len()],
+                &[1],
+            )
+            .expect("sums");
+            let Buffer::F32(r) = r else {
+                panic!("f32 in, f32 out")
+            };
+            assert_eq!(r[0].to_bits(), 0.0f32.to_bits(), "{} -0.0s", xs.len());
+            assert_eq!(canonical_reduce_ref(&xs, 0.0f32, |a, b| a + b).to_bits(), 0);
+        }
     }
 
     #[test]
@@ -457,8 +474,8 @@ mod tests {
         xs[0] = 1e8;
         xs[32] = 1.0; // lane 0 again: 1e8 + 1 rounds to 1e8
         xs[1] = -1e8; // lane 1
-        let r = canonical_reduce_ref(&xs, -0.0, |a, b| a + b);
+        let r = canonical_reduce_ref(&xs, 0.0, |a, b| a + b);
         assert_eq!(r, 0.0);
-        assert_eq!(reduce_chunk(&xs, monoid(-0.0f32, |a: f32, b| a + b)), 0.0);
+        assert_eq!(reduce_chunk(&xs, monoid(0.0f32, |a: f32, b| a + b)), 0.0);
     }
 }

@@ -24,12 +24,6 @@ pub(crate) trait Float:
     const ZERO: Self;
     /// `1.0`.
     const ONE: Self;
-    /// `-0.0`, the identity of a float sum.
-    const NEG_ZERO: Self;
-    /// `+inf`.
-    const INF: Self;
-    /// `-inf`.
-    const NEG_INF: Self;
     /// The default NaN.
     const NAN: Self;
     fn exp(self) -> Self;
@@ -60,9 +54,6 @@ macro_rules! impl_float {
         impl Float for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
-            const NEG_ZERO: Self = -0.0;
-            const INF: Self = <$t>::INFINITY;
-            const NEG_INF: Self = <$t>::NEG_INFINITY;
             const NAN: Self = <$t>::NAN;
             #[inline(always)]
             fn exp(self) -> Self {
@@ -192,14 +183,6 @@ pub(crate) fn fsign<T: Float>(x: T) -> T {
 
 /// `i32`, `i64` or `u32`: wrapping arithmetic and XLA's division rules.
 pub(crate) trait Int: Elem + Ord {
-    /// The smallest value (identity of `max`).
-    const MIN: Self;
-    /// The largest value (identity of `min`).
-    const MAX: Self;
-    /// `0`, identity of a sum.
-    const ZERO: Self;
-    /// `1`, identity of a product.
-    const ONE: Self;
     fn add(self, b: Self) -> Self;
     fn sub(self, b: Self) -> Self;
     fn mul(self, b: Self) -> Self;
@@ -221,10 +204,6 @@ pub(crate) trait Int: Elem + Ord {
 macro_rules! impl_int {
     ($t:ty, $abs:expr, $sign:expr) => {
         impl Int for $t {
-            const MIN: Self = <$t>::MIN;
-            const MAX: Self = <$t>::MAX;
-            const ZERO: Self = 0;
-            const ONE: Self = 1;
             #[inline(always)]
             fn add(self, b: Self) -> Self {
                 self.wrapping_add(b)

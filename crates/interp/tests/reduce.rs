@@ -37,14 +37,19 @@ fn reduce_sum() {
     );
     assert_bits(&red(ReduceKind::Sum, &a, &[0, 1]), &f32s(&[], &[21.0]));
     assert_bits(&red(ReduceKind::Sum, &a, &[]), &a);
-    // a sum of -0.0s stays -0.0; an empty sum is the identity -0.0
+    // XLA's init value +0.0: a sum of -0.0s is +0.0 (as in XLA, TF and JAX), and so is an
+    // empty sum (everywhere); one element over a size-1 axis, too.
     assert_bits(
         &red(ReduceKind::Sum, &f32s(&[3], &[-0.0; 3]), &[0]),
-        &f32s(&[], &[-0.0]),
+        &f32s(&[], &[0.0]),
     );
     assert_bits(
         &red(ReduceKind::Sum, &f64s(&[2, 0], &[]), &[1]),
-        &f64s(&[2], &[-0.0, -0.0]),
+        &f64s(&[2], &[0.0, 0.0]),
+    );
+    assert_bits(
+        &red(ReduceKind::Sum, &f32s(&[2, 1], &[-0.0, -2.0]), &[1]),
+        &f32s(&[2], &[0.0, -2.0]),
     );
     assert_bits(
         &red(ReduceKind::Sum, &i32s(&[2], &[i32::MAX, 1]), &[0]),
@@ -182,7 +187,7 @@ fn canonical_order_is_the_documented_one() {
     xs[1] = 1.0; // lane 1
     xs[33] = 1.0; // lane 1 again: lane 1 = 2
     let sum = |a: f32, b: f32| a + b;
-    assert_eq!(canonical_reduce_ref(&xs, -0.0, sum), 16_777_218.0);
+    assert_eq!(canonical_reduce_ref(&xs, 0.0, sum), 16_777_218.0);
     let r = red(ReduceKind::Sum, &f32s(&[64], &xs), &[0]);
     assert_eq!(r.as_f32().unwrap()[0], 16_777_218.0);
     // Across chunks: the partials [2^24, 1, 1] sit in lanes 0, 1, 2 of the next level; the
@@ -192,7 +197,7 @@ fn canonical_order_is_the_documented_one() {
     ys[CHUNK] = 1.0;
     ys[2 * CHUNK] = 1.0;
     assert_eq!(
-        canonical_reduce_ref(&ys, -0.0, sum),
+        canonical_reduce_ref(&ys, 0.0, sum),
         16_777_216.0 + 0.0 + 0.0
     );
 }
@@ -368,7 +373,7 @@ proptest! {
         let n: usize = shape.iter().product();
         let x = values(n, seed, sp);
         let want = match kind {
-            ReduceKind::Sum => reference(&x, &shape, &axes, -0.0, |a, b| a + b),
+            ReduceKind::Sum => reference(&x, &shape, &axes, 0.0, |a, b| a + b),
             ReduceKind::Prod => reference(&x, &shape, &axes, 1.0, |a, b| a * b),
             ReduceKind::Max => reference(&x, &shape, &axes, f32::NEG_INFINITY, xla_max),
             ReduceKind::Min => reference(&x, &shape, &axes, f32::INFINITY, xla_min),
@@ -401,7 +406,7 @@ fn f64_sum_of_a_long_vector_matches_and_is_thread_independent() {
         .iter()
         .map(|&v| f64::from(v) * 1e-3)
         .collect();
-    let want = canonical_reduce_ref(&x, -0.0, |a, b| a + b);
+    let want = canonical_reduce_ref(&x, 0.0, |a, b| a + b);
     for got in run_all(&f64s(&[n], &x), ReduceKind::Sum, &[0]) {
         assert_eq!(got.data().get(0).to_f64().to_bits(), want.to_bits());
     }

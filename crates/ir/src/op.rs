@@ -184,7 +184,7 @@ impl RandomDist {
 named_enum! {
     /// The combining function of a reduction.
     ReduceKind {
-        /// Sum (identity 0).
+        /// Sum (identity +0).
         Sum = "reduce_sum",
         /// Maximum, NaN-propagating (identity -inf / type minimum).
         Max = "reduce_max",
@@ -192,6 +192,44 @@ named_enum! {
         Min = "reduce_min",
         /// Product (identity 1).
         Prod = "reduce_prod",
+    }
+}
+
+impl ReduceKind {
+    /// The value every lane accumulator of the canonical order (design.md, Invariant 2)
+    /// starts from, and so the result of an empty reduction: XLA's `init_value` for the op,
+    /// the one `tf.reduce_*` and `jnp.sum`/`max`/… pass. Sum `+0.0` / `0` (an empty sum is
+    /// `+0.0`, and so is a sum of `-0.0`s, as XLA gives), product `1`, max `-inf` / the
+    /// type's minimum / `false`, min `+inf` / the type's maximum / `true`. `None` for the sum
+    /// and product of `bool`, which are not defined. Every backend takes it from here.
+    pub fn identity(self, dtype: crate::DType) -> Option<crate::Scalar> {
+        use crate::{DType as D, Scalar as S};
+        use ReduceKind::*;
+        Some(match (self, dtype) {
+            (Sum, D::F32) => S::F32(0.0),
+            (Sum, D::F64) => S::F64(0.0),
+            (Prod, D::F32) => S::F32(1.0),
+            (Prod, D::F64) => S::F64(1.0),
+            (Max, D::F32) => S::F32(f32::NEG_INFINITY),
+            (Max, D::F64) => S::F64(f64::NEG_INFINITY),
+            (Min, D::F32) => S::F32(f32::INFINITY),
+            (Min, D::F64) => S::F64(f64::INFINITY),
+            (Sum, D::I32) => S::I32(0),
+            (Prod, D::I32) => S::I32(1),
+            (Max, D::I32) => S::I32(i32::MIN),
+            (Min, D::I32) => S::I32(i32::MAX),
+            (Sum, D::I64) => S::I64(0),
+            (Prod, D::I64) => S::I64(1),
+            (Max, D::I64) => S::I64(i64::MIN),
+            (Min, D::I64) => S::I64(i64::MAX),
+            (Sum, D::U32) => S::U32(0),
+            (Prod, D::U32) => S::U32(1),
+            (Max, D::U32) => S::U32(0),
+            (Min, D::U32) => S::U32(u32::MAX),
+            (Max, D::Bool) => S::Bool(false),
+            (Min, D::Bool) => S::Bool(true),
+            (Sum | Prod, D::Bool) => return None,
+        })
     }
 }
 

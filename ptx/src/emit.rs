@@ -52,8 +52,32 @@
 //! the runtime runs each before kernel `before` (cuBLAS / the GEMM routine).
 //! Bool buffers hold one byte per element (0 or 1), like host buffers.
 //!
-//! Deliberately not here: vectorised (`ld.global.v4`) loads and float `rem` (the lowering
-//! refuses it anyway); both return [`EmitError::Unsupported`] where they would be needed.
+//! # Index arithmetic and vectorised pointwise kernels
+//!
+//! - **32-bit indices.** When every buffer, iteration space and reduction of a program has
+//!   fewer than 2^31 elements and interval arithmetic over the loop variables' ranges shows
+//!   that every index expression — each intermediate included — stays in `i32`
+//!   (`narrow_indices`), coordinates and index maps are computed in `.u32`/`.s32`
+//!   (`div.u32`/`rem.u32`, no 64-bit division) and widened only to form a byte address
+//!   (`mul.wide.s32`) or to hand an index to the random-number counter math, which stays
+//!   `kiln_rng`'s 64-bit code. Otherwise everything is 64-bit, as before; the values are
+//!   the same either way. A narrow pointwise loop counter is `.b32`: the thread's start and
+//!   the grid stride are first clamped to the loop's end, so `i + stride` cannot overflow.
+//! - **Vectorised pointwise kernels.** A [`Mapping::Pointwise`] kernel (not row-fused)
+//!   whose stores are all of 4-byte dtypes (`f32`/`i32`/`u32`), and which loads no buffer it
+//!   stores, handles four consecutive points per thread in a grid-stride loop over the
+//!   `points / 4` groups: each load whose offset is the point's linear index plus a
+//!   multiple of 4 (4-byte dtype) is one `ld.global.v4` per group, each store one
+//!   `st.global.v4` (16-byte aligned: buffers are allocated 256-byte aligned). The store
+//!   values are evaluated lane by lane with exactly the scalar loop's nodes (the same
+//!   [`PtxArith`] / `kiln_math` sequence, the lane's own coordinates), so bits cannot
+//!   change; other loads (broadcasts, transposes, slices, …) stay scalar loads per lane.
+//!   The last `points % 4` points are a scalar grid-stride tail starting at the first point
+//!   after the groups, so every point is computed exactly once for any launch.
+//!   [`Mapping::WarpPerPoint`] and [`Mapping::WarpPerRow`] entries are not vectorised.
+//!
+//! Float `rem` is the exact `fmod` of [`crate::fmod`]: a data-dependent PTX loop (long
+//! division on the significands), the one place a kernel's element code branches.
 
 use crate::arith::{Double, PtxArith, PtxFloat, Single};
 use crate::module::{emit_module, Body, Kernel as PtxKernel, Label, Reg, RegClass, Target};
@@ -189,17 +213,23 @@ impl PtxProgram {
 pub fn emit_program(p: &Program, target: Target) -> Result<PtxProgram, EmitError> {
     let mut entries = Vec::with_capacity(p.fills.len() + p.kernels.len());
     let mut fills = Vec::with_capacity(p.fills.len());
-    for (i, f) in p.fills.iter().enumerate() {
-        let k = fill_kernel(p, i, f)?;
+    let fill_kernels = p
+        .fills
+        .iter()
+        .enumerate()
+        .map(|(i, f)| fill_kernel(p, i, f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let narrow = narrow_indices(p, &fill_kernels);
+    for (i, k) in fill_kernels.iter().enumerate() {
         let entry = entry_name(&p.name, &k.name);
-        let (kernel, launch) = Emitter::new(p, &k).kernel(entry, i)?;
+        let (kernel, launch) = Emitter::new(p, k, narrow).kernel(entry, i)?;
         entries.push(kernel);
         fills.push(launch);
     }
     let mut launches = Vec::with_capacity(p.kernels.len());
     if let Some(layout) = row_layout(p) {
         // Falls back to one entry per kernel on any refusal (which then reports it).
-        if let Ok((kernel, launch)) = Emitter::new(p, &p.kernels[0]).fused(layout) {
+        if let Ok((kernel, launch)) = Emitter::new(p, &p.kernels[0], narrow).fused(layout) {
             entries.push(kernel);
             launches.push(launch);
             return Ok(PtxProgram {
@@ -213,7 +243,7 @@ pub fn emit_program(p: &Program, target: Target) -> Result<PtxProgram, EmitError
     }
     for (i, k) in p.kernels.iter().enumerate() {
         let entry = entry_name(&p.name, &k.name);
-        let (kernel, launch) = Emitter::new(p, k).kernel(entry, i)?;
+        let (kernel, launch) = Emitter::new(p, k, narrow).kernel(entry, i)?;
         entries.push(kernel);
         launches.push(launch);
     }
@@ -364,6 +394,143 @@ fn fill_kernel(p: &Program, i: usize, f: &RandomFill) -> Result<Kernel, EmitErro
         nodes,
         reduce: None,
     })
+}
+
+/// The largest element count, iteration space or reduction length (exclusive) for which
+/// index arithmetic is done in 32 bits.
+const NARROW_LIMIT: u64 = 1 << 31;
+
+/// Whether every index computation of `p` (its kernels and the `fills` kernels) can be done
+/// in 32-bit arithmetic with exactly the 64-bit results: every buffer, iteration space and
+/// reduction has fewer than 2^31 elements, and every index expression's value — each
+/// intermediate included, bounded by interval arithmetic over the loop variables' ranges —
+/// lies in `i32` (division operands non-negative, constants `i32`). Otherwise 64-bit.
+fn narrow_indices(p: &Program, fills: &[Kernel]) -> bool {
+    let small = |n: usize| (n as u64) < NARROW_LIMIT;
+    let bufs_ok = p.inputs.iter().all(|t| small(t.num_elements()))
+        && p.outputs.iter().all(|t| small(t.num_elements()))
+        && p.temps.iter().all(|t| small(t.num_elements()))
+        && p.consts.iter().all(|c| small(c.num_elements()));
+    bufs_ok && p.kernels.iter().chain(fills).all(kernel_fits_i32)
+}
+
+/// [`narrow_indices`] for one kernel.
+fn kernel_fits_i32(k: &Kernel) -> bool {
+    let Some(points) = k
+        .space
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+    else {
+        return false;
+    };
+    let len = k.reduce.as_ref().map_or(1, |r| r.len as u64);
+    if points >= NARROW_LIMIT || len >= NARROW_LIMIT {
+        return false;
+    }
+    // Each loop variable's range: kept coordinates, then the reduction's position.
+    let mut vars: Vec<(i128, i128)> = k
+        .space
+        .iter()
+        .map(|&d| (0, (d as i128 - 1).max(0)))
+        .collect();
+    vars.push((0, (len as i128 - 1).max(0)));
+    k.nodes.iter().all(|n| match &n.kind {
+        NodeKind::Load { offset: e, .. }
+        | NodeKind::Index(e)
+        | NodeKind::Random { index: e, .. } => iexpr_range(e, &vars).is_some(),
+        NodeKind::InRange { e, lo, hi } => {
+            iexpr_range(e, &vars).is_some() && fits_i32(*lo as i128) && fits_i32(*hi as i128)
+        }
+        _ => true,
+    })
+}
+
+fn fits_i32(v: i128) -> bool {
+    i32::try_from(v).is_ok()
+}
+
+/// The range `[lo, hi]` of `e`'s value over the loop variables' ranges `vars`, or `None`
+/// when it or an intermediate value may leave `i32` (or a division operand may be
+/// negative): then 32-bit arithmetic could differ from 64-bit.
+fn iexpr_range(e: &IExpr, vars: &[(i128, i128)]) -> Option<(i128, i128)> {
+    let (lo, hi) = match e {
+        IExpr::Var(v) => *vars.get(*v)?,
+        IExpr::Const(c) => (*c as i128, *c as i128),
+        IExpr::Add(x, y) => {
+            let (a, b) = (iexpr_range(x, vars)?, iexpr_range(y, vars)?);
+            (a.0 + b.0, a.1 + b.1)
+        }
+        IExpr::Mul(x, c) => {
+            let (a, c) = (iexpr_range(x, vars)?, *c as i128);
+            if !fits_i32(c) {
+                return None;
+            }
+            let (x, y) = (a.0 * c, a.1 * c);
+            (x.min(y), x.max(y))
+        }
+        IExpr::Div(x, c) | IExpr::Rem(x, c) => {
+            let (a, c) = (iexpr_range(x, vars)?, *c as i128);
+            if a.0 < 0 || c <= 0 || !fits_i32(c) {
+                return None;
+            }
+            if matches!(e, IExpr::Div(..)) {
+                (a.0 / c, a.1 / c)
+            } else {
+                (0, a.1.min(c - 1))
+            }
+        }
+        IExpr::Clamp(x, lo, hi) => {
+            let (a, lo, hi) = (iexpr_range(x, vars)?, *lo as i128, *hi as i128);
+            if !fits_i32(lo) || !fits_i32(hi) {
+                return None;
+            }
+            (a.0.min(hi).max(lo), a.1.min(hi).max(lo))
+        }
+    };
+    (fits_i32(lo) && fits_i32(hi)).then_some((lo, hi))
+}
+
+/// `e` as `Σ coeff[v] · Var(v) + c` when it is affine (no division, remainder or clamp).
+fn affine(e: &IExpr, nvars: usize) -> Option<(Vec<i128>, i128)> {
+    Some(match e {
+        IExpr::Var(v) => {
+            let mut c = vec![0; nvars];
+            *c.get_mut(*v)? = 1;
+            (c, 0)
+        }
+        IExpr::Const(k) => (vec![0; nvars], *k as i128),
+        IExpr::Add(x, y) => {
+            let (mut a, ac) = affine(x, nvars)?;
+            let (b, bc) = affine(y, nvars)?;
+            a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+            (a, ac + bc)
+        }
+        IExpr::Mul(x, k) => {
+            let (a, ac) = affine(x, nvars)?;
+            let k = *k as i128;
+            (a.into_iter().map(|a| a * k).collect(), ac * k)
+        }
+        IExpr::Div(..) | IExpr::Rem(..) | IExpr::Clamp(..) => return None,
+    })
+}
+
+/// The constant `c` when `e` is the row-major linear index of the point in `space` plus
+/// `c` (the reduction variable unused).
+fn contiguous_offset(e: &IExpr, space: &[usize]) -> Option<i128> {
+    let (coeffs, c) = affine(e, space.len() + 1)?;
+    let mut stride = 1i128;
+    for (d, &size) in space.iter().enumerate().rev() {
+        if coeffs[d] != stride && size != 1 {
+            return None;
+        }
+        stride *= size as i128;
+    }
+    (coeffs[space.len()] == 0).then_some(c)
+}
+
+/// A vector operand `{%f1, %f2, %f3, %f4}`.
+fn vec4(r: &[Reg; 4]) -> String {
+    format!("{{{}, {}, {}, {}}}", r[0], r[1], r[2], r[3])
 }
 
 /// A PTX identifier `<cluster>_<kernel>` (anything outside `[A-Za-z0-9_]` becomes `_`).
@@ -517,8 +684,12 @@ fn float_unary<T: PtxFloat>(b: &mut Body, u: UnaryOp, x: Reg) -> Option<Reg> {
     })
 }
 
-/// Float binary ops over [`PtxArith`]; `None` where not defined (or not compiled: `rem`).
+/// Float binary ops over [`PtxArith`] (`rem`: the exact `fmod` loop of [`crate::fmod`]);
+/// `None` where not defined.
 fn float_binary<T: PtxFloat>(b: &mut Body, op: BinaryOp, x: Reg, y: Reg) -> Option<Reg> {
+    if op == BinaryOp::Rem {
+        return crate::fmod::emit_fmod(b, x, y);
+    }
     let a = &mut PtxArith::<T>::new(b);
     Some(match op {
         BinaryOp::Add => a.add(x, y),
@@ -545,12 +716,19 @@ struct Emitter<'a> {
     streams: Vec<Option<random::Stream>>,
     /// Set while emitting a row-fused entry: temporaries are this warp's shared slab.
     fused: Option<FusedRow>,
+    /// Index arithmetic in 32 bits ([`narrow_indices`]): loop variables and index
+    /// expressions are `.b32`, widened only to form addresses (and random counters).
+    narrow: bool,
+    /// In a vectorised pointwise group: per load node, the four lanes' values of its
+    /// `ld.global.v4`, and the lane being evaluated.
+    vec_loads: Vec<Option<[Reg; 4]>>,
+    lane: usize,
 }
 
 type R<T> = Result<T, EmitError>;
 
 impl<'a> Emitter<'a> {
-    fn new(p: &'a Program, k: &'a Kernel) -> Self {
+    fn new(p: &'a Program, k: &'a Kernel, narrow: bool) -> Self {
         Emitter {
             p,
             k,
@@ -560,6 +738,9 @@ impl<'a> Emitter<'a> {
             reduce_result: None,
             streams: vec![None; k.nodes.len()],
             fused: None,
+            narrow,
+            vec_loads: Vec::new(),
+            lane: 0,
         }
     }
 
@@ -594,6 +775,49 @@ impl<'a> Emitter<'a> {
 
     fn imm64(&mut self, v: u64) -> Reg {
         self.def(RegClass::B64, "mov.u64", &[&v])
+    }
+
+    /// The class of index registers: `.b32` when [`Emitter::narrow`], else `.b64`.
+    fn ic(&self) -> RegClass {
+        if self.narrow {
+            RegClass::B32
+        } else {
+            RegClass::B64
+        }
+    }
+
+    /// An index-typed opcode: `op.s32`/`op.u32` when narrow, `op.s64`/`op.u64` otherwise
+    /// (`ty` is `"s"` or `"u"`).
+    fn iop(&self, op: &str, ty: &str) -> String {
+        format!("{op}.{ty}{}", if self.narrow { 32 } else { 64 })
+    }
+
+    /// The index constant `v` (an `i32` when narrow: [`narrow_indices`] checked it).
+    fn imm_idx(&mut self, v: i64) -> Reg {
+        if self.narrow {
+            self.def(RegClass::B32, "mov.u32", &[&(v as i32 as u32)])
+        } else {
+            self.imm64(v as u64)
+        }
+    }
+
+    /// A `.b64` loop counter or linear index as an index register (`cvt.u32.u64` when
+    /// narrow: the value is below 2^31).
+    fn narrowed(&mut self, r: Reg) -> Reg {
+        if self.narrow && r.class == RegClass::B64 {
+            self.def(RegClass::B32, "cvt.u32.u64", &[&r])
+        } else {
+            r
+        }
+    }
+
+    /// An index register as a `.b64` with the same (signed) value.
+    fn widen(&mut self, r: Reg) -> Reg {
+        if r.class == RegClass::B32 {
+            self.def(RegClass::B64, "cvt.s64.s32", &[&r])
+        } else {
+            r
+        }
     }
 
     /// The dtype of a buffer, checking that it exists.
@@ -715,7 +939,7 @@ impl<'a> Emitter<'a> {
         {
             return Ok(());
         }
-        let zero = self.imm64(0);
+        let zero = self.imm_idx(0);
         let vars = vec![zero; k.space.len() + 1];
         for (n, node) in k.nodes.iter().enumerate() {
             let NodeKind::Random {
@@ -795,50 +1019,204 @@ impl<'a> Emitter<'a> {
         (gid, stride, tid)
     }
 
-    /// Opens `for (i = start; i < end; i += step)` over a fresh `.b64` counter (unsigned
-    /// compare); returns the counter and the labels for [`Emitter::loop_end`].
+    /// Opens `for (i = start; i < end; i += step)` over a fresh counter of `start`'s class
+    /// (`.b64`, or `.b32` for a narrow pointwise loop; unsigned compare); returns the
+    /// counter and the labels for [`Emitter::loop_end`].
     fn loop_begin(&mut self, stem: &str, start: Reg, end: &dyn Display) -> (Reg, Label, Label) {
-        let i = self.b.reg(RegClass::B64);
-        self.emit("mov.u64", &[&i, &start]);
+        let w = if start.class == RegClass::B32 { 32 } else { 64 };
+        let i = self.b.reg(start.class);
+        self.emit(&format!("mov.u{w}"), &[&i, &start]);
         let top = self.b.label(stem);
         let done = self.b.label(&format!("{stem}_end"));
         self.b.place(&top);
-        let past = self.def(RegClass::Pred, "setp.ge.u64", &[&i, end]);
+        let past = self.def(RegClass::Pred, &format!("setp.ge.u{w}"), &[&i, end]);
         self.emit(&format!("@{past} bra"), &[&done]);
         (i, top, done)
     }
 
     fn loop_end(&mut self, i: Reg, step: &dyn Display, top: Label, done: Label) {
-        self.emit("add.s64", &[&i, &i, step]);
+        let add = if i.class == RegClass::B32 {
+            "add.u32"
+        } else {
+            "add.s64"
+        };
+        self.emit(add, &[&i, &i, step]);
         self.emit("bra", &[&top]);
         self.b.place(&done);
+    }
+
+    /// Opens a grid-stride loop `for (i = offset + gid; i < end; i += stride)`. Narrow: a
+    /// `.b32` counter, with `gid` and `stride` first clamped to `end` (a thread past the
+    /// end leaves at once either way; a stride ≥ `end` ends the loop after one step either
+    /// way), so neither the start (`≤ offset + end`) nor `i + stride` (`i < end`, `stride ≤
+    /// end`) overflows 32 bits (`offset ≤ end < 2^31`). Returns the counter, the step and
+    /// the labels for [`Emitter::loop_end`].
+    fn grid_loop(
+        &mut self,
+        stem: &str,
+        (gid, stride): (Reg, Reg),
+        offset: u64,
+        end: u64,
+    ) -> (Reg, Reg, Label, Label) {
+        let (start, step) = if self.narrow {
+            debug_assert!(offset <= end && end < NARROW_LIMIT);
+            let g = self.def(RegClass::B64, "min.u64", &[&gid, &end]);
+            let g = self.def(RegClass::B32, "cvt.u32.u64", &[&g]);
+            let s = self.def(RegClass::B64, "min.u64", &[&stride, &end.max(1)]);
+            let s = self.def(RegClass::B32, "cvt.u32.u64", &[&s]);
+            let g = if offset > 0 {
+                self.def(RegClass::B32, "add.u32", &[&g, &offset])
+            } else {
+                g
+            };
+            (g, s)
+        } else if offset > 0 {
+            (self.def(RegClass::B64, "add.s64", &[&gid, &offset]), stride)
+        } else {
+            (gid, stride)
+        };
+        let (i, top, done) = self.loop_begin(stem, start, &end);
+        (i, step, top, done)
     }
 
     /// The row-major coordinates of linear point `i` in the kernel's space, plus one slot
     /// (the reduction's sequence variable, or an unused 0) at the end.
     fn unravel(&mut self, i: Reg) -> Vec<Reg> {
         let space = &self.k.space;
-        let zero = self.imm64(0);
+        let zero = self.imm_idx(0);
         let mut vars = vec![zero; space.len() + 1];
-        let mut rest = i;
+        let mut rest = self.narrowed(i);
+        let (c, rem, div) = (self.ic(), self.iop("rem", "u"), self.iop("div", "u"));
         for (d, &size) in space.iter().enumerate().rev() {
             if d == 0 {
                 vars[0] = rest;
             } else {
-                vars[d] = self.def(RegClass::B64, "rem.u64", &[&rest, &(size as u64)]);
-                rest = self.def(RegClass::B64, "div.u64", &[&rest, &(size as u64)]);
+                vars[d] = self.def(c, &rem, &[&rest, &(size as u64)]);
+                rest = self.def(c, &div, &[&rest, &(size as u64)]);
             }
         }
         vars
     }
 
-    /// A grid-stride loop over the points, one thread per point, storing every output.
+    /// A grid-stride loop over the points, one thread per point, storing every output; or,
+    /// when [`Emitter::vector_loads`] allows it, one per four points (`ld`/`st.global.v4`)
+    /// and a grid-stride tail over the last `points % 4`.
     fn pointwise(&mut self, points: u64) -> R<()> {
         let (gid, stride, _) = self.thread_ids();
-        let (i, top, done) = self.loop_begin("point", gid, &points);
+        let mut tail = 0;
+        if let Some(loads) = self.vector_loads()? {
+            self.vector_groups(points, (gid, stride), &loads)?;
+            tail = points - points % 4;
+        }
+        let (i, step, top, done) = self.grid_loop("point", (gid, stride), tail, points);
         let vars = self.unravel(i);
         self.stores(i, &vars)?;
-        self.loop_end(i, &stride, top, done);
+        self.loop_end(i, &step, top, done);
+        Ok(())
+    }
+
+    /// Whether this pointwise kernel is vectorised, and then its loads that read four
+    /// consecutive elements with one `ld.global.v4` per group of four points: `(node,
+    /// c)` for each 4-byte load at the point's linear index plus `c`, a multiple of 4 (so
+    /// the group's address is 16-byte aligned: buffers are allocated 256-byte aligned).
+    /// Vectorised: every store (always at the linear index) is of a 4-byte dtype, and no
+    /// buffer is both loaded and stored. Other loads (broadcasts, transposes, …) stay
+    /// scalar, one per point.
+    fn vector_loads(&self) -> R<Option<Vec<(usize, i64)>>> {
+        let k = self.k;
+        let four = |dt: DType| elem_bytes(dt) == 4;
+        if k.reduce.is_some() || self.fused.is_some() || k.stores.is_empty() {
+            return Ok(None);
+        }
+        for s in &k.stores {
+            if !four(self.buf_dtype(s.buf)?) {
+                return Ok(None);
+            }
+        }
+        let mut loads = Vec::new();
+        for (n, node) in k.nodes.iter().enumerate() {
+            let NodeKind::Load { buf, offset } = &node.kind else {
+                continue;
+            };
+            if k.stores.iter().any(|s| s.buf == *buf) {
+                return Ok(None);
+            }
+            if let Some(c) = contiguous_offset(offset, &k.space) {
+                if four(node.dtype) && c % 4 == 0 {
+                    loads.push((n, c as i64));
+                }
+            }
+        }
+        Ok(Some(loads))
+    }
+
+    /// The vectorised main loop: a grid-stride loop over the `points / 4` full groups;
+    /// each thread loads four lanes of each of `loads` with one `ld.global.v4`, evaluates
+    /// the store values lane by lane exactly as the scalar loop does (the same nodes, with
+    /// the lane's coordinates), and stores them with one `st.global.v4` per store.
+    fn vector_groups(&mut self, points: u64, ids: (Reg, Reg), loads: &[(usize, i64)]) -> R<()> {
+        let k = self.k;
+        self.b.comment(&format!(
+            "four points per thread: {} vector load(s), {} vector store(s)",
+            loads.len(),
+            k.stores.len()
+        ));
+        let (g, step, top, done) = self.grid_loop("group", ids, 0, points / 4);
+        let ic = g.class;
+        let shl = if ic == RegClass::B32 {
+            "shl.b32"
+        } else {
+            "shl.b64"
+        };
+        let i4 = self.def(ic, shl, &[&g, &2]);
+        let i4 = self.narrowed(i4);
+        self.vec_loads = vec![None; k.nodes.len()];
+        for &(n, c) in loads {
+            let NodeKind::Load { buf, .. } = k.nodes[n].kind else {
+                unreachable!("vector_loads lists loads")
+            };
+            let dt = k.nodes[n].dtype;
+            let at = if c == 0 {
+                i4
+            } else {
+                let cst = self.imm_idx(c);
+                let add = self.iop("add", "s");
+                self.def(self.ic(), &add, &[&i4, &cst])
+            };
+            let addr = self.address(buf, at, dt)?;
+            let lanes = [0; 4].map(|_| self.b.reg(class(dt)));
+            self.emit(
+                &format!("ld.global.v4.{}", mem_type(dt)),
+                &[&vec4(&lanes), &format!("[{addr}]")],
+            );
+            self.vec_loads[n] = Some(lanes);
+        }
+        let mut values = vec![[i4; 4]; k.stores.len()];
+        for lane in 0..4 {
+            let i = if lane == 0 {
+                i4
+            } else {
+                let add = self.iop("add", "s");
+                self.def(self.ic(), &add, &[&i4, &lane])
+            };
+            let vars = self.unravel(i);
+            self.memo.iter_mut().for_each(|m| *m = None);
+            self.lane = lane;
+            for (s, v) in k.stores.iter().zip(&mut values) {
+                v[lane] = self.node(s.value, &vars)?;
+            }
+        }
+        self.vec_loads.clear();
+        self.memo.iter_mut().for_each(|m| *m = None);
+        for (s, v) in k.stores.iter().zip(&values) {
+            let dt = self.buf_dtype(s.buf)?;
+            let addr = self.address(s.buf, i4, dt)?;
+            self.emit(
+                &format!("st.global.v4.{}", mem_type(dt)),
+                &[&format!("[{addr}]"), &vec4(v)],
+            );
+        }
+        self.loop_end(g, &step, top, done);
         Ok(())
     }
 
@@ -862,8 +1240,23 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// The address of element `index` (a `.b64` or a narrow `.b32` index) of `buf`.
     fn address(&mut self, buf: BufRef, index: Reg, dt: DType) -> R<Reg> {
         let bytes = elem_bytes(dt);
+        let shared = matches!(buf, BufRef::Temp(_)) && self.fused.is_some();
+        if index.class == RegClass::B32 && !shared {
+            // Widened only here, in the multiply that forms the byte offset.
+            let Some(&(_, base)) = self.bases.iter().find(|(b, _)| *b == buf) else {
+                return self.malformed(format!("buffer {buf:?} is not a parameter"));
+            };
+            let off = if bytes == 1 {
+                self.def(RegClass::B64, "cvt.s64.s32", &[&index])
+            } else {
+                self.def(RegClass::B64, "mul.wide.s32", &[&index, &bytes])
+            };
+            return Ok(self.def(RegClass::B64, "add.s64", &[&base, &off]));
+        }
+        let index = self.widen(index);
         if let (BufRef::Temp(t), Some(f)) = (buf, &self.fused) {
             // Row-fused: element `index` of the temporary is element `index - row * n` of
             // this warp's row of it (row_blocking proved it lies in the row).
@@ -928,7 +1321,7 @@ impl<'a> Emitter<'a> {
         } else {
             // Chunk partials folded into lane (chunk mod 32), then the same tree.
             let acc = self.b.reg(class(dt));
-            let id = self.identity(dt, kind);
+            let id = self.identity(dt, kind)?;
             self.mov(dt, acc, id);
             let zero = self.imm64(0);
             let chunks = len.div_ceil(CHUNK);
@@ -949,7 +1342,7 @@ impl<'a> Emitter<'a> {
         let skip = self.b.label("store_skip");
         self.emit(&format!("@{not_lane0} bra"), &[&skip]);
         self.reduce_result = Some(result);
-        let zero = self.imm64(0);
+        let zero = self.imm_idx(0);
         vars[seq] = zero;
         self.stores(w, &vars)?;
         self.reduce_result = None;
@@ -1104,11 +1497,11 @@ impl<'a> Emitter<'a> {
         end: &dyn Display,
     ) -> R<Reg> {
         let acc = self.b.reg(class(dt));
-        let id = self.identity(dt, kind);
+        let id = self.identity(dt, kind)?;
         self.mov(dt, acc, id);
         let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
         let (j, top, done) = self.loop_begin("lane", first, end);
-        vars[seq] = j;
+        vars[seq] = self.narrowed(j);
         self.memo.iter_mut().for_each(|m| *m = None);
         let x = self.node(value, vars)?;
         let y = self.combine(dt, kind, acc, x);
@@ -1170,47 +1563,12 @@ impl<'a> Emitter<'a> {
     }
 
     /// The identity of a reduction (`kiln_interp`'s: sum of floats starts at -0).
-    fn identity(&mut self, dt: DType, kind: ReduceKind) -> Reg {
-        use ReduceKind::*;
-        let bits: u64 = match dt {
-            DType::F32 => u64::from(
-                match kind {
-                    Sum => -0.0f32,
-                    Prod => 1.0,
-                    Max => f32::NEG_INFINITY,
-                    Min => f32::INFINITY,
-                }
-                .to_bits(),
-            ),
-            DType::F64 => match kind {
-                Sum => -0.0f64,
-                Prod => 1.0,
-                Max => f64::NEG_INFINITY,
-                Min => f64::INFINITY,
-            }
-            .to_bits(),
-            DType::I32 => u64::from(match kind {
-                Sum => 0,
-                Prod => 1,
-                Max => i32::MIN,
-                Min => i32::MAX,
-            } as u32),
-            DType::U32 => u64::from(match kind {
-                Sum | Max => 0,
-                Prod => 1,
-                Min => u32::MAX,
-            }),
-            DType::I64 => {
-                (match kind {
-                    Sum => 0,
-                    Prod => 1,
-                    Max => i64::MIN,
-                    Min => i64::MAX,
-                }) as u64
-            }
-            DType::Bool => u64::from(kind == Min),
-        };
-        self.constant(dt, bits)
+    fn identity(&mut self, dt: DType, kind: ReduceKind) -> Result<Reg, EmitError> {
+        let id = kind.identity(dt).ok_or_else(|| EmitError::Unsupported {
+            kernel: self.k.name.clone(),
+            reason: format!("{} of {dt}", kind.name()),
+        })?;
+        Ok(self.constant(dt, id.bits()))
     }
 
     /// `op(a, x)` of a reduction.
@@ -1268,6 +1626,10 @@ impl<'a> Emitter<'a> {
                 if bdt != dt {
                     return self.malformed(format!("load of {bdt} buffer as {dt}"));
                 }
+                if let Some(lanes) = self.vec_loads.get(n).copied().flatten() {
+                    self.memo[n] = Some(lanes[self.lane]);
+                    return Ok(lanes[self.lane]);
+                }
                 let off = self.iexpr(offset, vars)?;
                 let addr = self.address(*buf, off, dt)?;
                 let ld = format!("ld.{}.{}", self.space(*buf), mem_type(dt));
@@ -1280,6 +1642,16 @@ impl<'a> Emitter<'a> {
                 }
             }
             NodeKind::Const(bits) => self.constant(dt, *bits),
+            NodeKind::Index(e) if self.narrow => {
+                let x = self.iexpr(e, vars)?;
+                match dt {
+                    DType::F32 => self.def(RegClass::F32, "cvt.rn.f32.s32", &[&x]),
+                    DType::F64 => self.def(RegClass::F64, "cvt.rn.f64.s32", &[&x]),
+                    DType::I32 | DType::U32 => x,
+                    DType::I64 => self.def(RegClass::B64, "cvt.s64.s32", &[&x]),
+                    DType::Bool => self.def(RegClass::Pred, "setp.ne.s32", &[&x, &0]),
+                }
+            }
             NodeKind::Index(e) => {
                 let x = self.iexpr(e, vars)?;
                 match dt {
@@ -1292,8 +1664,9 @@ impl<'a> Emitter<'a> {
             }
             NodeKind::InRange { e, lo, hi } => {
                 let x = self.iexpr(e, vars)?;
-                let a = self.def(RegClass::Pred, "setp.ge.s64", &[&x, lo]);
-                let c = self.def(RegClass::Pred, "setp.lt.s64", &[&x, hi]);
+                let (ge, lt) = (self.iop("setp.ge", "s"), self.iop("setp.lt", "s"));
+                let a = self.def(RegClass::Pred, &ge, &[&x, lo]);
+                let c = self.def(RegClass::Pred, &lt, &[&x, hi]);
                 self.def(RegClass::Pred, "and.pred", &[&a, &c])
             }
             NodeKind::Unary(u, a) => {
@@ -1361,7 +1734,9 @@ impl<'a> Emitter<'a> {
                         }
                     }
                 };
+                // The counter math is kiln_rng's, on the 64-bit index.
                 let i = self.iexpr(index, vars)?;
+                let i = self.widen(i);
                 match random::element(&mut self.b, &st, *dist, dt, i) {
                     Ok(r) => r,
                     Err(e) => return self.unsupported(e),
@@ -1400,23 +1775,26 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// An index expression as a `.b64` register (`i64` arithmetic; `Div`/`Rem` operands are
-    /// never negative, as the kernel IR promises).
+    /// An index expression as an index register: `.b64` (`i64` arithmetic), or `.b32`
+    /// (`i32`) when narrow — [`narrow_indices`] proved every value fits, so the results are
+    /// the same. `Div`/`Rem` operands are never negative, as the kernel IR promises.
     fn iexpr(&mut self, e: &IExpr, vars: &[Reg]) -> R<Reg> {
         Ok(match e {
             IExpr::Var(v) => match vars.get(*v) {
                 Some(&r) => r,
                 None => return self.malformed(format!("loop variable {v} does not exist")),
             },
-            IExpr::Const(c) => self.imm64(*c as u64),
+            IExpr::Const(c) => self.imm_idx(*c),
             IExpr::Add(x, y) => {
                 let x = self.iexpr(x, vars)?;
                 let y = self.iexpr(y, vars)?;
-                self.def(RegClass::B64, "add.s64", &[&x, &y])
+                let op = self.iop("add", "s");
+                self.def(self.ic(), &op, &[&x, &y])
             }
             IExpr::Mul(x, c) => {
                 let x = self.iexpr(x, vars)?;
-                self.def(RegClass::B64, "mul.lo.s64", &[&x, c])
+                let op = self.iop("mul.lo", "s");
+                self.def(self.ic(), &op, &[&x, c])
             }
             IExpr::Div(x, c) | IExpr::Rem(x, c) => {
                 if *c <= 0 {
@@ -1424,16 +1802,17 @@ impl<'a> Emitter<'a> {
                 }
                 let x = self.iexpr(x, vars)?;
                 let op = if matches!(e, IExpr::Div(..)) {
-                    "div.u64"
+                    self.iop("div", "u")
                 } else {
-                    "rem.u64"
+                    self.iop("rem", "u")
                 };
-                self.def(RegClass::B64, op, &[&x, &(*c as u64)])
+                self.def(self.ic(), &op, &[&x, &(*c as u64)])
             }
             IExpr::Clamp(x, lo, hi) => {
                 let x = self.iexpr(x, vars)?;
-                let x = self.def(RegClass::B64, "min.s64", &[&x, hi]);
-                self.def(RegClass::B64, "max.s64", &[&x, lo])
+                let (min, max) = (self.iop("min", "s"), self.iop("max", "s"));
+                let x = self.def(self.ic(), &min, &[&x, hi]);
+                self.def(self.ic(), &max, &[&x, lo])
             }
         })
     }
@@ -1637,6 +2016,96 @@ impl<'a> Emitter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `out0[i] = in0[offset(i)] * 2` over `space`, reading an input of `len` elements.
+    fn scale(space: Vec<usize>, len: usize, offset: IExpr) -> Program {
+        let f32_of = |n: usize| kiln_ir::TensorType {
+            dtype: DType::F32,
+            shape: vec![n],
+        };
+        let points = space.iter().product();
+        let node = |kind| Node {
+            kind,
+            dtype: DType::F32,
+        };
+        Program {
+            name: "t".into(),
+            inputs: vec![f32_of(len)],
+            outputs: vec![f32_of(points)],
+            temps: vec![],
+            consts: vec![],
+            kernels: vec![Kernel {
+                name: "k0".into(),
+                space,
+                nodes: vec![
+                    node(NodeKind::Load {
+                        buf: BufRef::Input(0),
+                        offset,
+                    }),
+                    node(NodeKind::Const(2.0f32.to_bits() as u64)),
+                    node(NodeKind::Binary(BinaryOp::Mul, 0, 1)),
+                ],
+                reduce: None,
+                stores: vec![Store {
+                    buf: BufRef::Output(0),
+                    value: 2,
+                }],
+            }],
+            dots: vec![],
+            fills: vec![],
+        }
+    }
+
+    fn linear2(cols: i64) -> IExpr {
+        IExpr::sum(IExpr::scaled(IExpr::Var(0), cols), IExpr::Var(1))
+    }
+
+    #[test]
+    fn index_width_is_32_bits_only_when_everything_fits() {
+        let small = scale(vec![1000, 37], 37_000, linear2(37));
+        assert!(narrow_indices(&small, &[]));
+        // More than 2^31 points (and elements): 64-bit.
+        let big = scale(
+            vec![1 << 16, (1 << 15) + 1],
+            1 << 31,
+            linear2((1 << 15) + 1),
+        );
+        assert!(!narrow_indices(&big, &[]));
+        // Exactly 2^31 - 1 elements still fit; 2^31 does not.
+        let edge = scale(vec![(1 << 31) - 1], (1 << 31) - 1, IExpr::Var(0));
+        assert!(narrow_indices(&edge, &[]));
+        let over = scale(vec![(1 << 31) - 1], 1 << 31, IExpr::Var(0));
+        assert!(!narrow_indices(&over, &[]));
+        // Small buffers, but an intermediate index value beyond i32: 64-bit.
+        let wide_tmp = IExpr::quot(IExpr::scaled(IExpr::Var(0), 1 << 24), 1 << 24);
+        assert!(!narrow_indices(&scale(vec![1000], 1000, wide_tmp), &[]));
+        // A 64-bit program's text divides in 64 bits; a narrow one never does.
+        let text = |p: &Program| emit_program(p, Target::from_sm(80).unwrap()).unwrap().text;
+        let big = text(&big);
+        assert!(big.contains("div.u64") && big.contains("rem.u64"), "{big}");
+        let small = text(&small);
+        assert!(
+            !small.contains("div.u64") && !small.contains("rem.u64"),
+            "{small}"
+        );
+        assert!(small.contains("div.u32") && small.contains("mul.wide.s32"));
+        // The 32-bit loop counters start and step from values clamped to the loop's end.
+        assert!(small.contains("min.u64") && small.contains("setp.ge.u32"));
+    }
+
+    #[test]
+    fn contiguity_is_the_linear_index_plus_a_constant() {
+        let space = [5, 7];
+        assert_eq!(contiguous_offset(&linear2(7), &space), Some(0));
+        let plus8 = IExpr::sum(linear2(7), IExpr::Const(8));
+        assert_eq!(contiguous_offset(&plus8, &space), Some(8));
+        // A transpose (column-major) and a broadcast (row only) are not contiguous.
+        let transposed = IExpr::sum(IExpr::scaled(IExpr::Var(1), 5), IExpr::Var(0));
+        assert_eq!(contiguous_offset(&transposed, &space), None);
+        assert_eq!(contiguous_offset(&IExpr::Var(0), &space), None);
+        // Division (reshape-like maps) is not recognised: scalar, which is only slower.
+        assert_eq!(contiguous_offset(&IExpr::quot(linear2(7), 2), &space), None);
+    }
 
     #[test]
     fn entry_names_are_ptx_identifiers() {

@@ -27,6 +27,7 @@
 pub mod arith;
 pub mod driver;
 pub mod emit;
+mod fmod;
 pub mod gemm;
 pub mod kernels;
 pub mod module;

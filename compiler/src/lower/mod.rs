@@ -353,18 +353,6 @@ fn linearize(idx: &[IExpr], shape: &[usize]) -> IExpr {
         })
 }
 
-/// The bits of a scalar as a [`NodeKind::Const`] payload.
-fn scalar_bits(s: Scalar) -> u64 {
-    match s {
-        Scalar::F32(x) => u64::from(x.to_bits()),
-        Scalar::F64(x) => x.to_bits(),
-        Scalar::I32(x) => u64::from(x as u32),
-        Scalar::I64(x) => x as u64,
-        Scalar::U32(x) => u64::from(x),
-        Scalar::Bool(x) => u64::from(x),
-    }
-}
-
 /// The bits of a constant's value if every element has the same bits. A slice scan that
 /// vectorises: the IR materialises splat constants at full size (`Tensor::is_splat` goes
 /// through `Scalar` per element and costs ~100 ms on 16M elements).
@@ -385,7 +373,7 @@ fn splat_bits(t: &kiln_ir::Tensor) -> Option<u64> {
         Buffer::U32(v) => same(v, |x| x),
         Buffer::Bool(v) => same(v, |x| x),
     };
-    ok.then(|| scalar_bits(t.data().get(0)))
+    ok.then(|| Scalar::bits(t.data().get(0)))
 }
 
 /// Builds one kernel's DAG, hash-consing nodes and memoising `(value, index)` pairs.

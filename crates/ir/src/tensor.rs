@@ -160,6 +160,18 @@ impl Scalar {
         }
     }
 
+    /// The value's bit pattern, zero-extended to 64 bits (`bool` is 0 or 1).
+    pub fn bits(self) -> u64 {
+        match self {
+            Scalar::F32(x) => u64::from(x.to_bits()),
+            Scalar::F64(x) => x.to_bits(),
+            Scalar::I32(x) => u64::from(x as u32),
+            Scalar::I64(x) => x as u64,
+            Scalar::U32(x) => u64::from(x),
+            Scalar::Bool(x) => u64::from(x),
+        }
+    }
+
     /// The value as f64 (exact for every dtype but i64 beyond 2^53).
     pub fn to_f64(self) -> f64 {
         match self {

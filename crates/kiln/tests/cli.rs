@@ -409,27 +409,40 @@ fn compile_writes_ptx_and_clif_per_cluster_and_reports_skips() {
         );
         if ext == "ptx" {
             assert!(text.contains(&format!(".target {target}\n")), "{text}");
-            assert!(text.contains(".visible .entry cluster_0_k0("), "{text}");
+            // Softmax is row-fused: one entry, one warp per row.
+            assert!(text.contains(".visible .entry cluster_0_rows("), "{text}");
             assert!(text.contains("shfl.sync.down.b32"), "{text}");
-            assert!(text.contains("// launch cluster_0_k0: params ["), "{text}");
+            assert!(
+                text.contains("// launch cluster_0_rows: params ["),
+                "{text}"
+            );
+            assert!(text.contains("WarpPerRow"), "{text}");
             assert!(!text.contains(".approx"), "{text}");
         } else {
             assert!(text.contains("function "), "{text}");
         }
     }
-    // A cluster the PTX emitter refuses (float rem, compiled only on the CPU) is named,
-    // with the reason; exit code 3.
+    // A cluster that cannot be compiled (a reduction over more than 2^24 elements stays on
+    // the fallback) is named, with the reason; exit code 3.
+    let p = write_temp(
+        "long.kir",
+        "func @f(%x: f32[16777217]) -> f32[] {\n  %a = add %x, %x : f32[16777217]\n  %b = mul %a, %x : f32[16777217]\n  %c = sub %b, %a : f32[16777217]\n  %s = reduce_sum %c, axes=[0] : f32[]\n  %e = exp %s : f32[]\n  return %e\n}\n",
+    );
+    let o = kiln(&["compile", &p, "--target", "sm_80", "--out", &out_s]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("skipped @f/cluster_0: not lowered: reductions over more than 2^24 elements"),
+        "{}",
+        stderr(&o)
+    );
+    // Float rem compiles for the GPU too (the exact fmod loop).
     let p = write_temp(
         "rem.kir",
         "func @f(%x: f32[8], %y: f32[8]) -> f32[8] {\n  %a = add %x, %y : f32[8]\n  %b = rem %a, %y : f32[8]\n  %c = mul %b, %x : f32[8]\n  %d = sub %c, %a : f32[8]\n  %e = exp %d : f32[8]\n  return %e\n}\n",
     );
     let o = kiln(&["compile", &p, "--target", "sm_80", "--out", &out_s]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("skipped @f/cluster_0: kernel k0: unsupported for PTX: rem on f32"),
-        "{}",
-        stderr(&o)
-    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]

@@ -10,7 +10,10 @@
 //! `shfl.sync` is a warp-wide rendezvous (every lane of the full mask must reach the *same*
 //! `shfl` instruction, else the launch fails, as it would hang or be undefined on hardware).
 //! Memory is byte-addressed and little-endian; every store is recorded, so a test can check
-//! that each output element was written exactly once (no races, no gaps).
+//! that each output element was written exactly once (no races, no gaps). Every access is
+//! bounds-checked and naturally aligned; a vector access (`ld/st.global.v4.T {a, b, c, d}`,
+//! lanes at increasing addresses) must be aligned to the whole vector (16 bytes for 4-byte
+//! `T`), as on hardware.
 //!
 //! Shared memory (kernel-scope `.shared .align A .b8 name[N]` arrays; `mov` of the name gives
 //! its offset in the shared window, from 0) is fresh per block and bounds-, alignment- and
@@ -682,6 +685,43 @@ impl Program {
                         shared.store(addr, bytes, v, t)?;
                     }
                 }
+                "ld" | "st" if p.get(2) == Some(&"v4") => {
+                    // `ld.global.v4.T {a, b, c, d}, [addr]` / `st.global.v4.T [addr], {…}`:
+                    // four consecutive elements, the address aligned to the whole vector
+                    // (PTX ISA: vector accesses must be naturally aligned to 4 × size).
+                    assert_eq!(p[1], "global", "only global vector accesses are simulated");
+                    let bytes = (width(p[p.len() - 1]) / 8) as usize;
+                    let (m, v) = if p[0] == "ld" {
+                        (&inst.ops[1], &inst.ops[0])
+                    } else {
+                        (&inst.ops[0], &inst.ops[1])
+                    };
+                    let addr = match m {
+                        Op::Mem(i) => t.r[*i],
+                        o => panic!("{o:?}"),
+                    };
+                    let Op::Vec(lanes) = v else {
+                        panic!("vector access without a vector operand: {v:?}")
+                    };
+                    assert_eq!(lanes.len(), 4, "v4 with {} registers", lanes.len());
+                    if addr % (4 * bytes as u64) != 0 {
+                        return Err(format!(
+                            "{} at {addr:#x}: not aligned to {} bytes",
+                            p.join("."),
+                            4 * bytes
+                        ));
+                    }
+                    // Bounds of the whole vector first, so a partial access cannot happen.
+                    mem.locate(addr, 4 * bytes)?;
+                    for (k, &r) in lanes.iter().enumerate() {
+                        let a = addr + (k * bytes) as u64;
+                        if p[0] == "ld" {
+                            t.r[r] = mem.load(a, bytes)?;
+                        } else {
+                            mem.store(a, bytes, mask(t.r[r], 8 * bytes as u32))?;
+                        }
+                    }
+                }
                 "ld" | "st" => {
                     assert_eq!(
                         p[1], "global",
@@ -900,7 +940,10 @@ fn exec(p: &[&str], a: &[u64]) -> u64 {
             match p[1] {
                 "lo" => mask(a[0].wrapping_mul(a[1]), w),
                 "hi" => mask(((a[0] as u128 * a[1] as u128) >> w) as u64, w),
-                "wide" => a[0] * a[1],
+                "wide" if last.starts_with('s') => {
+                    (signed(a[0], w) as i128 * signed(a[1], w) as i128) as u64
+                }
+                "wide" => mask(a[0], w) * mask(a[1], w),
                 m => panic!("mul.{m}"),
             }
         }

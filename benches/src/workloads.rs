@@ -7,6 +7,7 @@ use kiln_ir::{trace, Buffer, DType, Func, RandomAlg, RandomDist, Tensor, TensorT
 pub const WORKLOADS: &[&str] = &[
     "chain",
     "gelu",
+    "gelu_f64",
     "softmax",
     "layernorm",
     "sum",
@@ -175,6 +176,18 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
             let f = trace("gelu", &[f32s(&[n])], |a| a[0].gelu());
             let (b, by) = one(f, vec![input(&[n], 2, 1.0)], n)?;
             (b, by, Agreement::Exact)
+        }
+        "gelu_f64" => {
+            // Half the elements in f64: the same bytes as the f32 workloads.
+            let m = n / 2;
+            let f = trace("gelu_f64", &[TensorType::new(DType::F64, vec![m])], |a| {
+                a[0].gelu()
+            });
+            let x = input(&[m], 2, 1.0);
+            let x = x.as_f32().expect("f32 input").iter().map(|&v| f64::from(v));
+            let x = Tensor::new(vec![m], Buffer::F64(x.collect())).expect("length matches");
+            let (b, by) = one(f, vec![x], m)?;
+            (b, 2 * by, Agreement::Exact)
         }
         "softmax" => {
             let f = trace("softmax", &[f32s(&[r, c])], |a| a[0].softmax(1));

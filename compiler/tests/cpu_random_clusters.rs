@@ -1,5 +1,6 @@
 //! Property test: random clusters (odd sizes, size-1 dims, broadcasts, transposes, slices,
-//! reductions, f64/i32/bool intermediates, matrix products, stateless random ops) compile to
+//! reductions, f32 or f64 chains, f64/i32/bool intermediates, matrix products, stateless
+//! random ops) compile to
 //! code whose output equals the interpreter's bit for bit (NaN payloads aside) for 1, 2 and
 //! 7 threads.
 
@@ -14,9 +15,11 @@ fn random_func(seed: u64) -> String {
     let a = DIMS[r.below(DIMS.len())];
     let b = DIMS[r.below(DIMS.len())];
     let t = |dt: &str| format!("{dt}[{a},{b}]");
-    let mut params = vec![format!("%p0: {}", t("f32"))];
+    // The float type of the chain: f32 (4-lane vector code) or f64 (2-lane vector code).
+    let ft = if r.below(3) == 0 { "f64" } else { "f32" };
+    let mut params = vec![format!("%p0: {}", t(ft))];
     let mut lines = Vec::new();
-    // Live f32 values of shape [a, b].
+    // Live float values of shape [a, b].
     let mut vals = vec!["%p0".to_string()];
     let mut n = 0;
     let mut fresh = || {
@@ -32,44 +35,41 @@ fn random_func(seed: u64) -> String {
                 let op = [
                     "neg", "abs", "exp", "tanh", "logistic", "sin", "floor", "sqrt", "erf", "log1p",
                 ][r.below(10)];
-                format!("{v} = {op} {x} : {}", t("f32"))
+                format!("{v} = {op} {x} : {}", t(ft))
             }
             1 | 2 => {
                 let op = ["add", "sub", "mul", "div", "max", "min", "pow", "rem"][r.below(8)];
-                format!("{v} = {op} {x}, {y} : {}", t("f32"))
+                format!("{v} = {op} {x}, {y} : {}", t(ft))
             }
             3 => {
                 let p = format!("%p{}", params.len());
-                params.push(format!("{p}: f32[{b}]"));
+                params.push(format!("{p}: {ft}[{b}]"));
                 let w = fresh();
-                lines.push(format!(
-                    "{w} = broadcast_in_dim {p}, dims=[1] : {}",
-                    t("f32")
-                ));
-                format!("{v} = add {x}, {w} : {}", t("f32"))
+                lines.push(format!("{w} = broadcast_in_dim {p}, dims=[1] : {}", t(ft)));
+                format!("{v} = add {x}, {w} : {}", t(ft))
             }
             4 => {
                 let p = format!("%p{}", params.len());
-                params.push(format!("{p}: f32[{b},{a}]"));
+                params.push(format!("{p}: {ft}[{b},{a}]"));
                 let w = fresh();
-                lines.push(format!("{w} = transpose {p}, perm=[1,0] : {}", t("f32")));
-                format!("{v} = mul {x}, {w} : {}", t("f32"))
+                lines.push(format!("{w} = transpose {p}, perm=[1,0] : {}", t(ft)));
+                format!("{v} = mul {x}, {w} : {}", t(ft))
             }
             5 => {
                 let p = format!("%p{}", params.len());
-                params.push(format!("{p}: f32[{},{}]", a + 2, 2 * b + 1));
+                params.push(format!("{p}: {ft}[{},{}]", a + 2, 2 * b + 1));
                 format!(
                     "{v} = slice {p}, start=[1,0], limit=[{},{}], stride=[1,2] : {}",
                     a + 1,
                     2 * b,
-                    t("f32")
+                    t(ft)
                 )
             }
             6 => {
                 let kind = ["reduce_sum", "reduce_max", "reduce_min"][r.below(3)];
                 let s = fresh();
-                lines.push(format!("{s} = {kind} {x}, axes=[1] : f32[{a}]"));
-                format!("{v} = broadcast_in_dim {s}, dims=[0] : {}", t("f32"))
+                lines.push(format!("{s} = {kind} {x}, axes=[1] : {ft}[{a}]"));
+                format!("{v} = broadcast_in_dim {s}, dims=[0] : {}", t(ft))
             }
             7 => {
                 let i = fresh();
@@ -78,33 +78,33 @@ fn random_func(seed: u64) -> String {
                 lines.push(format!("{k} = iota dim=1 : {}", t("i32")));
                 let m = fresh();
                 lines.push(format!("{m} = add {i}, {k} : {}", t("i32")));
-                format!("{v} = convert {m} : {}", t("f32"))
+                format!("{v} = convert {m} : {}", t(ft))
             }
             8 => {
                 let c = fresh();
                 lines.push(format!("{c} = compare {x}, {y}, dir=lt : {}", t("bool")));
-                format!("{v} = select {c}, {x}, {y} : {}", t("f32"))
+                format!("{v} = select {c}, {x}, {y} : {}", t(ft))
             }
             9 => {
                 let s = fresh();
-                lines.push(format!("{s} = reshape {x} : f32[{}]", a * b));
+                lines.push(format!("{s} = reshape {x} : {ft}[{}]", a * b));
                 let e = fresh();
-                lines.push(format!("{e} = expm1 {s} : f32[{}]", a * b));
-                format!("{v} = reshape {e} : {}", t("f32"))
+                lines.push(format!("{e} = expm1 {s} : {ft}[{}]", a * b));
+                format!("{v} = reshape {e} : {}", t(ft))
             }
             10 => {
                 let w = fresh();
                 let e = fresh();
                 lines.push(format!("{w} = convert {x} : {}", t("f64")));
                 lines.push(format!("{e} = log1p {w} : {}", t("f64")));
-                format!("{v} = convert {e} : {}", t("f32"))
+                format!("{v} = convert {e} : {}", t(ft))
             }
             11 => {
                 let p = format!("%p{}", params.len());
-                params.push(format!("{p}: f32[{b},{b}]"));
+                params.push(format!("{p}: {ft}[{b},{b}]"));
                 format!(
                     "{v} = dot_general {x}, {p}, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : {}",
-                    t("f32")
+                    t(ft)
                 )
             }
             12 => {
@@ -131,26 +131,26 @@ fn random_func(seed: u64) -> String {
                 };
                 let g = fresh();
                 lines.push(format!("{g} = {op} {s}, alg={alg} : {}", t(dt)));
-                let g = if dt == "f32" {
+                let g = if dt == ft {
                     g
                 } else {
                     let c = fresh();
-                    lines.push(format!("{c} = convert {g} : {}", t("f32")));
+                    lines.push(format!("{c} = convert {g} : {}", t(ft)));
                     c
                 };
-                format!("{v} = add {x}, {g} : {}", t("f32"))
+                format!("{v} = add {x}, {g} : {}", t(ft))
             }
             _ => {
                 let c = fresh();
-                lines.push(format!("{c} = constant 0.75 : {}", t("f32")));
-                format!("{v} = mul {x}, {c} : {}", t("f32"))
+                lines.push(format!("{c} = constant 0.75 : {}", t(ft)));
+                format!("{v} = mul {x}, {c} : {}", t(ft))
             }
         };
         lines.push(line);
         vals.push(v);
     }
     let outs: Vec<String> = vals.iter().rev().take(1 + r.below(2)).cloned().collect();
-    let out_tys: Vec<String> = outs.iter().map(|_| t("f32")).collect();
+    let out_tys: Vec<String> = outs.iter().map(|_| t(ft)).collect();
     format!(
         "func @rand({}) -> ({}) {{\n  {}\n  return {}\n}}",
         params.join(", "),

@@ -253,7 +253,7 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
     // A full reduction, or a few long rows, is split into parallel chunk partials and a
     // canonical combination; the bits must equal the interpreter's (one sequential canonical
     // order). Lengths: exactly 4 chunks, a partial last chunk, many chunks; an epilogue
-    // (mean) and a consumer of the result; every reduce kind.
+    // (mean) and a consumer of the result; every reduce kind; f32 (4 lanes) and f64 (2).
     let dir = std::env::temp_dir().join(format!("kiln-split-{}", std::process::id()));
     for (shape, axes, out) in [
         ("16384", "0", ""),
@@ -261,7 +261,10 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
         ("3,70001", "1", "3"),
         ("2,5,9001", "0,2", "5"),
     ] {
-        for kind in ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"] {
+        for (kind, dt) in ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"]
+            .into_iter()
+            .flat_map(|k| [(k, "f32"), (k, "f64")])
+        {
             let n: usize = shape
                 .split(',')
                 .map(|d| d.parse::<usize>().unwrap())
@@ -272,12 +275,12 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
                 .map(|d| d.parse::<usize>().unwrap())
                 .product::<usize>();
             let c = cluster(&format!(
-                "func @f(%x: f32[{shape}]) -> (f32[{out}], f32[{out}]) {{
-  %s  = {kind} %x, axes=[{axes}] : f32[{out}]
-  %n  = constant {len}.0 : f32[]
-  %nb = broadcast_in_dim %n, dims=[] : f32[{out}]
-  %m  = div %s, %nb : f32[{out}]
-  %e  = exp %m : f32[{out}]
+                "func @f(%x: {dt}[{shape}]) -> ({dt}[{out}], {dt}[{out}]) {{
+  %s  = {kind} %x, axes=[{axes}] : {dt}[{out}]
+  %n  = constant {len}.0 : {dt}[]
+  %nb = broadcast_in_dim %n, dims=[] : {dt}[{out}]
+  %m  = div %s, %nb : {dt}[{out}]
+  %e  = exp %m : {dt}[{out}]
   return %m, %e
 }}"
             ));
@@ -291,7 +294,12 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
                     .split(',')
                     .map(|d| d.parse::<usize>().unwrap())
                     .collect::<Vec<_>>(),
-                kiln_ir::Buffer::F32(x),
+                if dt == "f64" {
+                    // Not exactly representable in f32: f64 bits that f32 math cannot fake.
+                    kiln_ir::Buffer::F64(x.iter().map(|&v| f64::from(v) * 1.000_000_1).collect())
+                } else {
+                    kiln_ir::Buffer::F32(x)
+                },
             )
             .expect("shape");
             check_with_inputs(&c, &[x]);
@@ -304,13 +312,44 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
             kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(
                 dir.join("cluster_t.k0_partials.clif").exists(),
-                "{shape} {kind}: not split: {:?}",
+                "{shape} {kind} {dt}: not split: {:?}",
                 std::fs::read_dir(&dir)
                     .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
             );
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
+}
+
+#[test]
+fn f64_kernels_are_vectorised_two_lanes_wide() {
+    // Pure f64 arithmetic and math run as f64x2 (the bits are checked by the op tests and
+    // the property tests, which cover every f64 op at vector-sized shapes).
+    let dir = std::env::temp_dir().join(format!("kiln-f64x2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let c = cluster(
+        "func @g(%x: f64[5,33]) -> (f64[5,33], f64[5]) {
+  %t = tanh %x : f64[5,33]
+  %p = compare %t, %x, dir=lt : bool[5,33]
+  %y = select %p, %t, %x : f64[5,33]
+  %s = reduce_sum %y, axes=[1] : f64[5]
+  return %y, %s
+}",
+    );
+    let opts = kiln_compiler::cpu::CpuOptions {
+        threads: 1,
+        opt_level: 2,
+        dump_to: Some(dir.clone()),
+    };
+    kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+    for k in ["k0", "k1"] {
+        let clif = std::fs::read_to_string(dir.join(format!("cluster_t.{k}.clif")));
+        let clif = clif.unwrap_or_else(|e| panic!("{k}: {e}"));
+        assert!(clif.contains("f64x2"), "{k} is not vectorised:\n{clif}");
+    }
+    check_cluster(&c, 3);
+    check_cluster_finite(&c, 4);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -2,10 +2,11 @@
 //! instantiated with [`ClifArith`] append the same IEEE operations to the function being
 //! built that the interpreter executes on plain `f32`/`f64` values.
 //!
-//! One lane (`F32`, `F64`) or four (`F32X4`); integers have the float's width (`I32`,
-//! `I32X4`, `I64`). Masks are `I8` 0/1 in scalar code and all-ones lanes (`I32X4`) in vector
-//! code. x86-64 has no four-lane `umulhi`: it is two widening multiplies (`pmuludq`) and a
-//! shuffle; `rotl` is two shifts and an or. `fma` is never needed (`kiln_math` does not use
+//! One lane (`F32`, `F64`) or one 128-bit vector (`F32X4`, `F64X2`); integers have the
+//! float's width (`I32`, `I32X4`, `I64`, `I64X2`). Masks are `I8` 0/1 in scalar code and
+//! all-ones lanes in vector code. x86-64 has no four-lane `umulhi`: it is two widening
+//! multiplies (`pmuludq`) and a shuffle; two-lane `umulhi` and the `f64x2` ↔ `i64x2`
+//! conversions (AVX-512 only) go lane by lane; `rotl` is two shifts and an or. `fma` is never needed (`kiln_math` does not use
 //! it) but is provided exactly.
 
 use cranelift_codegen::ir::condcodes::{FloatCC as CFloatCC, IntCC as CIntCC};
@@ -27,7 +28,8 @@ impl<const F64: bool> ClifArith<'_, '_, F64> {
     /// The float type of a value.
     pub fn ft(&self) -> Type {
         match (F64, self.vector) {
-            (true, _) => types::F64,
+            (true, false) => types::F64,
+            (true, true) => types::F64X2,
             (false, false) => types::F32,
             (false, true) => types::F32X4,
         }
@@ -35,9 +37,18 @@ impl<const F64: bool> ClifArith<'_, '_, F64> {
     /// The integer type of the float's width.
     pub fn ut(&self) -> Type {
         match (F64, self.vector) {
-            (true, _) => types::I64,
+            (true, false) => types::I64,
+            (true, true) => types::I64X2,
             (false, false) => types::I32,
             (false, true) => types::I32X4,
+        }
+    }
+    /// Lanes of a vector value (4 × 32 or 2 × 64 bits).
+    fn lanes(&self) -> u8 {
+        if F64 {
+            2
+        } else {
+            4
         }
     }
     fn lane_ut(&self) -> Type {
@@ -61,13 +72,36 @@ impl<const F64: bool> ClifArith<'_, '_, F64> {
             return op(self.b, a, c);
         }
         let mut r = a;
-        for l in 0..4u8 {
+        for l in 0..self.lanes() {
             let x = self.b.ins().extractlane(a, l);
             let y = self.b.ins().extractlane(c, l);
             let z = op(self.b, x, y);
             r = self.b.ins().insertlane(r, z, l);
         }
         r
+    }
+    /// A conversion lane by lane (x86-64 has no `f64x2` ↔ `i64x2` conversions before
+    /// AVX-512): `to` is the vector result type, `op` converts one lane.
+    fn convert_lanes(
+        &mut self,
+        a: Value,
+        to: Type,
+        op: impl Fn(&mut FunctionBuilder, Type, Value) -> Value,
+    ) -> Value {
+        if !self.vector {
+            return op(self.b, to, a);
+        }
+        let lane = to.lane_type();
+        let mut r: Option<Value> = None;
+        for l in 0..self.lanes() {
+            let x = self.b.ins().extractlane(a, l);
+            let z = op(self.b, lane, x);
+            r = Some(match r {
+                None => self.b.ins().splat(to, z),
+                Some(r) => self.b.ins().insertlane(r, z, l),
+            });
+        }
+        r.expect("vectors have lanes")
     }
 }
 
@@ -76,6 +110,13 @@ impl<const F64: bool> ClifArith<'_, '_, F64> {
 /// use (Cranelift rematerialises constants inside loops).
 pub fn vconst32(b: &mut FunctionBuilder, t: Type, bits: u32) -> Value {
     let bytes: Vec<u8> = (0..4).flat_map(|_| bits.to_le_bytes()).collect();
+    let k = b.func.dfg.constants.insert(ConstantData::from(bytes));
+    b.ins().vconst(t, k)
+}
+
+/// A two-lane constant of one 64-bit pattern (see [`vconst32`]).
+pub fn vconst64(b: &mut FunctionBuilder, t: Type, bits: u64) -> Value {
+    let bytes: Vec<u8> = (0..2).flat_map(|_| bits.to_le_bytes()).collect();
     let k = b.func.dfg.constants.insert(ConstantData::from(bytes));
     b.ins().vconst(t, k)
 }
@@ -143,7 +184,9 @@ macro_rules! impl_clif_arith {
             const FORMAT: Format = $format;
 
             fn fconst(&mut self, v: f64) -> Value {
-                if $f64 {
+                if $f64 && self.vector {
+                    vconst64(self.b, types::F64X2, v.to_bits())
+                } else if $f64 {
                     self.b.ins().f64const(v)
                 } else if self.vector {
                     vconst32(self.b, types::F32X4, (v as f32).to_bits())
@@ -154,6 +197,9 @@ macro_rules! impl_clif_arith {
             fn uconst(&mut self, v: u64) -> Value {
                 if self.vector && !$f64 {
                     return vconst32(self.b, types::I32X4, v as u32);
+                }
+                if self.vector {
+                    return vconst64(self.b, types::I64X2, v);
                 }
                 let t = self.lane_ut();
                 let v = if $f64 { v as i64 } else { i64::from(v as u32) };
@@ -225,14 +271,23 @@ macro_rules! impl_clif_arith {
             }
             fn f_to_sint(&mut self, a: Value) -> Value {
                 let t = self.ut();
+                if $f64 {
+                    return self.convert_lanes(a, t, |b, t, x| b.ins().fcvt_to_sint_sat(t, x));
+                }
                 self.b.ins().fcvt_to_sint_sat(t, a)
             }
             fn sint_to_f(&mut self, a: Value) -> Value {
                 let t = self.ft();
+                if $f64 {
+                    return self.convert_lanes(a, t, |b, t, x| b.ins().fcvt_from_sint(t, x));
+                }
                 self.b.ins().fcvt_from_sint(t, a)
             }
             fn uint_to_f(&mut self, a: Value) -> Value {
                 let t = self.ft();
+                if $f64 {
+                    return self.convert_lanes(a, t, |b, t, x| b.ins().fcvt_from_uint(t, x));
+                }
                 self.b.ins().fcvt_from_uint(t, a)
             }
             fn iadd(&mut self, a: Value, b: Value) -> Value {

@@ -182,11 +182,15 @@ impl Emitter<'_, '_, '_> {
         let done = self.b.create_block();
         // Two vectors per iteration first (independent work for the out-of-order core),
         // then one, then single lanes; every stage computes an element the same way.
-        for (copies, lanes) in [(2i64, Lanes::Four), (1, Lanes::Four), (1, Lanes::One)] {
-            if lanes == Lanes::Four && !vector {
+        for (copies, lanes) in [(2i64, Lanes::Vector), (1, Lanes::Vector), (1, Lanes::One)] {
+            if lanes == Lanes::Vector && !vector {
                 continue;
             }
-            let step = if lanes == Lanes::Four { 4 } else { 1 };
+            let step = if lanes == Lanes::Vector {
+                i64::from(self.ve.width)
+            } else {
+                1
+            };
             let width = copies * step;
             let head = self.b.create_block();
             let body = self.b.create_block();
@@ -225,7 +229,7 @@ impl Emitter<'_, '_, '_> {
         vector: bool,
     ) -> Result<Value, String> {
         let dt = self.ve.dtype(value);
-        let vector = vector && ValueEmitter::vector_reducible(dt, kind);
+        let vector = vector && self.ve.vector_reducible(dt, kind);
         if len <= CHUNK {
             return self.canon_chunk(
                 kind,
@@ -280,7 +284,7 @@ impl Emitter<'_, '_, '_> {
         c1: Value,
     ) -> Result<(), String> {
         let dt = self.ve.dtype(value);
-        let vector = vector && ValueEmitter::vector_reducible(dt, kind);
+        let vector = vector && self.ve.vector_reducible(dt, kind);
         let chunks = len.div_ceil(CHUNK);
         let full = len / CHUNK;
         let size = i64::from(self.ve.scalar_type(dt).bytes());
@@ -352,7 +356,7 @@ impl Emitter<'_, '_, '_> {
         vector: bool,
     ) -> Result<Value, String> {
         let dt = self.ve.dtype(value);
-        let vector = vector && ValueEmitter::vector_reducible(dt, kind);
+        let vector = vector && self.ve.vector_reducible(dt, kind);
         let st = self.ve.scalar_type(dt);
         let chunks = len.div_ceil(CHUNK);
         let row_base = self
@@ -382,7 +386,7 @@ impl Emitter<'_, '_, '_> {
                 let addr = self.b.ins().iadd(*base, off);
                 let t = match lanes {
                     Lanes::One => *ty,
-                    Lanes::Four => ty.by(4).unwrap_or(*ty),
+                    Lanes::Vector => ty.by(self.ve.width).unwrap_or(*ty),
                 };
                 Ok(self.b.ins().load(t, MemFlagsData::trusted(), addr, 0))
             }
@@ -411,7 +415,7 @@ impl Emitter<'_, '_, '_> {
             None => self.b.ins().iconst(types::I64, 0),
         };
         let (naccs, lanes) = if vector {
-            (LANES / 4, Lanes::Four)
+            (LANES / self.ve.width as usize, Lanes::Vector)
         } else {
             (LANES, Lanes::One)
         };
@@ -424,7 +428,7 @@ impl Emitter<'_, '_, '_> {
                 v
             })
             .collect();
-        let step = if vector { 4 } else { 1 };
+        let step = if vector { self.ve.width as usize } else { 1 };
         let blocks = len / LANES;
         if blocks > 0 {
             let blk = self.b.declare_var(types::I64);
@@ -462,10 +466,10 @@ impl Emitter<'_, '_, '_> {
         let tail = len % LANES;
         let t0 = self.b.ins().iadd_imm_s(base, (blocks * LANES) as i64);
         // Whole vectors where four tail lanes exist, lane by lane for the rest.
-        let whole = if vector { tail / 4 * 4 } else { 0 };
-        for (a, l) in (0..whole).step_by(4).enumerate() {
+        let whole = if vector { tail / step * step } else { 0 };
+        for (a, l) in (0..whole).step_by(step).enumerate() {
             let j = self.b.ins().iadd_imm_s(t0, l as i64);
-            let x = self.element(src, j, Lanes::Four)?;
+            let x = self.element(src, j, Lanes::Vector)?;
             let cur = self.b.use_var(accs[a]);
             let y = self.ve.combine(self.b, dt, kind, cur, x);
             self.b.def_var(accs[a], y);
@@ -485,17 +489,22 @@ impl Emitter<'_, '_, '_> {
                 self.b.def_var(acc, y);
             }
         }
-        // The pairwise tree p[j] = op(p[j], p[j + s]), s = 16 … 1, over the 32 lanes.
+        // The pairwise tree p[j] = op(p[j], p[j + s]), s = 16 … 1, over the 32 lanes: lane
+        // j is lane j % step of accumulator j / step, so the steps s ≥ step combine whole
+        // accumulators (s / step apart) and the rest lanes of accumulator 0.
         let mut p: Vec<Value> = accs.iter().map(|&a| self.b.use_var(a)).collect();
         if vector {
-            for s in [4usize, 2, 1] {
+            let tree = [16usize, 8, 4, 2, 1];
+            for s in tree.iter().filter(|&&s| s >= step).map(|s| s / step) {
                 for j in 0..s {
                     p[j] = self.ve.combine(self.b, dt, kind, p[j], p[j + s]);
                 }
             }
             let v = p[0];
-            let mut q: Vec<Value> = (0..4u8).map(|l| self.b.ins().extractlane(v, l)).collect();
-            for s in [2usize, 1] {
+            let mut q: Vec<Value> = (0..step as u8)
+                .map(|l| self.b.ins().extractlane(v, l))
+                .collect();
+            for &s in tree.iter().filter(|&&s| s < step) {
                 for j in 0..s {
                     q[j] = self.ve.combine(self.b, dt, kind, q[j], q[j + s]);
                 }

@@ -22,6 +22,9 @@ fn int_like(b: &mut FunctionBuilder, like: Value, v: i64) -> Value {
     } else {
         v
     };
+    if t.is_vector() && lane == types::I64 {
+        return super::arith::vconst64(b, t, v as u64);
+    }
     if t.is_vector() {
         return super::arith::vconst32(b, t, v as u32);
     }
@@ -34,13 +37,13 @@ macro_rules! fmath {
         if $dt == DType::F64 {
             let $a = &mut ClifArith::<true> {
                 b: $b,
-                vector: false,
+                vector: $lanes == Lanes::Vector,
             };
             $body
         } else {
             let $a = &mut ClifArith::<false> {
                 b: $b,
-                vector: $lanes == Lanes::Four,
+                vector: $lanes == Lanes::Vector,
             };
             $body
         }
@@ -89,7 +92,7 @@ pub fn unary(
     if dt == DType::Bool {
         return match (u, lanes) {
             (Not, Lanes::One) => Ok(b.ins().bxor_imm_s(x, 1)),
-            (Not, Lanes::Four) => Ok(b.ins().bnot(x)),
+            (Not, Lanes::Vector) => Ok(b.ins().bnot(x)),
             _ => Err(format!("{} is not defined for bool", u.name())),
         };
     }
@@ -151,7 +154,7 @@ pub fn binary(
         Min if signed => b.ins().smin(x, y),
         Max => b.ins().umax(x, y),
         Min => b.ins().umin(x, y),
-        Div | Rem if lanes == Lanes::Four => return Err("vector integer division".into()),
+        Div | Rem if lanes == Lanes::Vector => return Err("vector integer division".into()),
         Div | Rem => int_div(b, op == Div, signed, x, y),
         Pow => return Err(format!("pow is not defined for {dt}")),
     })
@@ -202,7 +205,7 @@ pub fn convert(
     if from == to {
         return Ok(x);
     }
-    if lanes == Lanes::Four {
+    if lanes == Lanes::Vector {
         return Ok(match (from, to) {
             (F32, I32) => b.ins().fcvt_to_sint_sat(types::I32X4, x),
             (I32, F32) => b.ins().fcvt_from_sint(types::F32X4, x),

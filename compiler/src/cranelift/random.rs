@@ -196,7 +196,7 @@ pub fn emit(
         Stream::Threefry { key } => {
             return match at {
                 At::One(i) => threefry(b, key, dist, dt, i, Lanes::One),
-                At::Four { lanes, .. } => threefry(b, key, dist, dt, lanes, Lanes::Four),
+                At::Four { lanes, .. } => threefry(b, key, dist, dt, lanes, Lanes::Vector),
             }
         }
         Stream::Philox { key, counter } => (key, counter),
@@ -239,9 +239,9 @@ pub fn emit(
                 let g0 = b.ins().splat(types::I32X4, g0);
                 let steps = lane_steps(b);
                 let groups = b.ins().iadd(g0, steps);
-                let key = widen_all(b, key, Lanes::Four);
-                let counter = widen_all(b, counter, Lanes::Four);
-                let out = group_32(b, key, counter, dist, groups, Lanes::Four);
+                let key = widen_all(b, key, Lanes::Vector);
+                let counter = widen_all(b, counter, Lanes::Vector);
+                let out = group_32(b, key, counter, dist, groups, Lanes::Vector);
                 for (j, o) in out.into_iter().enumerate() {
                     for l in 0..4u8 {
                         let x = b.ins().extractlane(o, l);
@@ -273,7 +273,7 @@ fn lane_steps(b: &mut FunctionBuilder) -> Value {
 fn widen(b: &mut FunctionBuilder, v: Value, lanes: Lanes) -> Value {
     match lanes {
         Lanes::One => v,
-        Lanes::Four => b.ins().splat(types::I32X4, v),
+        Lanes::Vector => b.ins().splat(types::I32X4, v),
     }
 }
 
@@ -296,7 +296,7 @@ fn group_and_lane(
             let l = b.ins().band_imm_s(index, i64::from(mask));
             b.ins().ireduce(types::I32, l)
         }
-        Lanes::Four => {
+        Lanes::Vector => {
             let a = &mut arith32(b, lanes);
             let m = a.uconst(u64::from(mask));
             a.and(index, m)
@@ -316,7 +316,7 @@ fn words_of(b: &mut FunctionBuilder, x: Value, shift: u32, lanes: Lanes) -> (Val
             let hi = b.ins().ireduce(types::I32, hi);
             (lo, hi)
         }
-        Lanes::Four => {
+        Lanes::Vector => {
             let a = &mut arith32(b, lanes);
             let lo = a.shl(x, shift);
             let hi = if shift == 0 {
@@ -366,7 +366,7 @@ fn philox_32_lanes(
     dist: RandomDist,
     index: Value,
 ) -> Value {
-    let lanes = Lanes::Four;
+    let lanes = Lanes::Vector;
     let key = widen_all(b, key, lanes);
     let counter = widen_all(b, counter, lanes);
     let (group, lane) = group_and_lane(b, index, 2, lanes);
@@ -402,7 +402,7 @@ fn truncated_loop_f32(
 ) -> [Value; 4] {
     let (ft, ut) = match lanes {
         Lanes::One => (types::F32, types::I32),
-        Lanes::Four => (types::F32X4, types::I32X4),
+        Lanes::Vector => (types::F32X4, types::I32X4),
     };
     let TruncatedGroup { values, count } = TruncatedGroup::<_, 4>::new(&mut arith32(b, lanes));
     let vars = GroupVars::new(b, ft, ut, values, count);
@@ -411,7 +411,7 @@ fn truncated_loop_f32(
     let full = TruncatedGroup::<_, 4> { values, count }.is_full(&mut arith32(b, lanes));
     let all_full = match lanes {
         Lanes::One => full,
-        Lanes::Four => b.ins().vall_true(full),
+        Lanes::Vector => b.ins().vall_true(full),
     };
     let blk = loop_.test(b, all_full);
     let lo = b.ins().ireduce(types::I32, blk);
@@ -440,7 +440,7 @@ fn wide(b: &mut FunctionBuilder, w: [Value; 4]) -> [Value; 4] {
 fn arith32<'a, 'b>(b: &'a mut FunctionBuilder<'b>, lanes: Lanes) -> ClifArith<'a, 'b, false> {
     ClifArith {
         b,
-        vector: lanes == Lanes::Four,
+        vector: lanes == Lanes::Vector,
     }
 }
 

@@ -12,15 +12,16 @@ use cranelift_codegen::ir::{
     StackSlotKind, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
-use kiln_ir::{row_major_strides, BinaryOp, CompareDir, DType, ReduceKind, Scalar};
+use kiln_ir::{row_major_strides, BinaryOp, CompareDir, DType, ReduceKind, Scalar, UnaryOp};
 
 /// How many lanes an evaluation computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lanes {
     /// Scalar code.
     One,
-    /// 128-bit vectors over four consecutive inner positions.
-    Four,
+    /// One 128-bit vector over consecutive inner positions: four 32-bit lanes, or two
+    /// 64-bit lanes in `f64` kernels ([`ValueEmitter::width`]).
+    Vector,
 }
 
 /// Where a value hoisted out of the innermost loop lives.
@@ -60,6 +61,9 @@ pub struct ValueEmitter<'a> {
     /// The host's float remainder functions (`f32`, `f64`), imported into this function when
     /// the kernel has a float `rem` (see [`kernel_has_float_rem`]).
     pub fmod: Option<(FuncRef, FuncRef)>,
+    /// Lanes of a [`Lanes::Vector`] value: 4 (32-bit kernels) or 2 (`f64` kernels); set by
+    /// [`ValueEmitter::vectorizable`].
+    pub width: u32,
 }
 
 /// Whether kernel `k` computes a float `rem`. It is a call to a host function that applies
@@ -138,6 +142,7 @@ impl<'a> ValueEmitter<'a> {
             reduce_result: None,
             rng: vec![None; k.nodes.len()],
             fmod: None,
+            width: 4,
         };
         ve.prepare_random(b)?;
         Ok(ve)
@@ -229,13 +234,13 @@ impl<'a> ValueEmitter<'a> {
                     node.dtype,
                     DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::I64
                 )
-                && (!vector || matches!(node.dtype, DType::F32 | DType::I32 | DType::U32));
+                && (!vector || self.lane_dtype(node.dtype));
             if !hoistable {
                 continue;
             }
             self.reset();
             let s = self.node(b, n, vars, Lanes::One)?;
-            let four_t = vector.then(|| self.vtype(node.dtype, Lanes::Four));
+            let four_t = vector.then(|| self.vtype(node.dtype, Lanes::Vector));
             let four = four_t.map(|t| b.ins().splat(t, s));
             if matches!(node.kind, NodeKind::Load { .. }) {
                 self.pinned[n] = Some(Pinned::Value(s, four));
@@ -316,15 +321,40 @@ impl<'a> ValueEmitter<'a> {
     }
 
     fn vtype(&self, dt: DType, lanes: Lanes) -> Type {
-        match (lanes, dt) {
-            (Lanes::One, _) => self.scalar_type(dt),
-            (Lanes::Four, DType::F32) => types::F32X4,
-            (Lanes::Four, _) => types::I32X4,
+        match (lanes, dt, self.width) {
+            (Lanes::One, _, _) => self.scalar_type(dt),
+            (Lanes::Vector, DType::F32, _) => types::F32X4,
+            (Lanes::Vector, DType::F64, _) => types::F64X2,
+            (Lanes::Vector, _, 2) => types::I64X2,
+            (Lanes::Vector, _, _) => types::I32X4,
         }
     }
 
-    /// Whether every node of the kernel has a four-lane form.
-    pub fn vectorizable(&self) -> bool {
+    /// Whether values of `dt` have a vector form at this kernel's width (masks included).
+    fn lane_dtype(&self, dt: DType) -> bool {
+        match self.width {
+            2 => dt == DType::F64,
+            _ => matches!(dt, DType::F32 | DType::I32 | DType::U32),
+        }
+    }
+
+    /// Whether every node of the kernel has a vector form, and at which width: four 32-bit
+    /// lanes (f32/i32/u32 nodes, bool masks), or two `f64` lanes (pure `f64` arithmetic and
+    /// math, compares and selects: no indices, conversions or random nodes). Sets
+    /// [`ValueEmitter::width`].
+    pub fn vectorizable(&mut self) -> bool {
+        if self.vectorizable_32() {
+            self.width = 4;
+            return true;
+        }
+        if self.vectorizable_f64() {
+            self.width = 2;
+            return true;
+        }
+        false
+    }
+
+    fn vectorizable_32(&self) -> bool {
         let p = self.p;
         let lane_ok = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32 | DType::Bool);
         let seed_only = self.seed_only();
@@ -350,9 +380,39 @@ impl<'a> ValueEmitter<'a> {
             })
     }
 
-    /// Whether a reduction of this dtype can use four-lane accumulators.
-    pub fn vector_reducible(dt: DType, _kind: ReduceKind) -> bool {
-        matches!(dt, DType::F32 | DType::I32 | DType::U32)
+    fn vectorizable_f64(&self) -> bool {
+        let p = self.p;
+        let f64_value = |n: usize| self.dtype(n) == DType::F64;
+        self.k
+            .stores
+            .iter()
+            .all(|s| buf_dtype(p, s.buf) == DType::F64)
+            && self.k.nodes.iter().all(|n| match &n.kind {
+                NodeKind::Load { buf, .. } => buf_dtype(p, *buf) == DType::F64,
+                NodeKind::Const(_) | NodeKind::ReduceResult => {
+                    matches!(n.dtype, DType::F64 | DType::Bool)
+                }
+                NodeKind::Unary(UnaryOp::Not, a) => n.dtype == DType::Bool && !f64_value(*a),
+                NodeKind::Unary(_, a) => n.dtype == DType::F64 && f64_value(*a),
+                NodeKind::Binary(BinaryOp::Rem, _, _) => false,
+                NodeKind::Binary(_, x, y) => {
+                    n.dtype == DType::F64 && f64_value(*x) && f64_value(*y)
+                        || n.dtype == DType::Bool
+                            && matches!(&n.kind, NodeKind::Binary(op, _, _)
+                                if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor))
+                }
+                NodeKind::Compare(_, x, _) => f64_value(*x),
+                NodeKind::Select(_, x, _) => matches!(self.dtype(*x), DType::F64 | DType::Bool),
+                NodeKind::Index(_)
+                | NodeKind::InRange { .. }
+                | NodeKind::Convert(_)
+                | NodeKind::Random { .. } => false,
+            })
+    }
+
+    /// Whether a reduction of this dtype can use vector accumulators at this width.
+    pub fn vector_reducible(&self, dt: DType, _kind: ReduceKind) -> bool {
+        self.lane_dtype(dt)
     }
 
     fn base(&self, buf: BufRef) -> Result<Value, String> {
@@ -366,7 +426,7 @@ impl<'a> ValueEmitter<'a> {
     fn splat(b: &mut FunctionBuilder, t: Type, s: Value, lanes: Lanes) -> Value {
         match lanes {
             Lanes::One => s,
-            Lanes::Four => b.ins().splat(t, s),
+            Lanes::Vector => b.ins().splat(t, s),
         }
     }
 
@@ -515,24 +575,24 @@ impl<'a> ValueEmitter<'a> {
                 let a = self.address(b, buf, offset, vars)?;
                 Ok(b.ins().load(st, flags(), a, 0))
             }
-            (Lanes::Four, Some(1)) => {
+            (Lanes::Vector, Some(1)) => {
                 let a = self.address(b, buf, offset, vars)?;
-                Ok(b.ins().load(st.by(4).unwrap_or(st), flags(), a, 0))
+                Ok(b.ins().load(st.by(self.width).unwrap_or(st), flags(), a, 0))
             }
-            (Lanes::Four, Some(0)) => {
+            (Lanes::Vector, Some(0)) => {
                 let a = self.address(b, buf, offset, vars)?;
                 let s = b.ins().load(st, flags(), a, 0);
-                Ok(b.ins().splat(st.by(4).unwrap_or(st), s))
+                Ok(b.ins().splat(st.by(self.width).unwrap_or(st), s))
             }
-            (Lanes::Four, _) => {
+            (Lanes::Vector, _) => {
                 let mut v: Option<Value> = None;
-                for l in 0..4u8 {
+                for l in 0..self.width as u8 {
                     let mut vs = vars.to_vec();
                     vs[inner] = b.ins().iadd_imm_s(vars[inner], i64::from(l));
                     let a = self.address(b, buf, offset, &vs)?;
                     let x = b.ins().load(st, flags(), a, 0);
                     v = Some(match v {
-                        None => b.ins().splat(st.by(4).unwrap_or(st), x),
+                        None => b.ins().splat(st.by(self.width).unwrap_or(st), x),
                         Some(v) => b.ins().insertlane(v, x, l),
                     });
                 }
@@ -561,7 +621,7 @@ impl<'a> ValueEmitter<'a> {
             let v = self.node(b, st.value, vars, lanes)?;
             let inner = Self::inner(vars).min(vars.len().saturating_sub(1));
             match lanes {
-                Lanes::Four if offset.coefficient(inner) != Some(1) => {
+                Lanes::Vector if offset.coefficient(inner) != Some(1) => {
                     return Err("vector store to a non-contiguous position".into())
                 }
                 _ => {
@@ -587,7 +647,7 @@ impl<'a> ValueEmitter<'a> {
         if let Some(p) = self.pinned[n] {
             let v = match (p, lanes) {
                 (Pinned::Value(s, _), Lanes::One) => s,
-                (Pinned::Value(_, Some(v)), Lanes::Four) => v,
+                (Pinned::Value(_, Some(v)), Lanes::Vector) => v,
                 (Pinned::Slot { slot, scalar, .. }, Lanes::One) => {
                     b.ins().stack_load(types::I64, scalar, slot, 0)
                 }
@@ -597,7 +657,7 @@ impl<'a> ValueEmitter<'a> {
                         four: Some(t),
                         ..
                     },
-                    Lanes::Four,
+                    Lanes::Vector,
                 ) => b.ins().stack_load(types::I64, t, slot, 16),
                 _ => return Err("a pinned value has no vector form".into()),
             };
@@ -606,14 +666,24 @@ impl<'a> ValueEmitter<'a> {
         }
         let node = &self.k.nodes[n];
         let dt = node.dtype;
-        if let (NodeKind::Const(bits), Lanes::Four) = (&node.kind, lanes) {
-            // 32-bit lanes only (vector kernels have no 64-bit nodes).
-            let bits = if dt == DType::Bool && *bits != 0 {
-                u32::MAX
+        if let (NodeKind::Const(bits), Lanes::Vector) = (&node.kind, lanes) {
+            // Lanes of the kernel's width; a true bool is an all-ones lane.
+            let t = self.vtype(dt, lanes);
+            let v = if self.width == 2 {
+                let bits = if dt == DType::Bool && *bits != 0 {
+                    u64::MAX
+                } else {
+                    *bits
+                };
+                super::arith::vconst64(b, t, bits)
             } else {
-                *bits as u32
+                let bits = if dt == DType::Bool && *bits != 0 {
+                    u32::MAX
+                } else {
+                    *bits as u32
+                };
+                super::arith::vconst32(b, t, bits)
             };
-            let v = super::arith::vconst32(b, self.vtype(dt, lanes), bits);
             self.memo[n] = Some(v);
             return Ok(v);
         }
@@ -625,7 +695,7 @@ impl<'a> ValueEmitter<'a> {
                     DType::F64 => b.ins().f64const(f64::from_bits(*bits)),
                     DType::I32 | DType::U32 => b.ins().iconst(types::I32, (*bits as u32) as i64),
                     DType::I64 => b.ins().iconst(types::I64, *bits as i64),
-                    DType::Bool if lanes == Lanes::Four => b
+                    DType::Bool if lanes == Lanes::Vector => b
                         .ins()
                         .iconst(types::I32, if *bits != 0 { 0xffff_ffff } else { 0 }),
                     DType::Bool => b.ins().iconst(types::I8, (*bits != 0) as i64),
@@ -646,7 +716,7 @@ impl<'a> ValueEmitter<'a> {
                         DType::Bool => b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
                     }
                 }
-                Lanes::Four => {
+                Lanes::Vector => {
                     let x = Self::iexpr_lanes(b, e, vars);
                     match dt {
                         DType::F32 => b.ins().fcvt_from_sint(types::F32X4, x),
@@ -666,7 +736,7 @@ impl<'a> ValueEmitter<'a> {
                     let c = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, *hi);
                     b.ins().band(a, c)
                 }
-                Lanes::Four => {
+                Lanes::Vector => {
                     let x = Self::iexpr_lanes(b, e, vars);
                     let lo = b.ins().iconst(types::I32, (*lo as i32 as u32) as i64);
                     let lo = b.ins().splat(types::I32X4, lo);
@@ -722,7 +792,7 @@ impl<'a> ValueEmitter<'a> {
                 let st = self.rng[n].ok_or_else(|| format!("random node v{n} has no seed"))?;
                 let at = match lanes {
                     Lanes::One => At::One(Self::iexpr(b, index, vars)),
-                    Lanes::Four => At::Four {
+                    Lanes::Vector => At::Four {
                         lanes: Self::iexpr_lanes(b, index, vars),
                         first: (index.coefficient(Self::inner(vars)) == Some(1))
                             .then(|| Self::iexpr(b, index, vars)),
@@ -740,9 +810,9 @@ impl<'a> ValueEmitter<'a> {
 pub fn select(b: &mut FunctionBuilder, p: Value, x: Value, y: Value, lanes: Lanes) -> Value {
     match lanes {
         Lanes::One => b.ins().select(p, x, y),
-        Lanes::Four => {
+        Lanes::Vector => {
             let t = b.func.dfg.value_type(x);
-            let m = if t == types::I32X4 {
+            let m = if t == b.func.dfg.value_type(p) {
                 p
             } else {
                 b.ins().bitcast(t, lane_flags(), p)

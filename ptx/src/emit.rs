@@ -20,7 +20,7 @@
 //!
 //! # Row fusion (one warp per row)
 //!
-//! When the CPU backend's analysis [`row_blocking`] says that every kernel of a program
+//! When the kernel IR's [`kiln_compiler::kernel::row_fusion`] says that every kernel of a program
 //! iterates over the same leading (row) dimension and reads each scratch buffer only within
 //! its own row (softmax, log-softmax, layer norm), and each warp's row of every temporary
 //! fits in [`FUSED_SMEM`] bytes of shared memory, the program becomes ONE entry
@@ -83,7 +83,6 @@ use crate::arith::{Double, PtxArith, PtxFloat, Single};
 use crate::module::{emit_module, Body, Kernel as PtxKernel, Label, Reg, RegClass, Target};
 use crate::random;
 use crate::MathFn;
-use kiln_compiler::cranelift::row_blocking;
 use kiln_compiler::kernel::{
     buf_dtype, BufRef, IExpr, Kernel, Node, NodeKind, Program, RandomFill, Store,
 };
@@ -270,11 +269,11 @@ struct RowLayout {
 }
 
 /// The shared-memory layout of `p` as one row-fused entry, or `None` when it is not
-/// row-blockable ([`row_blocking`]), its rows of temporaries do not fit [`FUSED_SMEM`], a
+/// row-fusable ([`kiln_compiler::kernel::row_fusion`]), its rows of temporaries do not fit [`FUSED_SMEM`], a
 /// temporary is not exactly one kernel point per element, or a kernel reads an output
 /// (written by another lane or row: global memory the fused entry does not order).
 fn row_layout(p: &Program) -> Option<RowLayout> {
-    let (rows, _) = row_blocking(p)?;
+    let rows = kiln_compiler::kernel::row_fusion(p)?;
     let rows = rows as u64;
     for k in &p.kernels {
         let points = k
@@ -1259,7 +1258,7 @@ impl<'a> Emitter<'a> {
         let index = self.widen(index);
         if let (BufRef::Temp(t), Some(f)) = (buf, &self.fused) {
             // Row-fused: element `index` of the temporary is element `index - row * n` of
-            // this warp's row of it (row_blocking proved it lies in the row).
+            // this warp's row of it (row_fusion proved it lies in the row).
             let ((offset, per_row), row, slab) = (f.layout.temps[t], f.row, f.slab);
             let start = self.def(RegClass::B64, "mul.lo.s64", &[&row, &per_row]);
             let local = self.def(RegClass::B64, "sub.s64", &[&index, &start]);

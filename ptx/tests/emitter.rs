@@ -806,7 +806,7 @@ fn unsupported_nodes_are_errors_not_panics() {
 #[test]
 fn launch_descriptions_list_parameters_in_buffer_order() {
     let c = cluster(
-        // Column maxima: not row-blockable (kernels over [8] and [4,8]), one entry each.
+        // Column maxima: not row-fusable (kernels over [8] and [4,8]), one entry each.
         "func @f(%x: f32[4,8], %b: f32[8]) -> (f32[4,8], f32[8]) {\n  %m = reduce_max %x, axes=[0] : f32[8]\n  %mb = broadcast_in_dim %m, dims=[1] : f32[4,8]\n  %d = sub %x, %mb : f32[4,8]\n  %s = add %m, %b : f32[8]\n  return %d, %s\n}",
     )
     .expect("valid");
@@ -1022,7 +1022,7 @@ fn row_inputs(c: &Cluster, seed: u64, specials: bool) -> Vec<Tensor> {
 /// Every row pattern is emitted as ONE fused entry (one warp per row, temporaries in
 /// shared memory) and matches the interpreter bit for bit under several launch shapes:
 /// the suggestion, fewer warps per block than suggested, more (idle warps), one warp.
-/// A single row ([1,4097]) is not row-blockable (`row_blocking` wants ≥ 2 rows): it keeps
+/// A single row ([1,4097]) is not row-fusable (`row_fusion` wants ≥ 2 rows): it keeps
 /// one entry per kernel, and still matches.
 #[test]
 fn row_patterns_fuse_into_one_entry_and_match_the_interpreter() {
@@ -1042,10 +1042,7 @@ fn row_patterns_fuse_into_one_entry_and_match_the_interpreter() {
             fused += 1;
             assert_eq!((entries, ptx.kernels.len()), (1, 1), "{label}: not fused");
             let rows = p.kernels[0].space[0] as u64;
-            assert!(
-                kiln_compiler::cranelift::row_blocking(&p).is_some(),
-                "{label}"
-            );
+            assert!(kiln_compiler::kernel::row_fusion(&p).is_some(), "{label}");
             let k = &ptx.kernels[0];
             let kiln_ptx::Mapping::WarpPerRow { rows: got, warps } = k.mapping else {
                 panic!("{label}: mapping {:?}", k.mapping);
@@ -1106,7 +1103,7 @@ fn row_patterns_fuse_into_one_entry_and_match_the_interpreter() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Programs that are not row-blockable keep one entry per kernel: a column reduction
+/// Programs that are not row-fusable keep one entry per kernel: a column reduction
 /// (kernels over different leading dimensions), a single row, and rows whose temporaries do
 /// not fit the shared memory (softmax over 12288 f32 columns: 48 KiB of `exp` per row).
 #[test]

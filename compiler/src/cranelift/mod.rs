@@ -15,5 +15,3 @@ mod ops;
 mod random;
 mod schedule;
 mod values;
-
-pub use schedule::row_blocking;

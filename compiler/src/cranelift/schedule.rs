@@ -6,7 +6,7 @@
 //! computed by the same code whichever task computes it, and reductions never span tasks.
 
 use super::emit::Part;
-use crate::kernel::{BufRef, IExpr, Kernel, NodeKind, Program};
+use crate::kernel::{BufRef, Kernel, Program};
 
 /// A call of one kernel function on rows `r0..r1`, columns `c0..c1`.
 pub type Task = (i64, i64, i64, i64);
@@ -58,37 +58,13 @@ pub fn block_task(k: &Kernel, b0: usize, b1: usize) -> Task {
     ((b0 * per) as i64, (b1 * per) as i64, 0, inner as i64)
 }
 
-/// If all kernels iterate over the same leading dimension and each reads only its own row
-/// of every scratch buffer, that dimension's extent and the rows per block.
+/// [`crate::kernel::row_fusion`]'s rows and the rows per block, for programs the CPU runs
+/// block by block (not those with a split reduction: those run chunk-parallel instead).
 pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
-    if p.kernels.len() < 2
-        || !p.dots.is_empty()
-        || p.kernels.iter().any(|k| split_chunks(k).is_some())
-    {
+    if p.kernels.iter().any(|k| split_chunks(k).is_some()) {
         return None;
     }
-    let d0 = *p.kernels[0].space.first()?;
-    if d0 < 2 || p.kernels.iter().any(|k| k.space.first() != Some(&d0)) {
-        return None;
-    }
-    for k in &p.kernels {
-        for n in &k.nodes {
-            if let NodeKind::Load {
-                buf: BufRef::Temp(t),
-                offset,
-            } = &n.kind
-            {
-                let row = p.temps[*t].num_elements() / d0;
-                if offset.coefficient(0) != Some(row as i64) {
-                    return None;
-                }
-                let (lo, hi) = range(&without_var0(offset), k)?;
-                if lo < 0 || hi >= row as i64 {
-                    return None;
-                }
-            }
-        }
-    }
+    let d0 = crate::kernel::row_fusion(p)?;
     let widest = p
         .kernels
         .iter()
@@ -158,59 +134,5 @@ pub fn outputs_covered(p: &Program) -> bool {
                 k.points() == t.num_elements()
                     && k.stores.iter().any(|s| s.buf == BufRef::Output(o))
             })
-    })
-}
-
-/// `e` with loop variable 0 replaced by 0.
-fn without_var0(e: &IExpr) -> IExpr {
-    match e {
-        IExpr::Var(0) => IExpr::Const(0),
-        IExpr::Var(_) | IExpr::Const(_) => e.clone(),
-        IExpr::Add(a, b) => IExpr::sum(without_var0(a), without_var0(b)),
-        IExpr::Mul(a, c) => IExpr::scaled(without_var0(a), *c),
-        IExpr::Div(a, c) => IExpr::quot(without_var0(a), *c),
-        IExpr::Rem(a, c) => IExpr::modulo(without_var0(a), *c),
-        IExpr::Clamp(a, lo, hi) => IExpr::clamp(without_var0(a), *lo, *hi),
-    }
-}
-
-/// Bounds of `e` over the kernel's loop ranges (interval arithmetic).
-fn range(e: &IExpr, k: &Kernel) -> Option<(i64, i64)> {
-    Some(match e {
-        IExpr::Var(v) => {
-            let ext = match k.space.get(*v) {
-                Some(&n) => n,
-                None => k.reduce.as_ref()?.len,
-            };
-            (0, ext as i64 - 1)
-        }
-        IExpr::Const(c) => (*c, *c),
-        IExpr::Add(a, b) => {
-            let (a, b) = (range(a, k)?, range(b, k)?);
-            (a.0 + b.0, a.1 + b.1)
-        }
-        IExpr::Mul(a, c) => {
-            let (lo, hi) = range(a, k)?;
-            let (x, y) = (lo * c, hi * c);
-            (x.min(y), x.max(y))
-        }
-        IExpr::Div(a, c) => {
-            let (lo, hi) = range(a, k)?;
-            if lo < 0 {
-                return None;
-            }
-            (lo / c, hi / c)
-        }
-        IExpr::Rem(a, c) => {
-            let (lo, _) = range(a, k)?;
-            if lo < 0 {
-                return None;
-            }
-            (0, c - 1)
-        }
-        IExpr::Clamp(a, lo, hi) => {
-            let (x, y) = range(a, k)?;
-            (x.clamp(*lo, *hi), y.clamp(*lo, *hi))
-        }
     })
 }

@@ -292,6 +292,95 @@ pub struct DotCall {
     pub out: usize,
 }
 
+/// Row fusion: when every kernel iterates over the same leading dimension (`rows` ≥ 2) and
+/// reads only its own row of every scratch buffer, the kernels can run row by row — all
+/// of them for one row (or block of rows) before the next — so each row is read from memory
+/// once and the scratch rows stay in cache (CPU) or shared memory (GPU). Softmax, layer
+/// norm and log-softmax lower to such programs. Returns `rows`; `None` for programs with
+/// matrix products or a single kernel. Backends add their own limits (block sizes, memory).
+pub fn row_fusion(p: &Program) -> Option<usize> {
+    if p.kernels.len() < 2 || !p.dots.is_empty() {
+        return None;
+    }
+    let d0 = *p.kernels[0].space.first()?;
+    if d0 < 2 || p.kernels.iter().any(|k| k.space.first() != Some(&d0)) {
+        return None;
+    }
+    for k in &p.kernels {
+        for n in &k.nodes {
+            if let NodeKind::Load {
+                buf: BufRef::Temp(t),
+                offset,
+            } = &n.kind
+            {
+                let row = p.temps[*t].num_elements() / d0;
+                if offset.coefficient(0) != Some(row as i64) {
+                    return None;
+                }
+                let (lo, hi) = range(&without_var0(offset), k)?;
+                if lo < 0 || hi >= row as i64 {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(d0)
+}
+
+/// `e` with loop variable 0 replaced by 0.
+fn without_var0(e: &IExpr) -> IExpr {
+    match e {
+        IExpr::Var(0) => IExpr::Const(0),
+        IExpr::Var(_) | IExpr::Const(_) => e.clone(),
+        IExpr::Add(a, b) => IExpr::sum(without_var0(a), without_var0(b)),
+        IExpr::Mul(a, c) => IExpr::scaled(without_var0(a), *c),
+        IExpr::Div(a, c) => IExpr::quot(without_var0(a), *c),
+        IExpr::Rem(a, c) => IExpr::modulo(without_var0(a), *c),
+        IExpr::Clamp(a, lo, hi) => IExpr::clamp(without_var0(a), *lo, *hi),
+    }
+}
+
+/// Bounds of `e` over the kernel's loop ranges (interval arithmetic).
+fn range(e: &IExpr, k: &Kernel) -> Option<(i64, i64)> {
+    Some(match e {
+        IExpr::Var(v) => {
+            let ext = match k.space.get(*v) {
+                Some(&n) => n,
+                None => k.reduce.as_ref()?.len,
+            };
+            (0, ext as i64 - 1)
+        }
+        IExpr::Const(c) => (*c, *c),
+        IExpr::Add(a, b) => {
+            let (a, b) = (range(a, k)?, range(b, k)?);
+            (a.0 + b.0, a.1 + b.1)
+        }
+        IExpr::Mul(a, c) => {
+            let (lo, hi) = range(a, k)?;
+            let (x, y) = (lo * c, hi * c);
+            (x.min(y), x.max(y))
+        }
+        IExpr::Div(a, c) => {
+            let (lo, hi) = range(a, k)?;
+            if lo < 0 {
+                return None;
+            }
+            (lo / c, hi / c)
+        }
+        IExpr::Rem(a, c) => {
+            let (lo, _) = range(a, k)?;
+            if lo < 0 {
+                return None;
+            }
+            (0, c - 1)
+        }
+        IExpr::Clamp(a, lo, hi) => {
+            let (x, y) = range(a, k)?;
+            (x.clamp(*lo, *hi), y.clamp(*lo, *hi))
+        }
+    })
+}
+
 /// How the seed elements of a random op with generator `alg` name its stream.
 pub fn seed_kind(alg: kiln_ir::RandomAlg) -> kiln_rng::SeedKind {
     match alg {

@@ -18,6 +18,10 @@ pub fn print_program(p: &Program) -> String {
     let _ = writeln!(s, "  inputs ({})", list(&p.inputs));
     let _ = writeln!(s, "  outputs ({})", list(&p.outputs));
     let _ = writeln!(s, "  temps ({})", list(&p.temps));
+    if let Some(rows) = super::row_fusion(p) {
+        // The kernels may run row by row (one pass over memory per row); see `row_fusion`.
+        let _ = writeln!(s, "  row-fused over {rows} rows");
+    }
     for (i, c) in p.consts.iter().enumerate() {
         // Constants print in full: the text is a cache key, so it must distinguish them.
         let items: Vec<String> = (0..c.num_elements())

@@ -140,3 +140,13 @@ fn malformed_anchors_are_errors() {
     assert!(parse_anchors("{}").is_err());
     assert!(parse_anchors(r#"[{"workload":"chain"}]"#).is_err());
 }
+
+#[test]
+fn f64_workload_compiles_and_matches_the_fallback() {
+    // `run_bench` checks the compiled answer against the fallback bit for bit.
+    let report = small_run("gelu_f64");
+    let cpu: Vec<_> = report.records.iter().filter(|r| r.mode == "cpu").collect();
+    assert_eq!(cpu.len(), 1);
+    assert_eq!(cpu[0].clusters, 1);
+    assert!(cpu[0].compiled_runs > 0, "gelu_f64 never ran compiled");
+}

@@ -917,14 +917,7 @@ impl<'a> Emitter<'a> {
             block: BLOCK,
             grid: grid.clamp(1, MAX_GRID) as u32,
         };
-        Ok((
-            PtxKernel {
-                name: entry,
-                params: names,
-                body: self.b,
-            },
-            launch,
-        ))
+        Ok(self.finish(names, launch))
     }
 
     /// Sets up, before the kernel's loop, the stream (seed loads and scrambling) of every
@@ -1462,14 +1455,17 @@ impl<'a> Emitter<'a> {
             block: (warps * LANES) as u32,
             grid: rows.div_ceil(warps).clamp(1, MAX_GRID) as u32,
         };
-        Ok((
-            PtxKernel {
-                name: entry,
-                params: names,
-                body: self.b,
-            },
-            launch,
-        ))
+        Ok(self.finish(names, launch))
+    }
+
+    /// The emitted entry (named as `launch` says, with parameters `names`) and its launch.
+    fn finish(self, names: Vec<String>, launch: KernelLaunch) -> (PtxKernel, KernelLaunch) {
+        let kernel = PtxKernel {
+            name: launch.entry.clone(),
+            params: names,
+            body: self.b,
+        };
+        (kernel, launch)
     }
 
     /// The state space of `buf`'s accesses: a row-fused entry's temporaries are shared.

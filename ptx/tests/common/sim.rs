@@ -667,16 +667,7 @@ impl Program {
                     o => panic!("{o:?}"),
                 },
                 "ld" | "st" if p[1] == "shared" => {
-                    let bytes = (width(p[p.len() - 1]) / 8) as usize;
-                    let m = if p[0] == "ld" {
-                        &inst.ops[1]
-                    } else {
-                        &inst.ops[0]
-                    };
-                    let addr = match m {
-                        Op::Mem(i) => t.r[*i],
-                        o => panic!("{o:?}"),
-                    };
+                    let (bytes, addr, _) = access(&p, &inst.ops, &t.r);
                     if p[0] == "ld" {
                         let v = shared.load(addr, bytes, t)?;
                         t.r[dst(&inst.ops[0])] = v;
@@ -690,16 +681,7 @@ impl Program {
                     // four consecutive elements, the address aligned to the whole vector
                     // (PTX ISA: vector accesses must be naturally aligned to 4 × size).
                     assert_eq!(p[1], "global", "only global vector accesses are simulated");
-                    let bytes = (width(p[p.len() - 1]) / 8) as usize;
-                    let (m, v) = if p[0] == "ld" {
-                        (&inst.ops[1], &inst.ops[0])
-                    } else {
-                        (&inst.ops[0], &inst.ops[1])
-                    };
-                    let addr = match m {
-                        Op::Mem(i) => t.r[*i],
-                        o => panic!("{o:?}"),
-                    };
+                    let (bytes, addr, v) = access(&p, &inst.ops, &t.r);
                     let Op::Vec(lanes) = v else {
                         panic!("vector access without a vector operand: {v:?}")
                     };
@@ -727,16 +709,7 @@ impl Program {
                         p[1], "global",
                         "only global and shared memory are simulated"
                     );
-                    let bytes = (width(p[p.len() - 1]) / 8) as usize;
-                    let m = if p[0] == "ld" {
-                        &inst.ops[1]
-                    } else {
-                        &inst.ops[0]
-                    };
-                    let addr = match m {
-                        Op::Mem(i) => t.r[*i],
-                        o => panic!("{o:?}"),
-                    };
+                    let (bytes, addr, _) = access(&p, &inst.ops, &t.r);
                     if p[0] == "ld" {
                         t.r[dst(&inst.ops[0])] = mem.load(addr, bytes)?;
                     } else {
@@ -807,6 +780,22 @@ fn float_op(
         "f64" => f64op(&a.iter().map(|&x| f64v(x)).collect::<Vec<_>>()).to_bits(),
         _ => panic!("float type {ty}"),
     }
+}
+
+/// An `ld`/`st`'s element bytes (from its type suffix), address (the value of its `[reg]`
+/// operand) and data operand.
+fn access<'o>(p: &[&str], ops: &'o [Op], r: &[u64]) -> (usize, u64, &'o Op) {
+    let bytes = (width(p[p.len() - 1]) / 8) as usize;
+    let (m, v) = if p[0] == "ld" {
+        (&ops[1], &ops[0])
+    } else {
+        (&ops[0], &ops[1])
+    };
+    let addr = match m {
+        Op::Mem(i) => r[*i],
+        o => panic!("{o:?}"),
+    };
+    (bytes, addr, v)
 }
 
 fn width(ty: &str) -> u32 {

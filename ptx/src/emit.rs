@@ -1120,6 +1120,14 @@ impl<'a> Emitter<'a> {
         if k.reduce.is_some() || self.fused.is_some() || k.stores.is_empty() {
             return Ok(None);
         }
+        // A float `rem` is a data-dependent loop (`crate::fmod`): four copies of it per
+        // group would only grow the code; such kernels stay one point per iteration.
+        let float_rem = |n: &Node| {
+            matches!(n.kind, NodeKind::Binary(BinaryOp::Rem, _, _)) && n.dtype.is_float()
+        };
+        if k.nodes.iter().any(float_rem) {
+            return Ok(None);
+        }
         for s in &k.stores {
             if !four(self.buf_dtype(s.buf)?) {
                 return Ok(None);

@@ -128,8 +128,8 @@ pub enum EmitError {
     },
 }
 
-/// How a kernel's threads map onto its iteration space.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a kernel's threads map onto its iteration space (also stored in the GPU cache entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mapping {
     /// One thread per point, grid-stride loop over `points` (row-major linear index).
     Pointwise {
@@ -924,11 +924,7 @@ impl<'a> Emitter<'a> {
     /// supported random node whose seed is loop-invariant: once per thread, not per element.
     fn hoist_random_streams(&mut self) -> R<()> {
         let k = self.k;
-        if !k
-            .nodes
-            .iter()
-            .any(|n| matches!(n.kind, NodeKind::Random { .. }))
-        {
+        if !k.has_random() {
             return Ok(());
         }
         let zero = self.imm_idx(0);

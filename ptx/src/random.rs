@@ -13,7 +13,7 @@
 //!   ([`uniform_f64`] on words (0, 1) or (2, 3), [`box_muller_f64`] on the block);
 //! - truncated normals run TF's rejection loop as a real PTX loop over blocks
 //!   `counter + 256 g + b` (`128 g` for `f64`), `b < MAX_BLOCKS_PER_GROUP` (the host's bound);
-//! - a ThreeFry element `i` is [`jax::bits_element`] of `(hi i, lo i)`, mapped per element.
+//! - a ThreeFry element `i` is [`kiln_rng::jax::bits_element`] of `(hi i, lo i)`, mapped per element.
 //!
 //! No thread shares work with another, so nothing here depends on the launch shape.
 
@@ -27,7 +27,7 @@ use kiln_rng::{
     truncated_normal_pair_f32, uniform_f32, uniform_f64, TruncatedGroup,
     TRUNCATED_BLOCKS_PER_GROUP_F32, TRUNCATED_BLOCKS_PER_GROUP_F64,
 };
-use kiln_rng::{jax, lane_bits, pick_float, pick_word};
+use kiln_rng::{lane_bits, pick_float, pick_word};
 
 /// Whether a random op of `dist`/`alg` producing `dt` has PTX: every combination the IR
 /// defines ([`RandomDist::produces`]).
@@ -302,17 +302,5 @@ fn threefry(
 ) -> Result<Reg, String> {
     let (lo, hi) = words(b, index);
     let a = &mut a32(b);
-    let bits = jax::bits_element(a, key, hi, lo);
-    Ok(match (dist, dt) {
-        (RandomDist::Bits, DType::U32) => bits,
-        (RandomDist::Uniform, DType::F32) => jax::uniform_from_bits_f32(a, bits),
-        (RandomDist::Normal, DType::F32) => jax::normal_from_bits_f32(a, bits),
-        (RandomDist::TruncatedNormal, DType::F32) => jax::truncated_normal_from_bits_f32(a, bits),
-        _ => {
-            return Err(format!(
-                "{} with alg=threefry cannot produce {dt}",
-                dist.name()
-            ))
-        }
-    })
+    kiln_compiler::kernel::threefry_element(a, dist, dt, key, hi, lo)
 }

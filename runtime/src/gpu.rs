@@ -113,45 +113,11 @@ pub struct LaunchRecord {
     /// The buffers passed, in parameter order.
     pub params: Vec<BufRef>,
     /// Thread mapping.
-    pub mapping: MappingRecord,
+    pub mapping: Mapping,
     /// Threads per block.
     pub block: u32,
     /// Blocks.
     pub grid: u32,
-}
-
-/// [`Mapping`], serialisable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum MappingRecord {
-    /// One thread per point.
-    Pointwise {
-        /// Iteration points.
-        points: u64,
-    },
-    /// One warp per kept point.
-    WarpPerPoint {
-        /// Kept points.
-        points: u64,
-        /// Reduced elements per point.
-        len: u64,
-    },
-    /// A row-fused program: one warp per row, at most `warps` useful warps per block.
-    WarpPerRow {
-        /// Rows.
-        rows: u64,
-        /// Warps per block with shared memory.
-        warps: u32,
-    },
-}
-
-impl From<Mapping> for MappingRecord {
-    fn from(m: Mapping) -> MappingRecord {
-        match m {
-            Mapping::Pointwise { points } => MappingRecord::Pointwise { points },
-            Mapping::WarpPerPoint { points, len } => MappingRecord::WarpPerPoint { points, len },
-            Mapping::WarpPerRow { rows, warps } => MappingRecord::WarpPerRow { rows, warps },
-        }
-    }
 }
 
 /// What the persistent cache stores for a GPU executable.
@@ -200,7 +166,7 @@ impl GpuEntry {
             && matches!(
                 e.launches.as_slice(),
                 [LaunchRecord {
-                    mapping: MappingRecord::WarpPerRow { .. },
+                    mapping: Mapping::WarpPerRow { .. },
                     ..
                 }]
             );
@@ -213,7 +179,7 @@ impl GpuEntry {
         for l in e.fills.iter().chain(&e.launches) {
             let warp = matches!(
                 l.mapping,
-                MappingRecord::WarpPerPoint { .. } | MappingRecord::WarpPerRow { .. }
+                Mapping::WarpPerPoint { .. } | Mapping::WarpPerRow { .. }
             );
             if l.block == 0 || l.block > 1024 || (warp && l.block % 32 != 0) || l.grid == 0 {
                 return Err(format!("GPU cache entry: bad launch {l:?}"));
@@ -240,12 +206,12 @@ fn buf_exists(p: &Program, b: BufRef) -> bool {
 
 /// The blocks a launch of `mapping` with `block` threads uses: enough to give every point
 /// (pointwise) or every kept point's warp one pass, at most [`MAX_GRID`], at least 1.
-pub fn grid_for(mapping: MappingRecord, block: u32) -> u32 {
+pub fn grid_for(mapping: Mapping, block: u32) -> u32 {
     let block = u64::from(block.max(1));
     let blocks = match mapping {
-        MappingRecord::Pointwise { points } => points.div_ceil(block),
-        MappingRecord::WarpPerPoint { points, .. } => points.div_ceil((block / 32).max(1)),
-        MappingRecord::WarpPerRow { rows, warps } => {
+        Mapping::Pointwise { points } => points.div_ceil(block),
+        Mapping::WarpPerPoint { points, .. } => points.div_ceil((block / 32).max(1)),
+        Mapping::WarpPerRow { rows, warps } => {
             rows.div_ceil((block / 32).clamp(1, u64::from(warps.max(1))))
         }
     };
@@ -256,19 +222,14 @@ pub fn grid_for(mapping: MappingRecord, block: u32) -> u32 {
 /// level ≥ 1) 128, 256, 512, 1024 — only those the kernel can be launched with
 /// (`max_threads`), multiples of 32 for warp-per-point kernels, and none much larger than the
 /// work (a pointwise kernel over 40 points gains nothing from 1024 threads).
-pub fn block_candidates(
-    mapping: MappingRecord,
-    suggested: u32,
-    level: u8,
-    max_threads: u32,
-) -> Vec<u32> {
+pub fn block_candidates(mapping: Mapping, suggested: u32, level: u8, max_threads: u32) -> Vec<u32> {
     let warp = matches!(
         mapping,
-        MappingRecord::WarpPerPoint { .. } | MappingRecord::WarpPerRow { .. }
+        Mapping::WarpPerPoint { .. } | Mapping::WarpPerRow { .. }
     );
     // A row-fused entry has shared memory for `warps` warps per block; more would idle.
     let most = match mapping {
-        MappingRecord::WarpPerRow { warps, .. } => warps.saturating_mul(32),
+        Mapping::WarpPerRow { warps, .. } => warps.saturating_mul(32),
         _ => 1024,
     };
     let fits = |b: u32| b >= 32 && b <= max_threads.min(most) && (!warp || b.is_multiple_of(32));
@@ -278,9 +239,9 @@ pub fn block_candidates(
     }
     if level > 0 {
         let work = match mapping {
-            MappingRecord::Pointwise { points } => points,
-            MappingRecord::WarpPerPoint { points, .. } => points.saturating_mul(32),
-            MappingRecord::WarpPerRow { rows, .. } => rows.saturating_mul(32),
+            Mapping::Pointwise { points } => points,
+            Mapping::WarpPerPoint { points, .. } => points.saturating_mul(32),
+            Mapping::WarpPerRow { rows, .. } => rows.saturating_mul(32),
         };
         let useful = work.max(32).next_multiple_of(32).max(128);
         for b in TUNE_BLOCKS {
@@ -815,7 +776,7 @@ impl Backend for GpuBackend {
         let record = |k: &kiln_ptx::KernelLaunch| LaunchRecord {
             entry: k.entry.clone(),
             params: k.params.clone(),
-            mapping: k.mapping.into(),
+            mapping: k.mapping,
             block: k.block,
             grid: k.grid,
         };
@@ -854,22 +815,22 @@ mod tests {
 
     #[test]
     fn candidates_level_zero_is_the_suggestion() {
-        let m = MappingRecord::Pointwise { points: 1 << 20 };
+        let m = Mapping::Pointwise { points: 1 << 20 };
         assert_eq!(block_candidates(m, 256, 0, 1024), vec![256]);
     }
 
     #[test]
     fn candidates_tune_within_limits() {
-        let m = MappingRecord::Pointwise { points: 1 << 20 };
+        let m = Mapping::Pointwise { points: 1 << 20 };
         assert_eq!(block_candidates(m, 256, 1, 1024), vec![256, 128, 512, 1024]);
         // Register-heavy kernel: at most 512 threads.
         assert_eq!(block_candidates(m, 256, 2, 512), vec![256, 128, 512]);
         // Tiny work: no 1024-thread blocks for 40 points.
-        let small = MappingRecord::Pointwise { points: 40 };
+        let small = Mapping::Pointwise { points: 40 };
         assert_eq!(block_candidates(small, 256, 1, 1024), vec![256, 128]);
         // Suggestion too large for the kernel: the largest multiple of 32 that fits.
         assert_eq!(block_candidates(m, 256, 0, 200), vec![192]);
-        let w = MappingRecord::WarpPerPoint {
+        let w = Mapping::WarpPerPoint {
             points: 4096,
             len: 5000,
         };
@@ -880,16 +841,16 @@ mod tests {
 
     #[test]
     fn grids_cover_the_work_within_bounds() {
-        assert_eq!(grid_for(MappingRecord::Pointwise { points: 1000 }, 256), 4);
-        assert_eq!(grid_for(MappingRecord::Pointwise { points: 0 }, 256), 1);
+        assert_eq!(grid_for(Mapping::Pointwise { points: 1000 }, 256), 4);
+        assert_eq!(grid_for(Mapping::Pointwise { points: 0 }, 256), 1);
         assert_eq!(
-            grid_for(MappingRecord::Pointwise { points: 1 << 40 }, 256),
+            grid_for(Mapping::Pointwise { points: 1 << 40 }, 256),
             1 << 16
         );
         // 8 warps per block of 256: 100 rows need 13 blocks.
         assert_eq!(
             grid_for(
-                MappingRecord::WarpPerPoint {
+                Mapping::WarpPerPoint {
                     points: 100,
                     len: 7
                 },
@@ -970,9 +931,9 @@ mod tests {
                 .map(|k| LaunchRecord {
                     entry: k.entry.clone(),
                     params: k.params.clone(),
-                    mapping: k.mapping.into(),
+                    mapping: k.mapping,
                     block: 512,
-                    grid: grid_for(k.mapping.into(), 512),
+                    grid: grid_for(k.mapping, 512),
                 })
                 .collect(),
             program,

@@ -20,7 +20,7 @@ pub use cpu::CpuBackend;
 pub use executor::{Runtime, RuntimeOptions};
 pub use gpu::{
     block_candidates, buffer_bytes, buffer_from_bytes, grid_for, pick_fastest, synth_input,
-    target_key, GpuBackend, GpuEntry, LaunchRecord, MappingRecord,
+    target_key, GpuBackend, GpuEntry, LaunchRecord,
 };
 pub use persistent::{CacheDirError, CacheStats, PersistentCache};
 pub use policy::PolicyConfig;

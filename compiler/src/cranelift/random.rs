@@ -11,7 +11,7 @@
 //!   [`normal_group_f32`], [`uniform_f64`] or [`box_muller_f64`]; truncated normals run TF's
 //!   rejection loop over blocks `counter + 256 g + b` (`128 g` for `f64`), the one loop whose
 //!   trip count depends on data;
-//! - ThreeFry element `i` is [`jax::bits_element`] of `(hi i, lo i)`, mapped per element.
+//! - ThreeFry element `i` is [`kiln_rng::jax::bits_element`] of `(hi i, lo i)`, mapped per element.
 //!
 //! Sharing work: a Philox group's outputs are computed once and kept in a small per-node
 //! stack cache keyed by the group number (loops visit elements in order, so the next
@@ -38,7 +38,7 @@ use kiln_rng::{
     truncated_normal_block_f64, truncated_normal_pair_f32, uniform_f64, uniform_group_f32,
     TruncatedGroup, TRUNCATED_BLOCKS_PER_GROUP_F32, TRUNCATED_BLOCKS_PER_GROUP_F64,
 };
-use kiln_rng::{jax, lane_bits, pick_float, pick_word, seed_stream, Stream};
+use kiln_rng::{lane_bits, pick_float, pick_word, seed_stream, Stream};
 
 /// The stream of a random node: its key and base counter, or ThreeFry key.
 type SeedSetup = Stream<Value>;
@@ -524,19 +524,7 @@ fn threefry(
     let key = widen_all(b, key, lanes);
     let (lo, hi) = words_of(b, index, 0, lanes);
     let a = &mut arith32(b, lanes);
-    let bits = jax::bits_element(a, key, hi, lo);
-    Ok(match (dist, dt) {
-        (RandomDist::Bits, DType::U32) => bits,
-        (RandomDist::Uniform, DType::F32) => jax::uniform_from_bits_f32(a, bits),
-        (RandomDist::Normal, DType::F32) => jax::normal_from_bits_f32(a, bits),
-        (RandomDist::TruncatedNormal, DType::F32) => jax::truncated_normal_from_bits_f32(a, bits),
-        _ => {
-            return Err(format!(
-                "{} with alg=threefry cannot produce {dt}",
-                dist.name()
-            ))
-        }
-    })
+    crate::kernel::threefry_element(a, dist, dt, key, hi, lo)
 }
 
 /// A truncated-normal group carried around the rejection loop in frontend variables.

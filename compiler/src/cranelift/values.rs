@@ -152,11 +152,7 @@ impl<'a> ValueEmitter<'a> {
     /// which dominates the loops): seed nodes are loop-invariant (lowering checks it).
     fn prepare_random(&mut self, b: &mut FunctionBuilder) -> Result<(), String> {
         let k = self.k;
-        if !k
-            .nodes
-            .iter()
-            .any(|n| matches!(n.kind, NodeKind::Random { .. }))
-        {
+        if !k.has_random() {
             return Ok(());
         }
         let zero = b.ins().iconst(types::I64, 0);

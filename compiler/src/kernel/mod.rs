@@ -236,6 +236,13 @@ impl Kernel {
     pub fn points(&self) -> usize {
         self.space.iter().product()
     }
+
+    /// Whether any node draws random numbers.
+    pub fn has_random(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| matches!(n.kind, NodeKind::Random { .. }))
+    }
 }
 
 /// A lowered cluster: kernels run in order over the cluster's buffers.
@@ -388,6 +395,39 @@ pub fn seed_kind(alg: kiln_ir::RandomAlg) -> kiln_rng::SeedKind {
         kiln_ir::RandomAlg::PhiloxState => kiln_rng::SeedKind::GeneratorState,
         kiln_ir::RandomAlg::Threefry => kiln_rng::SeedKind::Threefry,
     }
+}
+
+/// Element `(hi, lo)` of JAX's ThreeFry stream under `key`, as `dist` producing `dt`: the
+/// raw bits, or one of `kiln_rng::jax`'s mappings. Written once over [`kiln_math::Arith`]
+/// for every backend whose words and floats are one register type (Cranelift values, PTX
+/// registers); the backend supplies the key and counter words.
+pub fn threefry_element<A, T>(
+    a: &mut A,
+    dist: kiln_ir::RandomDist,
+    dt: DType,
+    key: [T; 2],
+    hi: T,
+    lo: T,
+) -> Result<T, String>
+where
+    A: kiln_math::Arith<F = T, U = T>,
+    T: Copy,
+{
+    use kiln_ir::RandomDist;
+    use kiln_rng::jax;
+    let bits = jax::bits_element(a, key, hi, lo);
+    Ok(match (dist, dt) {
+        (RandomDist::Bits, DType::U32) => bits,
+        (RandomDist::Uniform, DType::F32) => jax::uniform_from_bits_f32(a, bits),
+        (RandomDist::Normal, DType::F32) => jax::normal_from_bits_f32(a, bits),
+        (RandomDist::TruncatedNormal, DType::F32) => jax::truncated_normal_from_bits_f32(a, bits),
+        _ => {
+            return Err(format!(
+                "{} with alg=threefry cannot produce {dt}",
+                dist.name()
+            ))
+        }
+    })
 }
 
 /// The dtype of a buffer.

@@ -118,6 +118,7 @@ impl Gpu {
         let name = cuda("reading device name", ctx.name())?;
         let (major, minor) = cuda("reading compute capability", ctx.compute_capability())?;
         let stream = ctx.default_stream();
+        keep_pool_memory(&ctx);
         let mut driver_version: std::ffi::c_int = 0;
         // SAFETY: cuDriverGetVersion writes one int through a valid pointer.
         cuda("reading the driver version", unsafe {
@@ -515,6 +516,36 @@ impl Gpu {
         cuda("synchronising", self.stream.synchronize())?;
         host.truncate(n);
         Ok(host)
+    }
+}
+
+/// Keeps freed device memory in the device's stream-ordered pool instead of returning it to
+/// the driver at every synchronisation (the default release threshold is 0), so buffers of
+/// one graph run are reused by the next, as XLA's BFC allocator does. cudarc allocates
+/// with `cuMemAllocAsync` from this pool when the device supports it; without pool
+/// support this is a no-op.
+fn keep_pool_memory(ctx: &CudaContext) {
+    if !ctx.has_async_alloc() {
+        return;
+    }
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold: u64 = u64::MAX;
+    // SAFETY: both calls write or read through valid pointers; the pool belongs to the
+    // context's device, which outlives this call.
+    let r = unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .and_then(|()| {
+                sys::cuMemPoolSetAttribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    (&mut threshold as *mut u64).cast(),
+                )
+                .result()
+            })
+    };
+    if let Err(e) = r {
+        tracing::warn!(target: "nvptx_compiler", "freed device memory goes back to the driver at each synchronisation (setting the pool's release threshold failed: {e:?})");
     }
 }
 

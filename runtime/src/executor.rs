@@ -3,14 +3,14 @@
 //! fallback path. Intermediates are freed after their last use. A compile or a compiled run
 //! that fails is logged and answered by the fallback, so the user always gets a result.
 
-use crate::backend::{Backend, CompileFailure, Executable};
+use crate::backend::{Backend, CompileFailure, DeviceMemory, DeviceTensor, Executable};
 use crate::persistent::{cache_key, Lookup, PersistentCache};
 use crate::policy::{compiled, decide, Action, ClusterFacts, Instance, Outcome, PolicyConfig};
-use crate::stats::{human, ClusterStats};
+use crate::stats::{human, ClusterStats, TransferStats};
 use crate::RuntimeError;
 use kiln_flags::{vlog, Flags};
 use kiln_interp::{last_uses, Interpreter, LastUse};
-use kiln_ir::{print_func, Cluster, Func, Op, Tensor};
+use kiln_ir::{print_func, Cluster, Func, Op, Tensor, TensorType, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -62,11 +62,14 @@ struct State {
     memory: HashMap<String, Arc<dyn Executable>>,
     in_flight: usize,
     total_compile_time: Duration,
+    transfers: TransferStats,
 }
 
 struct Inner {
     interp: Interpreter,
     backend: Option<Arc<dyn Backend>>,
+    /// The backend's device memory, when it has its own.
+    memory: Option<Arc<dyn DeviceMemory>>,
     opts: RuntimeOptions,
     state: Mutex<State>,
     idle: Condvar,
@@ -98,6 +101,7 @@ impl Runtime {
         Ok(Runtime {
             inner: Arc::new(Inner {
                 interp,
+                memory: backend.as_ref().and_then(|b| b.memory()),
                 backend,
                 opts,
                 state: Mutex::new(State::default()),
@@ -135,10 +139,96 @@ impl Runtime {
         self.run_refs(f, &refs)
     }
 
+    /// Host ↔ device copies made so far (all zero without a device backend).
+    pub fn transfers(&self) -> TransferStats {
+        lock(&self.inner.state).transfers
+    }
+
     /// [`Runtime::run`] on borrowed arguments (e.g. the caller's tensors followed by state
     /// inputs it adds, without copying the caller's).
+    ///
+    /// With a device backend ([`Backend::memory`]), compiled clusters leave their outputs on
+    /// the device and the next compiled cluster reads them there; a value is copied to the
+    /// host only when a plain op, a fallback cluster or the caller needs it, and a graph
+    /// input only when a compiled cluster reads it — each at most once per run.
     pub fn run_refs(&self, f: &Func, args: &[&Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
-        let refs = args;
+        let args: Vec<Arg> = args.iter().map(|&t| Arg::Host(t)).collect();
+        self.execute(f, &args, false)?
+            .into_iter()
+            .map(|p| match p {
+                Placed::Host(t) => Ok(t),
+                Placed::Device(_) => Err(RuntimeError::Invalid(
+                    "a result was left on the device".to_string(),
+                )),
+            })
+            .collect()
+    }
+
+    /// Runs `f` on arguments that may already be in the backend's device memory (see
+    /// [`Runtime::place`]) and leaves results that a compiled cluster produced there, like
+    /// JAX arrays committed to a device: nothing crosses the bus that the graph does not
+    /// read on the host. [`Runtime::fetch`] copies a result back; [`Runtime::synchronize`]
+    /// waits for the device.
+    pub fn run_placed(&self, f: &Func, args: &[Placed]) -> Result<Vec<Placed>, RuntimeError> {
+        let args: Vec<Arg> = args
+            .iter()
+            .map(|p| match p {
+                Placed::Host(t) => Arg::Host(t),
+                Placed::Device(d) => Arg::Device(d.clone()),
+            })
+            .collect();
+        self.execute(f, &args, true)
+    }
+
+    /// `t` in the backend's device memory (one counted copy), or on the host when the
+    /// backend has none (`jax.device_put`).
+    pub fn place(&self, t: &Tensor) -> Result<Placed, RuntimeError> {
+        let Some(mem) = &self.inner.memory else {
+            return Ok(Placed::Host(t.clone()));
+        };
+        let d = mem.upload(t).map_err(|e| {
+            RuntimeError::Invalid(format!("copying a {} to the device failed: {e}", t.ty()))
+        })?;
+        count(&self.inner, "place", "argument", d.ty(), true);
+        Ok(Placed::Device(d))
+    }
+
+    /// `p` on the host (one counted copy for a device value).
+    pub fn fetch(&self, p: &Placed) -> Result<Tensor, RuntimeError> {
+        match p {
+            Placed::Host(t) => Ok(t.clone()),
+            Placed::Device(d) => {
+                let mem = self.inner.memory.as_ref().ok_or_else(|| {
+                    RuntimeError::Invalid("a device value, but the backend has no device".into())
+                })?;
+                let t = mem.download(d.as_ref()).map_err(|e| {
+                    RuntimeError::Invalid(format!(
+                        "copying a {} back from the device failed: {e}",
+                        d.ty()
+                    ))
+                })?;
+                count(&self.inner, "fetch", "result", d.ty(), false);
+                Ok(t)
+            }
+        }
+    }
+
+    /// Waits until the device has finished everything enqueued (a no-op on the host).
+    pub fn synchronize(&self) -> Result<(), RuntimeError> {
+        match &self.inner.memory {
+            Some(mem) => mem
+                .synchronize()
+                .map_err(|e| RuntimeError::Invalid(format!("synchronising the device: {e}"))),
+            None => Ok(()),
+        }
+    }
+
+    fn execute(
+        &self,
+        f: &Func,
+        args: &[Arg<'_>],
+        keep_on_device: bool,
+    ) -> Result<Vec<Placed>, RuntimeError> {
         let n = f.params.len();
         if args.len() != n {
             return Err(RuntimeError::Invalid(format!(
@@ -147,123 +237,196 @@ impl Runtime {
                 args.len()
             )));
         }
+        let mut slots: Vec<Slot> = (0..f.num_values()).map(|_| Slot::default()).collect();
         for (i, (&p, a)) in f.params.iter().zip(args).enumerate() {
-            if *f.ty(p) != a.ty() {
+            let ty = match a {
+                Arg::Host(t) => t.ty(),
+                Arg::Device(d) => {
+                    if self.inner.memory.is_none() {
+                        return Err(RuntimeError::Invalid(format!(
+                            "@{}: argument {i} (%{}) is a device value, but the runtime has no device backend",
+                            f.name,
+                            f.value(p).name
+                        )));
+                    }
+                    slots[p.0 as usize].device = Some(d.clone());
+                    d.ty().clone()
+                }
+            };
+            if *f.ty(p) != ty {
                 return Err(RuntimeError::Invalid(format!(
-                    "@{}: argument {i} (%{}) must be {}, got {}",
+                    "@{}: argument {i} (%{}) must be {}, got {ty}",
                     f.name,
                     f.value(p).name,
                     f.ty(p),
-                    a.ty()
                 )));
             }
         }
         let uses = last_uses(f);
-        let mut slots: Vec<Option<Tensor>> = (0..f.num_values()).map(|_| None).collect();
+        let mut vals = Values {
+            f,
+            args: args
+                .iter()
+                .map(|a| match a {
+                    Arg::Host(t) => Some(*t),
+                    Arg::Device(_) => None,
+                })
+                .collect(),
+            slots,
+            inner: &self.inner,
+        };
         for (i, inst) in f.insts.iter().enumerate() {
-            // Operands borrow the arguments and the slots only inside this block; slots are
-            // written after it.
-            let outs = {
-                let operands = inst
-                    .args
-                    .iter()
-                    .map(|&a| match f.params.iter().position(|&p| p == a) {
-                        Some(k) => Ok(refs[k]),
-                        None => slots[a.0 as usize].as_ref().ok_or_else(|| {
-                            RuntimeError::Invalid(format!(
-                                "%{} is used before it is computed",
-                                f.value(a).name
-                            ))
-                        }),
-                    })
-                    .collect::<Result<Vec<&Tensor>, _>>()?;
-                match &inst.op {
-                    Op::Cluster(c) => self.run_cluster(&f.name, c, &operands)?,
-                    op => {
-                        let r = inst.results[0];
-                        let t = self
-                            .inner
-                            .interp
-                            .eval(op, &operands, f.ty(r))
-                            .map_err(|e| {
-                                RuntimeError::Interp(kiln_interp::InterpError::At {
-                                    func: f.name.clone(),
-                                    value: f.value(r).name.clone(),
-                                    source: Box::new(e),
-                                })
-                            })?;
-                        vec![t]
-                    }
+            let outs = match &inst.op {
+                Op::Cluster(c) => self.run_cluster(&f.name, c, &inst.args, &mut vals)?,
+                op => {
+                    let r = inst.results[0];
+                    let operands = vals.on_host(&inst.args)?;
+                    let t = self
+                        .inner
+                        .interp
+                        .eval(op, &operands, f.ty(r))
+                        .map_err(|e| {
+                            RuntimeError::Interp(kiln_interp::InterpError::At {
+                                func: f.name.clone(),
+                                value: f.value(r).name.clone(),
+                                source: Box::new(e),
+                            })
+                        })?;
+                    vec![Slot::host(t)]
                 }
             };
             for (&r, t) in inst.results.iter().zip(outs) {
                 if uses[r.0 as usize] != LastUse::Unused {
-                    slots[r.0 as usize] = Some(t);
+                    vals.slots[r.0 as usize] = t;
                 }
             }
             for a in &inst.args {
                 if uses[a.0 as usize] == LastUse::Inst(i) {
-                    slots[a.0 as usize] = None;
+                    vals.slots[a.0 as usize] = Slot::default();
                 }
             }
+        }
+        if !keep_on_device {
+            // The graph's outputs go back to the host (a boundary copy for device values).
+            vals.on_host(&f.results)?;
         }
         f.results
             .iter()
             .enumerate()
             .map(|(k, &r)| {
                 if let Some(p) = f.params.iter().position(|&q| q == r) {
-                    return Ok(args[p].clone());
+                    return Ok(match &args[p] {
+                        Arg::Host(t) => Placed::Host((*t).clone()),
+                        Arg::Device(d) => Placed::Device(d.clone()),
+                    });
                 }
                 let again = f.results[k + 1..].contains(&r);
-                let slot = &mut slots[r.0 as usize];
-                let t = if again { slot.clone() } else { slot.take() };
-                t.ok_or_else(|| {
+                let slot = &mut vals.slots[r.0 as usize];
+                if keep_on_device {
+                    if let Some(d) = &slot.device {
+                        return Ok(Placed::Device(d.clone()));
+                    }
+                }
+                let t = if again {
+                    slot.host.clone()
+                } else {
+                    slot.host.take()
+                };
+                t.map(Placed::Host).ok_or_else(|| {
                     RuntimeError::Invalid(format!("returned %{} was not computed", f.value(r).name))
                 })
             })
             .collect()
     }
 
-    /// One execution of a cluster node.
+    /// One execution of a cluster node whose operands are `args`.
     fn run_cluster(
         &self,
         graph: &str,
         c: &Cluster,
-        inputs: &[&Tensor],
-    ) -> Result<Vec<Tensor>, RuntimeError> {
-        let inner = &self.inner;
+        args: &[Value],
+        vals: &mut Values<'_>,
+    ) -> Result<Vec<Slot>, RuntimeError> {
         let id = format!("{graph}/{}", c.name);
         let signature: Vec<String> = c.body.param_types().iter().map(|t| t.to_string()).collect();
         let signature = signature.join(",");
-        let backend = match &inner.backend {
-            Some(b) => b.clone(),
-            None => return self.fallback(&id, c, inputs),
+        let Some(exe) = self.route(&id, &signature, c) else {
+            return self.fallback(&id, c, &vals.on_host(args)?);
         };
+        let failure = match &self.inner.memory {
+            Some(_) => {
+                let inputs = match vals.on_device(args) {
+                    Ok(inputs) => inputs,
+                    Err(e) => {
+                        // A copy that failed (device memory is full) is not the
+                        // executable's fault: this run falls back, the next may not.
+                        tracing::error!(target: "xla_compilation_cache", "{id}: {e}; running the fallback");
+                        return self.fallback(&id, c, &vals.on_host(args)?);
+                    }
+                };
+                match exe.run_on_device(&inputs).and_then(|outs| {
+                    check_outputs(c, outs.iter().map(|d| d.ty()))?;
+                    Ok(outs)
+                }) {
+                    Ok(outs) => {
+                        self.record_compiled_run(&id);
+                        return Ok(outs.into_iter().map(Slot::device).collect());
+                    }
+                    Err(e) => e,
+                }
+            }
+            None => {
+                let inputs = vals.on_host(args)?;
+                match exe.run(&inputs).and_then(|outs| {
+                    check_outputs(c, outs.iter().map(|t| t.ty()).collect::<Vec<_>>().iter())?;
+                    Ok(outs)
+                }) {
+                    Ok(outs) => {
+                        self.record_compiled_run(&id);
+                        return Ok(outs.into_iter().map(Slot::host).collect());
+                    }
+                    Err(e) => e,
+                }
+            }
+        };
+        tracing::error!(target: "xla_compilation_cache", "compiled {id} failed at run time ({failure}); using the fallback for this signature from now on");
+        {
+            let mut st = lock(&self.inner.state);
+            if let Some(inst) = st
+                .clusters
+                .entry(id.clone())
+                .or_default()
+                .instances
+                .get_mut(&signature)
+            {
+                inst.state = crate::policy::InstanceState::FallbackForever;
+            }
+        }
+        self.fallback(&id, c, &vals.on_host(args)?)
+    }
+
+    /// What the policy says to run for `c` now: its executable (compiling it, or taking it
+    /// from a cache, if the policy says so), or `None` for the fallback path. Starts an
+    /// asynchronous compile when the policy asks for one.
+    fn route(&self, id: &str, signature: &str, c: &Cluster) -> Option<Arc<dyn Executable>> {
+        let inner = &self.inner;
+        let backend = inner.backend.clone()?;
         let content = content_key(c, backend.name());
         let action = {
             let mut st = lock(&inner.state);
-            let rec = st.clusters.entry(id.clone()).or_default();
+            let rec = st.clusters.entry(id.to_string()).or_default();
             let facts = rec.facts;
-            let inst = rec.instances.entry(signature.clone()).or_default();
+            let inst = rec.instances.entry(signature.to_string()).or_default();
             decide(&inner.opts.policy, &facts, inst)
         };
         match action {
-            Action::Fallback => self.fallback(&id, c, inputs),
-            Action::RunCompiled => {
-                let exe = lock(&inner.state).memory.get(&content).cloned();
-                match exe {
-                    Some(exe) => self.run_compiled(&id, &signature, c, &exe, inputs),
-                    None => self.fallback(&id, c, inputs),
-                }
-            }
-            Action::CompileAndRun => match self.obtain(&id, &signature, c, &backend, &content) {
-                Some(exe) => self.run_compiled(&id, &signature, c, &exe, inputs),
-                None => self.fallback(&id, c, inputs),
-            },
+            Action::Fallback => None,
+            Action::RunCompiled => lock(&inner.state).memory.get(&content).cloned(),
+            Action::CompileAndRun => self.obtain(id, signature, c, &backend, &content),
             Action::StartAsyncCompile => {
                 let me = self.clone();
                 let (c2, backend2) = (c.clone(), backend.clone());
-                let (id2, sig2) = (id.clone(), signature.clone());
+                let (id2, sig2) = (id.to_string(), signature.to_string());
                 lock(&inner.state).in_flight += 1;
                 let job: Box<dyn FnOnce() + Send> = Box::new(move || {
                     me.obtain(&id2, &sig2, &c2, &backend2, &content);
@@ -279,7 +442,7 @@ impl Runtime {
                     }
                     None => job(),
                 }
-                self.fallback(&id, c, inputs)
+                None
             }
         }
     }
@@ -290,7 +453,7 @@ impl Runtime {
         id: &str,
         c: &Cluster,
         inputs: &[&Tensor],
-    ) -> Result<Vec<Tensor>, RuntimeError> {
+    ) -> Result<Vec<Slot>, RuntimeError> {
         let out = self.inner.interp.run_refs(&c.body, inputs)?.0;
         lock(&self.inner.state)
             .clusters
@@ -298,41 +461,14 @@ impl Runtime {
             .or_default()
             .stats
             .fallback_runs += 1;
-        Ok(out)
+        Ok(out.into_iter().map(Slot::host).collect())
     }
 
-    fn run_compiled(
-        &self,
-        id: &str,
-        signature: &str,
-        c: &Cluster,
-        exe: &Arc<dyn Executable>,
-        inputs: &[&Tensor],
-    ) -> Result<Vec<Tensor>, RuntimeError> {
-        match exe.run(inputs) {
-            Ok(out) => {
-                let mut st = lock(&self.inner.state);
-                let rec = st.clusters.entry(id.to_string()).or_default();
-                rec.stats.compiled_runs += 1;
-                rec.facts.compiled_runs += 1;
-                Ok(out)
-            }
-            Err(e) => {
-                tracing::error!(target: "xla_compilation_cache", "compiled {id} failed at run time ({e}); using the fallback for this signature from now on");
-                let mut st = lock(&self.inner.state);
-                if let Some(inst) = st
-                    .clusters
-                    .entry(id.to_string())
-                    .or_default()
-                    .instances
-                    .get_mut(signature)
-                {
-                    inst.state = crate::policy::InstanceState::FallbackForever;
-                }
-                drop(st);
-                self.fallback(id, c, inputs)
-            }
-        }
+    fn record_compiled_run(&self, id: &str) {
+        let mut st = lock(&self.inner.state);
+        let rec = st.clusters.entry(id.to_string()).or_default();
+        rec.stats.compiled_runs += 1;
+        rec.facts.compiled_runs += 1;
     }
 
     /// An executable for `c`: from memory, from the persistent cache, or compiled now.
@@ -446,6 +582,199 @@ impl Runtime {
             }
         }
     }
+}
+
+/// Checks that a compiled run returned the cluster's result types.
+fn check_outputs<'a>(
+    c: &Cluster,
+    got: impl ExactSizeIterator<Item = &'a TensorType>,
+) -> Result<(), String> {
+    let want = c.body.result_types();
+    if got.len() != want.len() {
+        return Err(format!(
+            "it returned {} outputs, the cluster has {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (g, w)) in got.zip(&want).enumerate() {
+        if g != w {
+            return Err(format!("output {i} is {g}, the cluster's result is {w}"));
+        }
+    }
+    Ok(())
+}
+
+/// A graph argument or result: a host tensor, or a tensor in the runtime backend's device
+/// memory ([`Runtime::place`], [`Runtime::run_placed`]).
+#[derive(Clone)]
+pub enum Placed {
+    /// On the host.
+    Host(Tensor),
+    /// In the device's memory.
+    Device(Arc<dyn DeviceTensor>),
+}
+
+impl Placed {
+    /// The value's type.
+    pub fn ty(&self) -> TensorType {
+        match self {
+            Placed::Host(t) => t.ty(),
+            Placed::Device(d) => d.ty().clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Placed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Placed::Host(t) => write!(f, "Host({})", t.ty()),
+            Placed::Device(d) => write!(f, "Device({})", d.ty()),
+        }
+    }
+}
+
+/// An argument of one run, as the caller gave it.
+enum Arg<'a> {
+    Host(&'a Tensor),
+    Device(Arc<dyn DeviceTensor>),
+}
+
+/// One value of the graph being run: on the host, on the device, or both (a device value
+/// copied back once keeps its host copy for later host readers, and a host value copied
+/// to the device keeps its device copy for later device readers). Freed at its last use.
+#[derive(Default)]
+struct Slot {
+    host: Option<Tensor>,
+    device: Option<Arc<dyn DeviceTensor>>,
+}
+
+impl Slot {
+    fn host(t: Tensor) -> Slot {
+        Slot {
+            host: Some(t),
+            device: None,
+        }
+    }
+
+    fn device(d: Arc<dyn DeviceTensor>) -> Slot {
+        Slot {
+            host: None,
+            device: Some(d),
+        }
+    }
+}
+
+/// The values of one run: the caller's arguments (on the host) and one [`Slot`] per value
+/// (for an argument, only its device copy).
+struct Values<'a> {
+    f: &'a Func,
+    /// Each argument's host tensor (`None` for an argument given on the device).
+    args: Vec<Option<&'a Tensor>>,
+    slots: Vec<Slot>,
+    inner: &'a Inner,
+}
+
+impl Values<'_> {
+    fn missing(&self, v: Value) -> RuntimeError {
+        RuntimeError::Invalid(format!(
+            "%{} is used before it is computed",
+            self.f.value(v).name
+        ))
+    }
+
+    fn host_of(&self, v: Value) -> Option<&Tensor> {
+        match self.f.params.iter().position(|&p| p == v) {
+            Some(k) if self.args[k].is_some() => self.args[k],
+            _ => self.slots[v.0 as usize].host.as_ref(),
+        }
+    }
+
+    /// `vs` on the host, copying back (once) those that are only on the device.
+    fn on_host(&mut self, vs: &[Value]) -> Result<Vec<&Tensor>, RuntimeError> {
+        for &v in vs {
+            if self.host_of(v).is_some() {
+                continue;
+            }
+            let slot = &self.slots[v.0 as usize];
+            let (Some(d), Some(mem)) = (slot.device.clone(), &self.inner.memory) else {
+                return Err(self.missing(v));
+            };
+            let t = mem.download(d.as_ref()).map_err(|e| {
+                RuntimeError::Invalid(format!(
+                    "copying %{} ({}) back from the device failed: {e}",
+                    self.f.value(v).name,
+                    d.ty()
+                ))
+            })?;
+            self.count(v, d.ty(), false);
+            self.slots[v.0 as usize].host = Some(t);
+        }
+        vs.iter()
+            .map(|&v| self.host_of(v).ok_or_else(|| self.missing(v)))
+            .collect()
+    }
+
+    /// `vs` on the device, copying (once) those that are only on the host.
+    fn on_device(&mut self, vs: &[Value]) -> Result<Vec<&dyn DeviceTensor>, String> {
+        let Some(mem) = self.inner.memory.clone() else {
+            return Err("the backend has no device memory".to_string());
+        };
+        for &v in vs {
+            if self.slots[v.0 as usize].device.is_some() {
+                continue;
+            }
+            let name = &self.f.value(v).name;
+            let t = self
+                .host_of(v)
+                .ok_or_else(|| format!("%{name} is used before it is computed"))?;
+            let d = mem
+                .upload(t)
+                .map_err(|e| format!("copying %{name} ({}) to the device failed: {e}", t.ty()))?;
+            self.count(v, d.ty(), true);
+            self.slots[v.0 as usize].device = Some(d);
+        }
+        let on: Vec<&dyn DeviceTensor> = vs
+            .iter()
+            .filter_map(|&v| self.slots[v.0 as usize].device.as_deref())
+            .collect();
+        if on.len() != vs.len() {
+            return Err("an operand has no device copy".to_string());
+        }
+        Ok(on)
+    }
+
+    fn count(&self, v: Value, ty: &TensorType, up: bool) {
+        count(self.inner, &self.f.name, &self.f.value(v).name, ty, up);
+    }
+}
+
+/// Counts (and logs, under `TF_CPP_VMODULE=transfer_manager=2`) one copy of `what` in
+/// `graph`.
+fn count(inner: &Inner, graph: &str, what: &str, ty: &TensorType, up: bool) {
+    let bytes = (ty.num_elements() * ty.dtype.size_bytes()) as u64;
+    {
+        let mut st = lock(&inner.state);
+        let t = &mut st.transfers;
+        if up {
+            t.uploads += 1;
+            t.upload_bytes += bytes;
+        } else {
+            t.downloads += 1;
+            t.download_bytes += bytes;
+        }
+    }
+    vlog!(
+        inner.opts.flags,
+        "transfer_manager",
+        2,
+        "@{graph}: %{what} ({ty}, {bytes} bytes) {}",
+        if up {
+            "host -> device"
+        } else {
+            "device -> host"
+        }
+    );
 }
 
 /// The in-memory cache key: the cluster's full text (shapes included) and the backend.

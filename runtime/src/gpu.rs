@@ -11,14 +11,19 @@
 //! driver's default) → the cubin is loaded and its entries looked up → launch configs chosen
 //! (`--xla_gpu_autotune_level`, see [`block_candidates`]).
 //!
-//! # Data movement (one [`Executable::run`])
+//! # Data movement
 //!
-//! Inputs are copied host → device once; outputs and scratch buffers are allocated on the
-//! device (zero-filled); non-splat constants were uploaded once at compile/load time. The
-//! random fills' kernels (`kiln_ptx::PtxProgram::fills`) are enqueued first, then dots and
-//! kernels in program order on one stream (a dot before kernel `before`);
-//! the outputs are copied back once, then the stream is synchronised. Nothing else crosses
-//! the bus.
+//! The executor runs a graph's compiled clusters through [`Executable::run_on_device`]:
+//! inputs are device tensors (`GpuMemory` copies a graph input up the first time a
+//! compiled cluster reads it), outputs and scratch buffers are allocated on the device and
+//! the outputs stay there for the next cluster; the executor copies a value back only when
+//! the host reads it (a plain op, a fallback cluster, a graph result). Allocation is
+//! stream-ordered from the device's memory pool, which keeps freed memory for reuse
+//! (`kiln_ptx::driver`). Non-splat constants were uploaded once at compile/load time. Within
+//! one run, the random fills' kernels (`kiln_ptx::PtxProgram::fills`) are enqueued first,
+//! then dots and kernels in program order on the one stream (a dot before kernel
+//! `before`); nothing waits until a copy back. [`Executable::run`] (autotuning, tests)
+//! wraps the same path in one upload per input and one download per output.
 //!
 //! # Persistent cache entry
 //!
@@ -27,7 +32,7 @@
 //! mapping and the chosen block/grid. The backend's target key names the sm, the driver version, the JIT
 //! optimisation level and the autotune level, so an entry is only used where it was made.
 
-use crate::backend::{Backend, CompileFailure, Executable};
+use crate::backend::{Backend, CompileFailure, DeviceMemory, DeviceTensor, Executable};
 use kiln_compiler::kernel::{BufRef, Program};
 use kiln_compiler::lower::{lower_cluster, LowerError};
 use kiln_flags::{vlog, Flags};
@@ -437,29 +442,34 @@ impl GpuExe {
         })
     }
 
-    /// Device buffers for one run: inputs uploaded (or zero-filled when `inputs` is
-    /// `None`), outputs and scratch zero-filled.
-    fn buffers(&self, inputs: Option<&[&Tensor]>) -> Result<Buffers, String> {
+    /// Device buffers for one run over `inputs`: outputs and scratch zero-filled.
+    fn buffers<'a>(&self, inputs: Vec<&'a DeviceBuffer>) -> Result<Buffers<'a>, String> {
         let p = &self.entry.program;
-        let ins = match inputs {
-            Some(ts) => ts
-                .iter()
-                .map(|t| self.gpu.upload(&buffer_bytes(t.data())))
-                .collect::<Result<Vec<_>, _>>(),
-            None => p
-                .inputs
-                .iter()
-                .map(|t| self.gpu.alloc(type_bytes(t)))
-                .collect(),
+        if inputs.len() != p.inputs.len() {
+            return Err(format!(
+                "{} takes {} inputs, got {}",
+                p.name,
+                p.inputs.len(),
+                inputs.len()
+            ));
         }
-        .map_err(drv)?;
+        for (i, (b, want)) in inputs.iter().zip(&p.inputs).enumerate() {
+            if b.len() != type_bytes(want) {
+                return Err(format!(
+                    "{}: input {i} must be {want} ({} bytes), got a {}-byte buffer",
+                    p.name,
+                    type_bytes(want),
+                    b.len()
+                ));
+            }
+        }
         let alloc = |ts: &[TensorType]| {
             ts.iter()
                 .map(|t| self.gpu.alloc(type_bytes(t)).map(Some))
                 .collect::<Result<Vec<_>, _>>()
         };
         Ok(Buffers {
-            inputs: ins,
+            inputs,
             outputs: alloc(&p.outputs).map_err(drv)?,
             temps: alloc(&p.temps).map_err(drv)?,
         })
@@ -468,7 +478,7 @@ impl GpuExe {
     fn buf<'a>(&'a self, bufs: &'a Buffers, b: BufRef) -> Result<&'a DeviceBuffer, String> {
         let missing = || format!("buffer {b:?} is not available");
         match b {
-            BufRef::Input(i) => bufs.inputs.get(i).ok_or_else(missing),
+            BufRef::Input(i) => bufs.inputs.get(i).copied().ok_or_else(missing),
             BufRef::Output(i) => bufs
                 .outputs
                 .get(i)
@@ -549,31 +559,28 @@ impl GpuExe {
         Ok(())
     }
 
-    /// Copies the outputs back (then synchronises) as tensors.
-    fn outputs(&self, bufs: &Buffers) -> Result<Vec<Tensor>, String> {
-        let p = &self.entry.program;
-        let mut host: Vec<Vec<u8>> = p.outputs.iter().map(|t| vec![0u8; type_bytes(t)]).collect();
-        for (i, h) in host.iter_mut().enumerate() {
-            self.gpu
-                .download(self.buf(bufs, BufRef::Output(i))?, h)
-                .map_err(drv)?;
-        }
-        self.gpu.synchronize().map_err(drv)?;
-        p.outputs
-            .iter()
-            .zip(host)
-            .map(|(t, h)| {
-                Tensor::new(t.shape.clone(), buffer_from_bytes(t.dtype, &h))
-                    .map_err(|e| e.to_string())
-            })
-            .collect()
-    }
-
-    fn run_with(&self, inputs: &[&Tensor], configs: &[(u32, u32)]) -> Result<Vec<Tensor>, String> {
-        let p = &self.entry.program;
+    /// Enqueues the program on device `inputs` with launch `configs`; the outputs stay on
+    /// the device (nothing is copied and nothing waits).
+    fn run_device(
+        &self,
+        inputs: Vec<&DeviceBuffer>,
+        configs: &[(u32, u32)],
+    ) -> Result<Vec<DeviceBuffer>, String> {
         if configs.len() != self.entry.launches.len() {
             return Err("one launch configuration per launch is required".into());
         }
+        let mut bufs = self.buffers(inputs)?;
+        self.enqueue(&mut bufs, configs)?;
+        bufs.outputs
+            .into_iter()
+            .map(|b| b.ok_or_else(|| "an output buffer is missing".to_string()))
+            .collect()
+    }
+
+    /// One run on host tensors: inputs copied in, outputs copied back (tuning and tests;
+    /// the executor keeps values on the device through [`Executable::run_on_device`]).
+    fn run_with(&self, inputs: &[&Tensor], configs: &[(u32, u32)]) -> Result<Vec<Tensor>, String> {
+        let p = &self.entry.program;
         if inputs.len() != p.inputs.len() {
             return Err(format!(
                 "{} takes {} inputs, got {}",
@@ -582,6 +589,10 @@ impl GpuExe {
                 inputs.len()
             ));
         }
+        let mem = GpuMemory {
+            gpu: self.gpu.clone(),
+        };
+        let mut ins = Vec::with_capacity(inputs.len());
         for (i, (t, want)) in inputs.iter().zip(&p.inputs).enumerate() {
             if t.ty() != *want {
                 return Err(format!(
@@ -590,10 +601,13 @@ impl GpuExe {
                     t.ty()
                 ));
             }
+            ins.push(mem.upload_tensor(t)?);
         }
-        let mut bufs = self.buffers(Some(inputs))?;
-        self.enqueue(&mut bufs, configs)?;
-        self.outputs(&bufs)
+        let outs = self.run_device(ins.iter().map(|t| &t.buf).collect(), configs)?;
+        outs.into_iter()
+            .zip(&p.outputs)
+            .map(|(buf, t)| mem.download_tensor(&GpuTensor { ty: t.clone(), buf }))
+            .collect()
     }
 
     fn configs(&self) -> Vec<(u32, u32)> {
@@ -607,8 +621,8 @@ impl GpuExe {
 
 /// One run's device buffers (outputs and temps are `Option` so a dot can borrow its output
 /// mutably while reading its operands).
-struct Buffers {
-    inputs: Vec<DeviceBuffer>,
+struct Buffers<'a> {
+    inputs: Vec<&'a DeviceBuffer>,
     outputs: Vec<Option<DeviceBuffer>>,
     temps: Vec<Option<DeviceBuffer>>,
 }
@@ -616,6 +630,39 @@ struct Buffers {
 impl Executable for GpuExe {
     fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
         self.run_with(inputs, &self.configs())
+    }
+
+    fn run_on_device(
+        &self,
+        inputs: &[&dyn DeviceTensor],
+    ) -> Result<Vec<Arc<dyn DeviceTensor>>, String> {
+        let p = &self.entry.program;
+        let mut bufs = Vec::with_capacity(inputs.len());
+        for (i, d) in inputs.iter().enumerate() {
+            let t = GpuTensor::of(*d)?;
+            if p.inputs.get(i) != Some(&t.ty) {
+                return Err(format!(
+                    "{}: input {i} is {}, the program expects {}",
+                    p.name,
+                    t.ty,
+                    p.inputs
+                        .get(i)
+                        .map_or("nothing".to_string(), |w| w.to_string())
+                ));
+            }
+            bufs.push(&t.buf);
+        }
+        let outs = self.run_device(bufs, &self.configs())?;
+        Ok(outs
+            .into_iter()
+            .zip(&p.outputs)
+            .map(|(buf, ty)| -> Arc<dyn DeviceTensor> {
+                Arc::new(GpuTensor {
+                    ty: ty.clone(),
+                    buf,
+                })
+            })
+            .collect())
     }
 
     fn to_bytes(&self) -> Option<Vec<u8>> {
@@ -677,7 +724,15 @@ impl GpuBackend {
         } else {
             (Vec::new(), None)
         };
-        let zeros = exe.buffers(None).map_err(failed)?;
+        let zero_inputs = exe
+            .entry
+            .program
+            .inputs
+            .iter()
+            .map(|t| self.gpu.alloc(type_bytes(t)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| failed(drv(e)))?;
+        let zeros = exe.buffers(zero_inputs.iter().collect()).map_err(failed)?;
         for k in 0..exe.entry.launches.len() {
             let mapping = exe.entry.launches[k].mapping;
             let mut results = Vec::new();
@@ -733,9 +788,73 @@ impl GpuBackend {
     }
 }
 
+/// A tensor in the GPU's memory.
+struct GpuTensor {
+    ty: TensorType,
+    buf: DeviceBuffer,
+}
+
+impl GpuTensor {
+    fn of(d: &dyn DeviceTensor) -> Result<&GpuTensor, String> {
+        d.as_any()
+            .downcast_ref::<GpuTensor>()
+            .ok_or_else(|| format!("a {} value is not in this GPU's memory", d.ty()))
+    }
+}
+
+impl DeviceTensor for GpuTensor {
+    fn ty(&self) -> &TensorType {
+        &self.ty
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The GPU's memory as the executor sees it: copies on the backend's one stream, so they
+/// are ordered with the kernels that read and write the buffers.
+struct GpuMemory {
+    gpu: Arc<Gpu>,
+}
+
+impl GpuMemory {
+    fn upload_tensor(&self, t: &Tensor) -> Result<GpuTensor, String> {
+        Ok(GpuTensor {
+            ty: t.ty(),
+            buf: self.gpu.upload(&buffer_bytes(t.data())).map_err(drv)?,
+        })
+    }
+
+    fn download_tensor(&self, d: &GpuTensor) -> Result<Tensor, String> {
+        let mut host = vec![0u8; type_bytes(&d.ty)];
+        self.gpu.download(&d.buf, &mut host).map_err(drv)?;
+        self.gpu.synchronize().map_err(drv)?;
+        Tensor::new(d.ty.shape.clone(), buffer_from_bytes(d.ty.dtype, &host))
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl DeviceMemory for GpuMemory {
+    fn upload(&self, t: &Tensor) -> Result<Arc<dyn DeviceTensor>, String> {
+        Ok(Arc::new(self.upload_tensor(t)?))
+    }
+    fn download(&self, d: &dyn DeviceTensor) -> Result<Tensor, String> {
+        self.download_tensor(GpuTensor::of(d)?)
+    }
+    fn synchronize(&self) -> Result<(), String> {
+        self.gpu.synchronize().map_err(drv)
+    }
+}
+
 impl Backend for GpuBackend {
     fn name(&self) -> &str {
         "gpu"
+    }
+
+    fn memory(&self) -> Option<Arc<dyn DeviceMemory>> {
+        Some(Arc::new(GpuMemory {
+            gpu: self.gpu.clone(),
+        }))
     }
 
     fn target_key(&self) -> String {

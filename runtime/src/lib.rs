@@ -15,16 +15,16 @@ pub mod persistent;
 pub mod policy;
 pub mod stats;
 
-pub use backend::{Backend, CompileFailure, Executable};
+pub use backend::{Backend, CompileFailure, DeviceMemory, DeviceTensor, Executable};
 pub use cpu::CpuBackend;
-pub use executor::{Runtime, RuntimeOptions};
+pub use executor::{Placed, Runtime, RuntimeOptions};
 pub use gpu::{
     block_candidates, buffer_bytes, buffer_from_bytes, grid_for, pick_fastest, synth_input,
     target_key, GpuBackend, GpuEntry, LaunchRecord,
 };
 pub use persistent::{CacheDirError, CacheStats, PersistentCache};
 pub use policy::PolicyConfig;
-pub use stats::ClusterStats;
+pub use stats::{ClusterStats, TransferStats};
 
 /// What can go wrong running a graph; each names what was wrong.
 #[derive(Debug, thiserror::Error)]

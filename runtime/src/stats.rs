@@ -35,3 +35,18 @@ pub fn human(d: Duration) -> String {
         format!("{:.2} s", us as f64 / 1e6)
     }
 }
+
+/// Copies between host and device memory made by one runtime (graph inputs a device
+/// cluster reads, device values the host reads: plain ops, fallback clusters, results).
+/// Device values passed from one compiled cluster to the next are not copied at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransferStats {
+    /// Host → device copies.
+    pub uploads: u64,
+    /// Bytes copied host → device.
+    pub upload_bytes: u64,
+    /// Device → host copies.
+    pub downloads: u64,
+    /// Bytes copied device → host.
+    pub download_bytes: u64,
+}

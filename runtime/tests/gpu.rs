@@ -278,3 +278,48 @@ fn gpu_test_sources_lower_and_emit_without_a_gpu() {
         }
     }
 }
+
+/// A graph whose two compiled clusters meet on the device, around a dot on the host: the
+/// GPU run equals the interpreter bit for bit and copies only at the boundaries (the same
+/// counts as the mock device in `device_memory.rs`).
+#[test]
+fn gpu_graph_moves_data_once() {
+    let Some(b) = backend(0) else { return };
+    let flags = Flags::from_sources(&kiln_flags::Sources {
+        tf_xla_flags: Some(
+            "--tf_xla_auto_jit=2 --tf_xla_min_cluster_size=2 --tf_xla_max_cluster_size=2".into(),
+        ),
+        ..Default::default()
+    })
+    .unwrap();
+    let src = "func @f(%x: f32[64,33]) -> f32[64,33] {
+  %a = exp %x : f32[64,33]
+  %b = tanh %a : f32[64,33]
+  %c = sin %b : f32[64,33]
+  %d = mul %c, %x : f32[64,33]
+  return %d
+}";
+    let mut f = kiln_ir::parse_func(src, "t.kir").unwrap();
+    kiln_compiler::run_pipeline(&mut f, &kiln_compiler::Options::from_flags(&flags)).unwrap();
+    let opts = kiln_runtime::RuntimeOptions {
+        policy: kiln_runtime::PolicyConfig::from_flags(&Flags {
+            lazy_compilation: false,
+            ..flags.clone()
+        }),
+        threads: 1,
+        async_workers: 0,
+        persistent: None,
+        flags,
+    };
+    let rt = kiln_runtime::Runtime::new(Some(std::sync::Arc::new(b)), opts).unwrap();
+    let x = synth_input(&f.param_types()[0], 1);
+    let want = Interpreter::new(1)
+        .unwrap()
+        .run(&f, std::slice::from_ref(&x))
+        .unwrap();
+    let got = rt.run(&f, &[x]).unwrap();
+    compare(&got, &want, None, src);
+    assert!(rt.stats().values().all(|s| s.compiled_runs == 1));
+    let t = rt.transfers();
+    assert_eq!((t.uploads, t.downloads), (1, 1), "{t:?}");
+}

@@ -96,6 +96,13 @@ pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnErro
                 s.fallback_runs
             );
         }
+        let t = session.runtime().transfers();
+        if t != kiln_runtime::TransferStats::default() {
+            eprintln!(
+                "transfers: host->device {} ({} bytes), device->host {} ({} bytes)",
+                t.uploads, t.upload_bytes, t.downloads, t.download_bytes
+            );
+        }
     }
     for (i, (t, &v)) in outs.iter().zip(&func.results).enumerate() {
         println!("%{} = {}", func.value(v).name, summary(t));

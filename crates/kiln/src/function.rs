@@ -5,6 +5,7 @@ use crate::error::KilnError;
 use crate::generator::GeneratorCell;
 use crate::session::Session;
 use kiln_ir::{trace_captured, Buffer, Func, Tensor, TensorType, TraceOutputs, Tracer};
+use kiln_runtime::Placed;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -219,6 +220,22 @@ impl Function {
     /// Calls the function on tensors.
     pub fn call(&self, args: &[Tensor]) -> Result<Vec<Tensor>, KilnError> {
         self.call_static(args, &[])
+    }
+
+    /// Calls the function on placed values ([`Session::place`], or the results of an
+    /// earlier call) and leaves the results where the graph produced them: on a GPU,
+    /// values computed by compiled clusters stay on the device, so a loop of calls (a
+    /// training step feeding the next) copies nothing between calls, as with `jax.jit` on
+    /// committed arrays. [`Session::fetch`] copies a result to the host.
+    pub fn call_placed(&self, args: &[Placed]) -> Result<Vec<Placed>, KilnError> {
+        let sig = Signature {
+            tensors: args.iter().map(Placed::ty).collect(),
+            statics: Vec::new(),
+        };
+        let t = self.traced(&sig)?;
+        let mut all = args.to_vec();
+        all.extend(read_states(&t.states).into_iter().map(Placed::Host));
+        Ok(self.session.runtime().run_placed(&t.prepared, &all)?)
     }
 
     /// Calls the function on tensors and static arguments.

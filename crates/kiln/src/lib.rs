@@ -27,4 +27,5 @@ pub use kiln_ir::{
     parse_module, print_func, verify_func, Buffer, DType, Func, Module, Scalar, Tensor, TensorType,
     Tracer,
 };
+pub use kiln_runtime::Placed;
 pub use session::{gpu_available, gpu_required_error, open_gpu, Device, Session};

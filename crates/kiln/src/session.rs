@@ -5,7 +5,7 @@
 use crate::KilnError;
 use kiln_flags::Flags;
 use kiln_ir::{Func, Tensor};
-use kiln_runtime::{Backend, GpuBackend, Runtime, RuntimeOptions};
+use kiln_runtime::{Backend, GpuBackend, Placed, Runtime, RuntimeOptions};
 use std::sync::{Arc, OnceLock};
 
 /// Where clusters are compiled for: `--device` on `kiln run` / `kiln bench`.
@@ -160,6 +160,24 @@ impl Session {
     /// Runs a prepared graph on borrowed arguments.
     pub fn run_refs(&self, f: &Func, args: &[&Tensor]) -> Result<Vec<Tensor>, KilnError> {
         Ok(self.runtime.run_refs(f, args)?)
+    }
+
+    /// `t` on this session's device (one host → device copy), or on the host when the
+    /// session runs on the CPU: `jax.device_put`. Pass it to [`crate::Function::call_placed`]
+    /// as often as needed; it is not copied again.
+    pub fn place(&self, t: &Tensor) -> Result<Placed, KilnError> {
+        Ok(self.runtime.place(t)?)
+    }
+
+    /// `p` on the host (one device → host copy for a device value).
+    pub fn fetch(&self, p: &Placed) -> Result<Tensor, KilnError> {
+        Ok(self.runtime.fetch(p)?)
+    }
+
+    /// Waits until the device has finished all work enqueued so far
+    /// (`block_until_ready`); a no-op on the CPU.
+    pub fn synchronize(&self) -> Result<(), KilnError> {
+        Ok(self.runtime.synchronize()?)
     }
 
     /// Whether op determinism is on for this session (`TF_DETERMINISTIC_OPS`,

@@ -442,17 +442,22 @@ impl GpuExe {
         })
     }
 
+    fn check_arity(&self, n: usize) -> Result<(), String> {
+        let p = &self.entry.program;
+        if n != p.inputs.len() {
+            return Err(format!(
+                "{} takes {} inputs, got {n}",
+                p.name,
+                p.inputs.len()
+            ));
+        }
+        Ok(())
+    }
+
     /// Device buffers for one run over `inputs`: outputs and scratch zero-filled.
     fn buffers<'a>(&self, inputs: Vec<&'a DeviceBuffer>) -> Result<Buffers<'a>, String> {
         let p = &self.entry.program;
-        if inputs.len() != p.inputs.len() {
-            return Err(format!(
-                "{} takes {} inputs, got {}",
-                p.name,
-                p.inputs.len(),
-                inputs.len()
-            ));
-        }
+        self.check_arity(inputs.len())?;
         for (i, (b, want)) in inputs.iter().zip(&p.inputs).enumerate() {
             if b.len() != type_bytes(want) {
                 return Err(format!(
@@ -581,14 +586,7 @@ impl GpuExe {
     /// the executor keeps values on the device through [`Executable::run_on_device`]).
     fn run_with(&self, inputs: &[&Tensor], configs: &[(u32, u32)]) -> Result<Vec<Tensor>, String> {
         let p = &self.entry.program;
-        if inputs.len() != p.inputs.len() {
-            return Err(format!(
-                "{} takes {} inputs, got {}",
-                p.name,
-                p.inputs.len(),
-                inputs.len()
-            ));
-        }
+        self.check_arity(inputs.len())?;
         let mem = GpuMemory {
             gpu: self.gpu.clone(),
         };

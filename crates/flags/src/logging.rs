@@ -26,6 +26,8 @@ pub const DEVICE_EXECUTABLE_PERSISTOR: &str = "device_executable_persistor";
 pub const CPU_COMPILER: &str = "cpu_compiler";
 /// GPU code generation: PTX and cubin sizes (`=2`), as in XLA.
 pub const NVPTX_COMPILER: &str = "nvptx_compiler";
+/// Host ↔ device copies made by the executor (`=2`), XLA's transfer manager.
+pub const TRANSFER_MANAGER: &str = "transfer_manager";
 
 /// Every log target Kiln uses, with what it logs; for `TF_CPP_VMODULE` and `docs/flags.md`.
 pub static LOG_TARGETS: &[(&str, &str)] = &[
@@ -34,6 +36,7 @@ pub static LOG_TARGETS: &[(&str, &str)] = &[
     (DEVICE_EXECUTABLE_PERSISTOR, "persistent cache reads, writes, and entries ignored as corrupt or foreign"),
     (CPU_COMPILER, "CPU code generation with Cranelift: kernel sizes and compile times"),
     (NVPTX_COMPILER, "at 2, the size of each PTX and cubin, as in XLA"),
+    (TRANSFER_MANAGER, "at 2, each host ↔ device copy the executor makes (value, type, bytes, direction)"),
 ];
 
 /// Emits a verbose log event if `TF_CPP_VMODULE` turns `level` on for `module`:

@@ -189,7 +189,7 @@ impl Runtime {
         let d = mem.upload(t).map_err(|e| {
             RuntimeError::Invalid(format!("copying a {} to the device failed: {e}", t.ty()))
         })?;
-        count(&self.inner, "place", "argument", d.ty(), true);
+        count(&self.inner, "a placed argument", d.ty(), true);
         Ok(Placed::Device(d))
     }
 
@@ -207,7 +207,7 @@ impl Runtime {
                         d.ty()
                     ))
                 })?;
-                count(&self.inner, "fetch", "result", d.ty(), false);
+                count(&self.inner, "a fetched result", d.ty(), false);
                 Ok(t)
             }
         }
@@ -365,7 +365,7 @@ impl Runtime {
                     }
                 };
                 match exe.run_on_device(&inputs).and_then(|outs| {
-                    check_outputs(c, outs.iter().map(|d| d.ty()))?;
+                    check_outputs(c, &outs.iter().map(|d| d.ty().clone()).collect::<Vec<_>>())?;
                     Ok(outs)
                 }) {
                     Ok(outs) => {
@@ -378,7 +378,7 @@ impl Runtime {
             None => {
                 let inputs = vals.on_host(args)?;
                 match exe.run(&inputs).and_then(|outs| {
-                    check_outputs(c, outs.iter().map(|t| t.ty()).collect::<Vec<_>>().iter())?;
+                    check_outputs(c, &outs.iter().map(Tensor::ty).collect::<Vec<_>>())?;
                     Ok(outs)
                 }) {
                     Ok(outs) => {
@@ -585,11 +585,8 @@ impl Runtime {
 }
 
 /// Checks that a compiled run returned the cluster's result types.
-fn check_outputs<'a>(
-    c: &Cluster,
-    got: impl ExactSizeIterator<Item = &'a TensorType>,
-) -> Result<(), String> {
-    let want = c.body.result_types();
+fn check_outputs(c: &Cluster, got: &[TensorType]) -> Result<(), String> {
+    let want = &c.body.results;
     if got.len() != want.len() {
         return Err(format!(
             "it returned {} outputs, the cluster has {}",
@@ -597,7 +594,8 @@ fn check_outputs<'a>(
             want.len()
         ));
     }
-    for (i, (g, w)) in got.zip(&want).enumerate() {
+    for (i, (g, &r)) in got.iter().zip(want).enumerate() {
+        let w = c.body.ty(r);
         if g != w {
             return Err(format!("output {i} is {g}, the cluster's result is {w}"));
         }
@@ -745,13 +743,14 @@ impl Values<'_> {
     }
 
     fn count(&self, v: Value, ty: &TensorType, up: bool) {
-        count(self.inner, &self.f.name, &self.f.value(v).name, ty, up);
+        let what = format!("@{}: %{}", self.f.name, self.f.value(v).name);
+        count(self.inner, &what, ty, up);
     }
 }
 
-/// Counts (and logs, under `TF_CPP_VMODULE=transfer_manager=2`) one copy of `what` in
-/// `graph`.
-fn count(inner: &Inner, graph: &str, what: &str, ty: &TensorType, up: bool) {
+/// Counts (and logs, under `TF_CPP_VMODULE=transfer_manager=2`) one copy of `what` (a
+/// graph's value, `@f: %x`, or a placed or fetched value).
+fn count(inner: &Inner, what: &str, ty: &TensorType, up: bool) {
     let bytes = (ty.num_elements() * ty.dtype.size_bytes()) as u64;
     {
         let mut st = lock(&inner.state);
@@ -768,7 +767,7 @@ fn count(inner: &Inner, graph: &str, what: &str, ty: &TensorType, up: bool) {
         inner.opts.flags,
         "transfer_manager",
         2,
-        "@{graph}: %{what} ({ty}, {bytes} bytes) {}",
+        "{what} ({ty}, {bytes} bytes) {}",
         if up {
             "host -> device"
         } else {

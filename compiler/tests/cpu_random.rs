@@ -52,6 +52,7 @@ fn opts(threads: usize) -> CpuOptions {
         threads,
         opt_level: 2,
         dump_to: None,
+        wide_math: true,
     }
 }
 

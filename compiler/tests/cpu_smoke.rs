@@ -52,6 +52,7 @@ fn dump_writes_kernel_text_and_clif() {
         threads: 1,
         opt_level: 0,
         dump_to: Some(dir.clone()),
+        wide_math: true,
     };
     let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
     let text = std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
@@ -97,6 +98,7 @@ fn row_invariant_math_stays_out_of_the_inner_loops() {
         threads: 1,
         opt_level: 2,
         dump_to: Some(dir.clone()),
+        wide_math: true,
     };
     let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
     let ir = exe.kernel_ir_text();
@@ -140,6 +142,7 @@ fn row_blocked_and_sequential_schedules_agree() {
                 threads,
                 opt_level: 2,
                 dump_to: None,
+                wide_math: true,
             };
             let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(exe.row_blocked(), "{}", exe.kernel_ir_text());
@@ -169,6 +172,7 @@ fn opt_level_zero_gives_the_same_bits() {
             threads: 2,
             opt_level,
             dump_to: None,
+            wide_math: true,
         };
         kiln_compiler::cpu::compile_cluster(&c, &opts)
             .expect("compiles")
@@ -308,6 +312,7 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
                 threads: 2,
                 opt_level: 2,
                 dump_to: Some(dir.clone()),
+                wide_math: true,
             };
             kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(
@@ -340,6 +345,7 @@ fn f64_kernels_are_vectorised_two_lanes_wide() {
         threads: 1,
         opt_level: 2,
         dump_to: Some(dir.clone()),
+        wide_math: true,
     };
     kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
     for k in ["k0", "k1"] {

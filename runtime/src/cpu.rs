@@ -19,13 +19,15 @@ impl CpuBackend {
             threads: flags.cpu_threads(),
             opt_level: flags.backend_optimization_level,
             dump_to: flags.dump_to.clone(),
+            wide_math: flags.cpu_prefer_vector_width >= 256,
         };
         // Results do not depend on the thread count, so it is not part of the key.
         let target = format!(
-            "{} {} opt_level={}",
+            "{} {} opt_level={} wide_math={}",
             std::env::consts::ARCH,
             host_features(),
-            u8::from(opts.opt_level > 0)
+            u8::from(opts.opt_level > 0),
+            u8::from(opts.wide_math && kiln_interp::wide_simd())
         );
         CpuBackend { opts, target }
     }

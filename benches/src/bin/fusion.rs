@@ -153,6 +153,7 @@ fn main() {
         threads,
         opt_level: 2,
         dump_to: None,
+        wide_math: true,
     };
     println!(
         "{:<12} {:>12} {:>12} {:>9} {:>12} {:>10} {:>12}",

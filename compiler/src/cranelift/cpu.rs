@@ -8,10 +8,9 @@ use super::schedule::{
     block_task, function_list, kernel_tasks, outputs_covered, partial_tasks, row_blocking,
     split_chunks, Task,
 };
-use super::values::{arg_slot, kernel_has_float_rem};
+use super::values::arg_slot;
 use crate::kernel::{print_program, BufRef, Program};
 use crate::lower::{lower_cluster, LowerError};
-use cranelift_codegen::ir::{types, AbiParam};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
@@ -30,6 +29,11 @@ pub struct CpuOptions {
     /// `--xla_dump_to`: writes `<cluster>.kernel.txt`, and per kernel function the CLIF
     /// (`<cluster>.<kernel>.clif`) and the machine code (`<cluster>.<kernel>.s`).
     pub dump_to: Option<PathBuf>,
+    /// `--xla_cpu_prefer_vector_width` ≥ 256: on a CPU with AVX2 and FMA, kernels hand
+    /// their transcendental nodes in blocks to the interpreter's 256-bit build of the same
+    /// `kiln_math` functions (see `emit`); otherwise all math is emitted 128 bits wide.
+    /// Bit-identical either way.
+    pub wide_math: bool,
 }
 
 impl Default for CpuOptions {
@@ -38,6 +42,7 @@ impl Default for CpuOptions {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             opt_level: 2,
             dump_to: None,
+            wide_math: true,
         }
     }
 }
@@ -123,43 +128,8 @@ pub(super) fn make_isa(
 /// A JIT module for `isa` (libcalls resolved from the process, e.g. `floorf` on hosts
 /// without SSE4.1).
 pub(super) fn new_module(isa: cranelift_codegen::isa::OwnedTargetIsa) -> JITModule {
-    let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-    builder.symbol(FMOD_F32, kiln_fmodf as *const u8);
-    builder.symbol(FMOD_F64, kiln_fmod as *const u8);
+    let builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     JITModule::new(builder)
-}
-
-/// Symbol of [`kiln_fmodf`] in JIT modules.
-const FMOD_F32: &str = "kiln_fmodf";
-/// Symbol of [`kiln_fmod`] in JIT modules.
-const FMOD_F64: &str = "kiln_fmod";
-
-/// Float `rem` for compiled kernels: Rust's `%`, the interpreter's operation (the exact
-/// remainder, C's `fmodf`), so compiled and fallback results agree bit for bit.
-extern "C" fn kiln_fmodf(x: f32, y: f32) -> f32 {
-    x % y
-}
-
-/// The `f64` version of [`kiln_fmodf`].
-extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
-    x % y
-}
-
-/// Declares [`kiln_fmodf`]/[`kiln_fmod`] (`fn(x, y) -> x % y`) for import; a kernel
-/// calling it has a relocation, so its machine code is recompiled from kernel IR when loaded
-/// from the persistent cache rather than reused (see `cache`).
-fn import_fmod(
-    module: &mut JITModule,
-    name: &str,
-    ty: cranelift_codegen::ir::Type,
-) -> Result<cranelift_module::FuncId, String> {
-    let mut sig = module.make_signature();
-    sig.params.push(AbiParam::new(ty));
-    sig.params.push(AbiParam::new(ty));
-    sig.returns.push(AbiParam::new(ty));
-    module
-        .declare_function(name, Linkage::Import, &sig)
-        .map_err(|e| format!("importing {name}: {e}"))
 }
 
 /// Compiles a cluster for this CPU.
@@ -196,6 +166,8 @@ pub fn compile_program(
         ));
     }
     let (isa, vector_ok) = make_isa(opts).map_err(failed)?;
+    // Block math only pays where the interpreter's build runs 256 bits wide.
+    let wide_math = opts.wide_math && kiln_interp::wide_simd();
     let mut module = new_module(isa);
     let sig = kernel_signature(module.isa().default_call_conv());
     let mut ids = Vec::new();
@@ -210,23 +182,13 @@ pub fn compile_program(
             .declare_function(&function_name(&program, i, part), Linkage::Local, &sig)
             .map_err(|e| failed(e.to_string()))?;
         ctx.func.signature = sig.clone();
-        let fmod = if kernel_has_float_rem(k) {
-            let f32_id = import_fmod(&mut module, FMOD_F32, types::F32).map_err(failed)?;
-            let f64_id = import_fmod(&mut module, FMOD_F64, types::F64).map_err(failed)?;
-            Some((
-                module.declare_func_in_func(f32_id, &mut ctx.func),
-                module.declare_func_in_func(f64_id, &mut ctx.func),
-            ))
-        } else {
-            None
-        };
         emit_kernel(
             &program,
             k,
             &mut ctx.func,
             vector_ok,
             module.target_config(),
-            fmod,
+            wide_math,
             part,
         )
         .map_err(failed)?;
@@ -469,6 +431,8 @@ impl CpuExecutable {
             debug_assert_eq!(ptrs.len(), arg_slot(p, BufRef::Const(p.consts.len())));
             // The partials buffer of split reductions (set per kernel).
             ptrs.push(std::ptr::null_mut());
+            ptrs.push(super::host::host_table_ptr());
+            debug_assert_eq!(ptrs.len(), super::host::host_slot(p) + 1);
             ptrs
         };
         let mut ptrs = pointers(&temps);
@@ -486,7 +450,7 @@ impl CpuExecutable {
                         // 8 bytes per partial covers every dtype; no clearing needed: each
                         // partial is written by exactly one task before it is read.
                         let mut partials: Vec<u64> = Vec::with_capacity(k.points() * chunks);
-                        let last = ptrs.len() - 1;
+                        let last = arg_slot(p, BufRef::Const(p.consts.len()));
                         ptrs[last] = partials.as_mut_ptr() as *mut u8;
                         let args = Args(ptrs.as_ptr());
                         let tasks = partial_tasks(k, chunks);

@@ -8,11 +8,11 @@
 //! form; both compute the same IEEE operations, so the split never changes a bit.
 //! Reductions follow the canonical order of Invariant 2 exactly (see [`Emitter::canon`]).
 
-use super::values::{Lanes, ValueEmitter};
+use super::values::{Lanes, ValueEmitter, WINDOW};
 use crate::kernel::{Kernel, Program};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
+    types, AbiParam, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
     Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -61,7 +61,7 @@ pub fn emit_kernel(
     func: &mut Function,
     vector_ok: bool,
     target: cranelift_codegen::isa::TargetFrontendConfig,
-    fmod: Option<(FuncRef, FuncRef)>,
+    wide_math: bool,
     part: Part,
 ) -> Result<(), String> {
     let mut fctx = FunctionBuilderContext::new();
@@ -71,7 +71,7 @@ pub fn emit_kernel(
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
     let mut ve = ValueEmitter::new(p, k, params[0], &mut b)?;
-    ve.fmod = fmod;
+    ve.calls = super::host::import(&mut b, params[0], p, k, wide_math);
     let vector = vector_ok && ve.vectorizable();
     let row = b.declare_var(types::I64);
     b.def_var(row, params[1]);
@@ -94,6 +94,7 @@ pub fn emit_kernel(
         let vars = em.row_vars(r, &k.space, rank + 1);
         if red.len > 0 {
             em.ve.pin_invariants(em.b, &vars, rank, vector)?;
+            em.ve.plan_staging(em.b, &[red.value], rank, vector);
         }
         let base = em.partials_buffer(params[0], slot);
         em.partials(
@@ -110,6 +111,7 @@ pub fn emit_kernel(
         let vars = em.row_vars(r, &k.space, rank + 1);
         if red.len > 0 {
             em.ve.pin_invariants(em.b, &vars, rank, vector)?;
+            em.ve.plan_staging(em.b, &[red.value], rank, vector);
         }
         let result = em.canon(red.kind, red.len, red.value, &vars, vector)?;
         em.ve.unpin();
@@ -122,7 +124,12 @@ pub fn emit_kernel(
     } else {
         let vars = em.row_vars(r, &k.space[..rank - 1], rank);
         em.ve.pin_invariants(em.b, &vars, rank - 1, vector)?;
-        em.inner_loop(vars, params[3], params[4], vector)?;
+        let roots: Vec<usize> = k.stores.iter().map(|s| s.value).collect();
+        if em.ve.plan_staging(em.b, &roots, rank - 1, vector) {
+            em.windows(vars, params[3], params[4], vector)?;
+        } else {
+            em.inner_loop(vars, params[3], params[4], vector)?;
+        }
         em.ve.unpin();
     }
     let r = b.use_var(row);
@@ -166,6 +173,95 @@ impl Emitter<'_, '_, '_> {
     fn stores(&mut self, vars: &[Value], lanes: Lanes) -> Result<(), String> {
         self.ve.reset();
         self.ve.emit_stores(self.b, vars, lanes)
+    }
+
+    /// [`Emitter::inner_loop`] over `[start, end)` in windows of [`WINDOW`] columns, each
+    /// first [staged](Emitter::stage).
+    fn windows(
+        &mut self,
+        vars: Vec<Value>,
+        start: Value,
+        end: Value,
+        vector: bool,
+    ) -> Result<(), String> {
+        let inner = vars.len() - 1;
+        let col = self.b.declare_var(types::I64);
+        self.b.def_var(col, start);
+        let head = self.b.create_block();
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let c = self.b.use_var(col);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, c, end);
+        self.b.ins().brif(more, body, &[], done, &[]);
+        self.b.switch_to_block(body);
+        let c = self.b.use_var(col);
+        let left = self.b.ins().isub(end, c);
+        let most = self.b.ins().iconst(types::I64, WINDOW as i64);
+        let count = self.b.ins().smin(left, most);
+        let stop = self.b.ins().iadd(c, count);
+        let mut at = vars.clone();
+        at[inner] = c;
+        self.stage(&at, count, vector)?;
+        self.inner_loop(vars, c, stop, vector)?;
+        self.ve.end_window();
+        self.b.def_var(col, stop);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(done);
+        Ok(())
+    }
+
+    /// Computes every staged node over the window of `count` inner positions starting at
+    /// `vars`' inner variable: its operand evaluated position by position into its block
+    /// (four lanes while four remain, then one), then one block-math call. Staged nodes
+    /// come operands first, so a later one's operand reads an earlier one's block. Until
+    /// [`ValueEmitter::end_window`], evaluations in the window read staged nodes from
+    /// their blocks.
+    fn stage(&mut self, vars: &[Value], count: Value, vector: bool) -> Result<(), String> {
+        let inner = vars.len() - 1;
+        let start = vars[inner];
+        self.ve.begin_window(start);
+        for n in self.ve.staged_nodes() {
+            let j = self.b.declare_var(types::I64);
+            let zero = self.b.ins().iconst(types::I64, 0);
+            self.b.def_var(j, zero);
+            for lanes in [Lanes::Vector, Lanes::One] {
+                if lanes == Lanes::Vector && !vector {
+                    continue;
+                }
+                let step = match lanes {
+                    Lanes::Vector => i64::from(self.ve.width),
+                    Lanes::One => 1,
+                };
+                let head = self.b.create_block();
+                let body = self.b.create_block();
+                let next = self.b.create_block();
+                self.b.ins().jump(head, &[]);
+                self.b.switch_to_block(head);
+                let jv = self.b.use_var(j);
+                let last = self.b.ins().iadd_imm_s(jv, step);
+                let more = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::SignedLessThanOrEqual, last, count);
+                self.b.ins().brif(more, body, &[], next, &[]);
+                self.b.switch_to_block(body);
+                let jv = self.b.use_var(j);
+                let mut at = vars.to_vec();
+                at[inner] = self.b.ins().iadd(start, jv);
+                self.ve.reset();
+                let (a, addr) = self.ve.staged_slot(self.b, n, jv)?;
+                let x = self.ve.node(self.b, a, &at, lanes)?;
+                ValueEmitter::store_at(self.b, x, addr);
+                let j2 = self.b.ins().iadd_imm_s(jv, step);
+                self.b.def_var(j, j2);
+                self.b.ins().jump(head, &[]);
+                self.b.switch_to_block(next);
+            }
+            self.ve.finish_staged(self.b, n, count)?;
+        }
+        Ok(())
     }
 
     /// `for col in [start, end)`: 4 lanes while 4 remain (if `vector`), then one lane.
@@ -393,6 +489,28 @@ impl Emitter<'_, '_, '_> {
         }
     }
 
+    /// Stages the window of `count` sequence positions from `j0` when `src` is the DAG and
+    /// the kernel stages nodes (see [`Emitter::stage`]).
+    fn stage_source(
+        &mut self,
+        src: &Source,
+        j0: Value,
+        count: usize,
+        vector: bool,
+    ) -> Result<(), String> {
+        let Source::Dag { vars, .. } = src else {
+            return Ok(());
+        };
+        if self.ve.staged_nodes().is_empty() {
+            return Ok(());
+        }
+        let mut at = vars.clone();
+        let last = at.len() - 1;
+        at[last] = j0;
+        let count = self.b.ins().iconst(types::I64, count as i64);
+        self.stage(&at, count, vector)
+    }
+
     /// The canonical reduction of `len ≤ 4096` elements starting at `base` (or 0).
     fn canon_chunk(
         &mut self,
@@ -449,6 +567,7 @@ impl Emitter<'_, '_, '_> {
             let bv = self.b.use_var(blk);
             let j0 = self.b.ins().imul_imm_s(bv, LANES as i64);
             let j0 = self.b.ins().iadd(j0, base);
+            self.stage_source(src, j0, LANES, vector)?;
             for (a, &acc) in accs.iter().enumerate() {
                 let j = self.b.ins().iadd_imm_s(j0, (a * step) as i64);
                 let x = self.element(src, j, lanes)?;
@@ -456,6 +575,7 @@ impl Emitter<'_, '_, '_> {
                 let y = self.ve.combine(self.b, dt, kind, cur, x);
                 self.b.def_var(acc, y);
             }
+            self.ve.end_window();
             let bv = self.b.use_var(blk);
             let b2 = self.b.ins().iadd_imm_s(bv, 1);
             self.b.def_var(blk, b2);
@@ -465,6 +585,9 @@ impl Emitter<'_, '_, '_> {
         // Tail: element l of the last partial block goes to lane l.
         let tail = len % LANES;
         let t0 = self.b.ins().iadd_imm_s(base, (blocks * LANES) as i64);
+        if tail > 0 {
+            self.stage_source(src, t0, tail, vector)?;
+        }
         // Whole vectors where four tail lanes exist, lane by lane for the rest.
         let whole = if vector { tail / step * step } else { 0 };
         for (a, l) in (0..whole).step_by(step).enumerate() {
@@ -489,6 +612,7 @@ impl Emitter<'_, '_, '_> {
                 self.b.def_var(acc, y);
             }
         }
+        self.ve.end_window();
         // The pairwise tree p[j] = op(p[j], p[j + s]), s = 16 … 1, over the 32 lanes: lane
         // j is lane j % step of accumulator j / step, so the steps s ≥ step combine whole
         // accumulators (s / step apart) and the rest lanes of accumulator 0.

@@ -3,7 +3,8 @@
 //! `arith` implements `kiln_math::Arith` over Cranelift values (Invariant 1), `ops` the
 //! elementwise semantics, `values` the DAG at one iteration point, `random` stateless random
 //! elements (`kiln_rng`'s generic Philox/ThreeFry code), `emit` the loops and the
-//! canonical-order reductions (Invariant 2), and `cpu` the public entry point.
+//! canonical-order reductions (Invariant 2), `host` the host functions kernels call (float
+//! remainder, block math), and `cpu` the public entry point.
 //!
 //! Deliberately not here: lowering decisions (see [`crate::lower`]) and GEMM.
 
@@ -11,6 +12,7 @@ mod arith;
 mod cache;
 pub mod cpu;
 mod emit;
+mod host;
 mod ops;
 mod random;
 mod schedule;

@@ -5,10 +5,11 @@
 //! Loads whose offset grows by one per inner step are single vector loads, invariant ones
 //! a splat, anything else four scalar loads.
 
+use super::host::{math_op, HostCalls};
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, ConstantData, Endianness, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
     StackSlotKind, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
@@ -58,23 +59,23 @@ pub struct ValueEmitter<'a> {
     pub reduce_result: Option<Value>,
     /// Per node: the once-per-call seed work of a [`NodeKind::Random`] (entry block).
     rng: Vec<Option<super::random::RandomState>>,
-    /// The host's float remainder functions (`f32`, `f64`), imported into this function when
-    /// the kernel has a float `rem` (see [`kernel_has_float_rem`]).
-    pub fmod: Option<(FuncRef, FuncRef)>,
+    /// Host functions imported into this kernel's function.
+    pub calls: HostCalls,
+    /// Per node: the stack block holding its values over a window of inner positions, for
+    /// the nodes [`ValueEmitter::plan_staging`] chose.
+    staged: Vec<Option<StackSlot>>,
+    /// Per node: whether its block holds the current window's values.
+    ready: Vec<bool>,
+    /// Inner position of the current window's first element.
+    window: Option<Value>,
     /// Lanes of a [`Lanes::Vector`] value: 4 (32-bit kernels) or 2 (`f64` kernels); set by
     /// [`ValueEmitter::vectorizable`].
     pub width: u32,
 }
 
-/// Whether kernel `k` computes a float `rem`. It is a call to a host function that applies
-/// Rust's `%` — the interpreter's operation — because `fmod` is an exact remainder with a
-/// data-dependent loop, not straight-line `kiln_math` code; the kernel runs it one lane at
-/// a time.
-pub fn kernel_has_float_rem(k: &Kernel) -> bool {
-    k.nodes
-        .iter()
-        .any(|n| matches!(n.kind, NodeKind::Binary(BinaryOp::Rem, _, _)) && n.dtype.is_float())
-}
+/// Elements of a staging window: the most inner positions whose staged values are kept at
+/// once (`WINDOW` × 8 bytes of stack per staged node).
+pub const WINDOW: usize = 128;
 
 /// Whether index expression `e` uses loop variable `v`.
 fn mentions(e: &IExpr, v: usize) -> bool {
@@ -141,7 +142,10 @@ impl<'a> ValueEmitter<'a> {
             pin_slots: vec![None; k.nodes.len()],
             reduce_result: None,
             rng: vec![None; k.nodes.len()],
-            fmod: None,
+            calls: HostCalls::default(),
+            staged: vec![None; k.nodes.len()],
+            ready: vec![false; k.nodes.len()],
+            window: None,
             width: 4,
         };
         ve.prepare_random(b)?;
@@ -283,6 +287,134 @@ impl<'a> ValueEmitter<'a> {
             };
         }
         variant
+    }
+
+    /// Chooses the nodes whose values are staged: computed a window of inner positions at
+    /// a time by one block-math call (see [`HostCalls::math`]) instead of by emitted code,
+    /// and read back from their block wherever the window's positions are evaluated. Those
+    /// are the float nodes of `kiln_interp::MATH_OPS` that depend on loop variable `var`
+    /// and that `roots` use, at the lanes of this kernel. None when the kernel has random
+    /// nodes (their per-loop caches assume one evaluation per position). Returns whether
+    /// any node is staged.
+    pub fn plan_staging(
+        &mut self,
+        b: &mut FunctionBuilder,
+        roots: &[usize],
+        var: usize,
+        vector: bool,
+    ) -> bool {
+        let k = self.k;
+        if self.calls.math.is_none() || k.has_random() {
+            return false;
+        }
+        let variant = self.variant_nodes(var);
+        let mut used = vec![false; k.nodes.len()];
+        for &r in roots {
+            used[r] = true;
+        }
+        // Users come after their operands: a backward sweep marks every operand.
+        for j in (0..k.nodes.len()).rev() {
+            if !used[j] {
+                continue;
+            }
+            match &k.nodes[j].kind {
+                NodeKind::Unary(_, a) | NodeKind::Convert(a) => used[*a] = true,
+                NodeKind::Binary(_, x, y) | NodeKind::Compare(_, x, y) => {
+                    used[*x] = true;
+                    used[*y] = true;
+                }
+                NodeKind::Select(p, x, y) => {
+                    used[*p] = true;
+                    used[*x] = true;
+                    used[*y] = true;
+                }
+                _ => {}
+            }
+        }
+        let mut any = false;
+        for (n, node) in k.nodes.iter().enumerate() {
+            let math = matches!(node.kind, NodeKind::Unary(op, _) if math_op(op).is_some());
+            let lanes_ok = !vector || self.lane_dtype(node.dtype);
+            if math && node.dtype.is_float() && used[n] && variant[n] && lanes_ok {
+                if self.staged[n].is_none() {
+                    let bytes = self.scalar_type(node.dtype).bytes();
+                    self.staged[n] = Some(b.create_sized_stack_slot(StackSlotData::new(
+                        StackSlotKind::ExplicitSlot,
+                        WINDOW as u32 * bytes,
+                        4,
+                    )));
+                }
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// The staged nodes (see [`ValueEmitter::plan_staging`]), operands before users.
+    pub fn staged_nodes(&self) -> Vec<usize> {
+        (0..self.k.nodes.len())
+            .filter(|&n| self.staged[n].is_some())
+            .collect()
+    }
+
+    /// Starts a window at inner position `start`: no staged node's block is ready yet.
+    pub fn begin_window(&mut self, start: Value) {
+        self.window = Some(start);
+        self.ready.iter_mut().for_each(|r| *r = false);
+        self.reset();
+    }
+
+    /// Ends the current window: staged nodes are emitted as code again.
+    pub fn end_window(&mut self) {
+        self.window = None;
+        self.ready.iter_mut().for_each(|r| *r = false);
+        self.reset();
+    }
+
+    /// The operand of staged node `n` and the address of element `j` of its block.
+    pub fn staged_slot(
+        &self,
+        b: &mut FunctionBuilder,
+        n: usize,
+        j: Value,
+    ) -> Result<(usize, Value), String> {
+        let slot = self.staged[n].ok_or_else(|| format!("v{n} is not staged"))?;
+        let NodeKind::Unary(_, a) = self.k.nodes[n].kind else {
+            return Err(format!("staged node v{n} is not unary"));
+        };
+        let bytes = self.scalar_type(self.dtype(n)).bytes();
+        let base = b.ins().stack_addr(types::I64, slot, 0);
+        let off = b.ins().imul_imm_s(j, i64::from(bytes));
+        Ok((a, b.ins().iadd(base, off)))
+    }
+
+    /// Applies staged node `n`'s op to the first `count` elements of its block (which hold
+    /// its operand) with one block-math call; from here on the window reads `n` from it.
+    pub fn finish_staged(
+        &mut self,
+        b: &mut FunctionBuilder,
+        n: usize,
+        count: Value,
+    ) -> Result<(), String> {
+        let node = &self.k.nodes[n];
+        let NodeKind::Unary(op, _) = node.kind else {
+            return Err(format!("staged node v{n} is not unary"));
+        };
+        let index = math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
+        let math = self.calls.math.ok_or("staging without a block-math import")?;
+        let f64 = node.dtype == DType::F64;
+        let op = b.ins().iconst(types::I32, index as i64);
+        let zero = b.ins().iconst(types::I64, 0);
+        let (_, addr) = self.staged_slot(b, n, zero)?;
+        math.call(b, f64, &[op, addr, count]);
+        self.ready[n] = true;
+        self.reset();
+        Ok(())
+    }
+
+    /// Stores `v` (one lane or a vector) at `addr`.
+    pub fn store_at(b: &mut FunctionBuilder, v: Value, addr: Value) {
+        b.ins().store(flags(), v, addr, 0);
     }
 
     /// The dtype of node `n`.
@@ -660,6 +792,15 @@ impl<'a> ValueEmitter<'a> {
             self.memo[n] = Some(v);
             return Ok(v);
         }
+        if let (true, Some(start)) = (self.ready[n], self.window) {
+            let inner = Self::inner(vars);
+            let j = b.ins().isub(vars[inner], start);
+            let (_, addr) = self.staged_slot(b, n, j)?;
+            let t = self.vtype(self.dtype(n), lanes);
+            let v = b.ins().load(t, flags(), addr, 0);
+            self.memo[n] = Some(v);
+            return Ok(v);
+        }
         let node = &self.k.nodes[n];
         let dt = node.dtype;
         if let (NodeKind::Const(bits), Lanes::Vector) = (&node.kind, lanes) {
@@ -750,13 +891,11 @@ impl<'a> ValueEmitter<'a> {
             NodeKind::Binary(BinaryOp::Rem, x, y) if dt.is_float() => {
                 let x = self.node(b, *x, vars, lanes)?;
                 let y = self.node(b, *y, vars, lanes)?;
-                let (f32_ref, f64_ref) = self.fmod.ok_or("float rem without an fmod import")?;
+                let fmod = self.calls.fmod.ok_or("float rem without an fmod import")?;
                 if lanes != Lanes::One {
                     return Err("vector float rem".into());
                 }
-                let f = if dt == DType::F32 { f32_ref } else { f64_ref };
-                let call = b.ins().call(f, &[x, y]);
-                b.inst_results(call)[0]
+                fmod.call(b, dt == DType::F64, &[x, y])[0]
             }
             NodeKind::Binary(op, x, y) => {
                 let x = self.node(b, *x, vars, lanes)?;

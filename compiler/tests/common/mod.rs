@@ -128,11 +128,14 @@ pub fn check_with_inputs(c: &Cluster, inputs: &[Tensor]) {
         .run(&c.body, inputs)
         .expect("interpreter runs");
     let refs: Vec<&Tensor> = inputs.iter().collect();
-    for threads in [1, 2, 7] {
+    // Block math (`wide_math`, the default) at every thread count; all math emitted by
+    // Cranelift at 1 and 7.
+    for (threads, wide_math) in [(1, true), (2, true), (7, true), (1, false), (7, false)] {
         let opts = CpuOptions {
             threads,
             opt_level: 2,
             dump_to: None,
+            wide_math,
         };
         let exe = match compile_cluster(c, &opts) {
             Ok(e) => e,
@@ -152,7 +155,7 @@ pub fn check_with_inputs(c: &Cluster, inputs: &[Tensor]) {
             assert_eq!(g.ty(), w.ty());
             if let Some(bad) = (0..n).find(|&k| !same(g.data().get(k), w.data().get(k))) {
                 panic!(
-                    "output {i} differs ({threads} threads) at element {bad}: compiled {} vs interpreter {}\n{}\n{}",
+                    "output {i} differs ({threads} threads, wide_math {wide_math}) at element {bad}: compiled {} vs interpreter {}\n{}\n{}",
                     g.data().get(bad),
                     w.data().get(bad),
                     kiln_ir::print_func(&c.body),

@@ -110,6 +110,9 @@ pub struct Flags {
     pub gpu_deterministic_ops: bool,
     /// `--xla_cpu_num_threads`: 0 means the number of cores; see [`Flags::cpu_threads`].
     pub cpu_num_threads: usize,
+    /// `--xla_cpu_prefer_vector_width`: 256 (XLA's default) lets compiled CPU kernels run
+    /// transcendental math 256 bits wide; 128 keeps every instruction in Cranelift's code.
+    pub cpu_prefer_vector_width: i64,
     /// Op determinism: `TF_DETERMINISTIC_OPS`, `--xla_gpu_deterministic_ops` or
     /// [`Flags::enable_op_determinism`].
     pub deterministic_ops: bool,
@@ -147,6 +150,7 @@ impl Default for Flags {
             disabled_passes: Vec::new(),
             gpu_deterministic_ops: false,
             cpu_num_threads: 0,
+            cpu_prefer_vector_width: 256,
             deterministic_ops: false,
             vmodule: VModule::default(),
             min_log_level: 1,

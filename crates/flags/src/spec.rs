@@ -466,6 +466,20 @@ pub static FLAGS: &[FlagSpec] = &[
         },
     },
     FlagSpec {
+        name: "xla_cpu_prefer_vector_width",
+        variables: XLA,
+        default: "256",
+        help: "Widest vectors compiled CPU kernels use. Cranelift emits 128-bit code; at `256` or more, on a CPU with AVX2 and FMA, a kernel hands its transcendental nodes (`exp`, `log`, `tanh`, `erf`, ...) in blocks to the interpreter's 256-bit build of the same `kiln_math` functions, so they run twice as wide; `128` keeps all the math in Cranelift's own code. Results are bit-identical either way.",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Int {
+            min: 128,
+            max: 512,
+            get: |f| f.cpu_prefer_vector_width,
+            set: |f, v| f.cpu_prefer_vector_width = v,
+        },
+    },
+    FlagSpec {
         name: "TF_DETERMINISTIC_OPS",
         variables: &[Variable::TfDeterministicOps],
         default: "false",

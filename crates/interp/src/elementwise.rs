@@ -3,6 +3,7 @@
 //! Each op dispatches on (op, dtype) once and then runs one monomorphised loop over slices
 //! (see [`crate::par`]); no per-element matching, so LLVM vectorises what it can.
 
+use crate::hw::with_simd;
 use crate::par::{map1, map2, map3};
 use crate::scalar::{fmax, fmin, fsign, Float, Int};
 use kiln_ir::{BinaryOp, Buffer, CompareDir, UnaryOp};
@@ -46,6 +47,57 @@ fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
         Sign => map1(v, fsign::<T>),
         Not => return None,
     })
+}
+
+/// The float unary ops whose work compiled kernels may hand to [`math_in_place_f32`] /
+/// [`math_in_place_f64`]: the transcendental ones, each dozens of IEEE operations.
+pub const MATH_OPS: [UnaryOp; 9] = [
+    UnaryOp::Exp,
+    UnaryOp::Expm1,
+    UnaryOp::Log,
+    UnaryOp::Log1p,
+    UnaryOp::Tanh,
+    UnaryOp::Logistic,
+    UnaryOp::Erf,
+    UnaryOp::Sin,
+    UnaryOp::Cos,
+];
+
+/// Applies `op` (one of [`MATH_OPS`]) to every element of `v` in place, on the calling
+/// thread, through the same `kiln_math` instantiation and loop as the interpreter's own op
+/// (AVX2 and FMA where the CPU has them, see [`crate::hw`]): the results are the fallback's
+/// bits. Returns false, leaving `v` alone, for any other op.
+pub fn math_in_place_f32(op: UnaryOp, v: &mut [f32]) -> bool {
+    math_in_place(op, v)
+}
+
+/// The `f64` version of [`math_in_place_f32`].
+pub fn math_in_place_f64(op: UnaryOp, v: &mut [f64]) -> bool {
+    math_in_place(op, v)
+}
+
+#[inline(always)]
+fn fill_in_place<T: Copy>(v: &mut [T], f: &impl Fn(T) -> T) {
+    for x in v.iter_mut() {
+        *x = f(*x);
+    }
+}
+
+fn math_in_place<T: Float>(op: UnaryOp, v: &mut [T]) -> bool {
+    use UnaryOp::*;
+    match op {
+        Exp => with_simd(|| fill_in_place(v, &T::exp)),
+        Expm1 => with_simd(|| fill_in_place(v, &T::expm1)),
+        Log => with_simd(|| fill_in_place(v, &T::log)),
+        Log1p => with_simd(|| fill_in_place(v, &T::log1p)),
+        Tanh => with_simd(|| fill_in_place(v, &T::tanh)),
+        Logistic => with_simd(|| fill_in_place(v, &T::logistic)),
+        Erf => with_simd(|| fill_in_place(v, &T::erf)),
+        Sin => with_simd(|| fill_in_place(v, &T::sin)),
+        Cos => with_simd(|| fill_in_place(v, &T::cos)),
+        _ => return false,
+    }
+    true
 }
 
 fn int_unary<T: Int>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {

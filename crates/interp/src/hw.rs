@@ -11,6 +11,19 @@
 /// Outputs at least this large (in bytes) are advised onto huge pages.
 const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
+/// Whether [`with_simd`] runs its AVX2 and FMA version on this CPU (256-bit vectors).
+#[inline]
+pub fn wide_simd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Runs `f`, compiled with AVX2 and FMA enabled where the CPU supports them.
 ///
 /// `f` is inlined into a function compiled for those features, so the loops it contains are
@@ -19,8 +32,7 @@ const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 pub(crate) fn with_simd<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        if wide_simd() {
             // SAFETY: the CPU supports the features `avx2_fma` is compiled for.
             return unsafe { avx2_fma(f) };
         }

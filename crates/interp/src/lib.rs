@@ -28,11 +28,12 @@ mod run;
 mod scalar;
 mod shape;
 
+pub use elementwise::{math_in_place_f32, math_in_place_f64, MATH_OPS};
 pub use error::InterpError;
 /// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will
 /// stream through, so that they read as fast as the interpreter's own results.
-pub use hw::{filled_buffers, zeroed_buffer};
+pub use hw::{filled_buffers, wide_simd, zeroed_buffer};
 pub use reduce::canonical_reduce_ref;
 pub use run::{last_uses, LastUse, RunStats};
 

@@ -1,0 +1,191 @@
+//! Host functions compiled kernels call: the float remainder and block math.
+//!
+//! Kernels reach them through [`HOST_TABLE`], whose address the executable passes in the
+//! argument slot after the partials buffer ([`host_slot`]); the entry block loads the
+//! function pointers it needs and the loops call them indirectly. The machine code therefore
+//! has no relocations and is reused from the persistent cache as bytes, although the
+//! functions' addresses change from process to process.
+
+use crate::kernel::{BufRef, Kernel, NodeKind, Program};
+use cranelift_codegen::ir::{
+    types, AbiParam, InstBuilder, MemFlagsData, Signature, SigRef, Type, Value,
+};
+use cranelift_frontend::FunctionBuilder;
+use kiln_ir::{BinaryOp, UnaryOp};
+
+/// The functions of [`HOST_TABLE`], in its field order.
+#[repr(C)]
+pub(super) struct HostTable {
+    fmodf: extern "C" fn(f32, f32) -> f32,
+    fmod: extern "C" fn(f64, f64) -> f64,
+    math_f32: extern "C" fn(u32, *mut f32, i64),
+    math_f64: extern "C" fn(u32, *mut f64, i64),
+}
+
+/// The one table every kernel's host calls go through.
+pub(super) static HOST_TABLE: HostTable = HostTable {
+    fmodf: kiln_fmodf,
+    fmod: kiln_fmod,
+    math_f32: kiln_math_block_f32,
+    math_f64: kiln_math_block_f64,
+};
+
+/// The table's address, for the argument array.
+pub(super) fn host_table_ptr() -> *mut u8 {
+    &HOST_TABLE as *const HostTable as *mut u8
+}
+
+/// The argument slot holding [`host_table_ptr`]: after every buffer and the partials buffer.
+pub fn host_slot(p: &Program) -> usize {
+    super::values::arg_slot(p, BufRef::Const(p.consts.len())) + 1
+}
+
+/// Float `rem` for compiled kernels: Rust's `%`, the interpreter's operation (the exact
+/// remainder, C's `fmodf`), so compiled and fallback results agree bit for bit.
+extern "C" fn kiln_fmodf(x: f32, y: f32) -> f32 {
+    x % y
+}
+
+/// The `f64` version of [`kiln_fmodf`].
+extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
+    x % y
+}
+
+/// Block math ([`super::cpu::CpuOptions::wide_math`]): applies `kiln_interp::MATH_OPS[op]`
+/// to the `n` values at `buf` in place, with the interpreter's own AVX2 build of
+/// `kiln_math` — the fallback's operation, so the bits are the fallback's. `buf` is a
+/// kernel's staging block on its stack, of at least `n` elements.
+extern "C" fn kiln_math_block_f32(op: u32, buf: *mut f32, n: i64) {
+    let (Some(&op), Ok(n)) = (kiln_interp::MATH_OPS.get(op as usize), usize::try_from(n)) else {
+        return;
+    };
+    if buf.is_null() {
+        return;
+    }
+    // SAFETY: the emitted caller passes its staging block, which holds `n` initialised
+    // values and nothing else refers to during the call.
+    let v = unsafe { std::slice::from_raw_parts_mut(buf, n) };
+    kiln_interp::math_in_place_f32(op, v);
+}
+
+/// The `f64` version of [`kiln_math_block_f32`].
+extern "C" fn kiln_math_block_f64(op: u32, buf: *mut f64, n: i64) {
+    let (Some(&op), Ok(n)) = (kiln_interp::MATH_OPS.get(op as usize), usize::try_from(n)) else {
+        return;
+    };
+    if buf.is_null() {
+        return;
+    }
+    // SAFETY: as in `kiln_math_block_f32`.
+    let v = unsafe { std::slice::from_raw_parts_mut(buf, n) };
+    kiln_interp::math_in_place_f64(op, v);
+}
+
+/// A pair of host functions (`f32`, `f64`) with their signatures, loaded in the entry block.
+#[derive(Debug, Clone, Copy)]
+pub struct HostFns {
+    sigs: (SigRef, SigRef),
+    ptrs: (Value, Value),
+}
+
+impl HostFns {
+    /// Calls the `f32` (`wide = false`) or `f64` function; returns its results.
+    pub fn call(&self, b: &mut FunctionBuilder, f64: bool, args: &[Value]) -> Vec<Value> {
+        let (sig, ptr) = if f64 {
+            (self.sigs.1, self.ptrs.1)
+        } else {
+            (self.sigs.0, self.ptrs.0)
+        };
+        let call = b.ins().call_indirect(sig, ptr, args);
+        b.inst_results(call).to_vec()
+    }
+}
+
+/// Host functions a kernel calls.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostCalls {
+    /// The float remainder (`fn(x, y) -> x % y`), when the kernel has a float `rem` (see
+    /// [`kernel_has_float_rem`]).
+    pub fmod: Option<HostFns>,
+    /// Block math (`fn(op, ptr, n)`, applying `kiln_interp::MATH_OPS[op]` to `n` values at
+    /// `ptr` in place), when wide math is on and the kernel has such a node (see
+    /// [`kernel_has_math`]).
+    pub math: Option<HostFns>,
+}
+
+/// Whether kernel `k` computes a float `rem`: a call to [`kiln_fmodf`]/[`kiln_fmod`],
+/// because `fmod` is an exact remainder with a data-dependent loop, not straight-line
+/// `kiln_math` code; the kernel runs it one lane at a time.
+pub fn kernel_has_float_rem(k: &Kernel) -> bool {
+    k.nodes
+        .iter()
+        .any(|n| matches!(n.kind, NodeKind::Binary(BinaryOp::Rem, _, _)) && n.dtype.is_float())
+}
+
+/// The index of `op` in `kiln_interp::MATH_OPS`: the ops block math applies.
+pub fn math_op(op: UnaryOp) -> Option<usize> {
+    kiln_interp::MATH_OPS.iter().position(|&m| m == op)
+}
+
+/// Whether kernel `k` has a float node that block math can compute.
+pub fn kernel_has_math(k: &Kernel) -> bool {
+    k.nodes.iter().any(|n| {
+        matches!(n.kind, NodeKind::Unary(op, _) if math_op(op).is_some()) && n.dtype.is_float()
+    })
+}
+
+/// Loads, at the current position (the entry block), the host functions kernel `k` of `p`
+/// calls: the float remainder if it has one, block math if `wide_math` and it has a math
+/// node.
+pub fn import(
+    b: &mut FunctionBuilder,
+    args: Value,
+    p: &Program,
+    k: &Kernel,
+    wide_math: bool,
+) -> HostCalls {
+    let fmod = kernel_has_float_rem(k);
+    let math = wide_math && kernel_has_math(k);
+    if !fmod && !math {
+        return HostCalls::default();
+    }
+    let call_conv = b.func.signature.call_conv;
+    let table = b.ins().load(
+        types::I64,
+        MemFlagsData::trusted(),
+        args,
+        (host_slot(p) * 8) as i32,
+    );
+    let pair = |b: &mut FunctionBuilder, field: i32, params: [&[Type]; 2], ret: bool| {
+        let mut fns = Vec::new();
+        for (i, ps) in params.iter().enumerate() {
+            let mut sig = Signature::new(call_conv);
+            sig.params.extend(ps.iter().map(|&t| AbiParam::new(t)));
+            if ret {
+                sig.returns.push(AbiParam::new(ps[0]));
+            }
+            let sig = b.import_signature(sig);
+            let off = (field + i as i32) * 8;
+            let ptr = b
+                .ins()
+                .load(types::I64, MemFlagsData::trusted(), table, off);
+            fns.push((sig, ptr));
+        }
+        HostFns {
+            sigs: (fns[0].0, fns[1].0),
+            ptrs: (fns[0].1, fns[1].1),
+        }
+    };
+    let block = [types::I32, types::I64, types::I64];
+    HostCalls {
+        fmod: fmod.then(|| {
+            pair(
+                b,
+                0,
+                [&[types::F32, types::F32], &[types::F64, types::F64]],
+                true,
+            )
+        }),
+        math: math.then(|| pair(b, 2, [&block, &block], false)),
+    }
+}

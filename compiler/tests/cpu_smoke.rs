@@ -48,19 +48,26 @@ fn dump_writes_kernel_text_and_clif() {
   return %t
 }",
     );
-    let opts = kiln_compiler::cpu::CpuOptions {
-        threads: 1,
-        opt_level: 0,
-        dump_to: Some(dir.clone()),
-        wide_math: true,
-    };
-    let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
-    let text = std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
-    assert_eq!(text, exe.kernel_ir_text());
-    let clif = std::fs::read_to_string(dir.join("cluster_t.k0.clif")).expect("clif dump");
-    assert!(clif.contains("f32x4"), "{clif}");
-    let asm = std::fs::read_to_string(dir.join("cluster_t.k0.s")).expect("machine code dump");
-    assert!(asm.contains("ret"), "{asm}");
+    // All math emitted: vector code. Block math (on an AVX2 + FMA host): one call per
+    // window, reading `x` and writing the output itself, so no vector code is left.
+    for wide_math in [false, true] {
+        let opts = kiln_compiler::cpu::CpuOptions {
+            threads: 1,
+            opt_level: 0,
+            dump_to: Some(dir.clone()),
+            wide_math,
+        };
+        let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+        let text =
+            std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
+        assert_eq!(text, exe.kernel_ir_text());
+        let clif = std::fs::read_to_string(dir.join("cluster_t.k0.clif")).expect("clif dump");
+        let calls = wide_math && kiln_interp::wide_simd();
+        assert_eq!(clif.contains("call_indirect"), calls, "{clif}");
+        assert_eq!(clif.contains("f32x4"), !calls, "{clif}");
+        let asm = std::fs::read_to_string(dir.join("cluster_t.k0.s")).expect("machine code dump");
+        assert!(asm.contains("ret"), "{asm}");
+    }
     if std::env::var_os("KILN_KEEP_DUMP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -94,7 +94,7 @@ pub fn emit_kernel(
         let vars = em.row_vars(r, &k.space, rank + 1);
         if red.len > 0 {
             em.ve.pin_invariants(em.b, &vars, rank, vector)?;
-            em.ve.plan_staging(em.b, &[red.value], rank, vector);
+            em.ve.plan_staging(em.b, &[red.value], rank, vector, false);
         }
         let base = em.partials_buffer(params[0], slot);
         em.partials(
@@ -111,7 +111,7 @@ pub fn emit_kernel(
         let vars = em.row_vars(r, &k.space, rank + 1);
         if red.len > 0 {
             em.ve.pin_invariants(em.b, &vars, rank, vector)?;
-            em.ve.plan_staging(em.b, &[red.value], rank, vector);
+            em.ve.plan_staging(em.b, &[red.value], rank, vector, false);
         }
         let result = em.canon(red.kind, red.len, red.value, &vars, vector)?;
         em.ve.unpin();
@@ -125,7 +125,7 @@ pub fn emit_kernel(
         let vars = em.row_vars(r, &k.space[..rank - 1], rank);
         em.ve.pin_invariants(em.b, &vars, rank - 1, vector)?;
         let roots: Vec<usize> = k.stores.iter().map(|s| s.value).collect();
-        if em.ve.plan_staging(em.b, &roots, rank - 1, vector) {
+        if em.ve.plan_staging(em.b, &roots, rank - 1, vector, true) {
             em.windows(vars, params[3], params[4], vector)?;
         } else {
             em.inner_loop(vars, params[3], params[4], vector)?;
@@ -204,7 +204,9 @@ impl Emitter<'_, '_, '_> {
         let mut at = vars.clone();
         at[inner] = c;
         self.stage(&at, count, vector)?;
-        self.inner_loop(vars, c, stop, vector)?;
+        if !self.ve.all_stores_in_block() {
+            self.inner_loop(vars, c, stop, vector)?;
+        }
         self.ve.end_window();
         self.b.def_var(col, stop);
         self.b.ins().jump(head, &[]);
@@ -221,8 +223,12 @@ impl Emitter<'_, '_, '_> {
     fn stage(&mut self, vars: &[Value], count: Value, vector: bool) -> Result<(), String> {
         let inner = vars.len() - 1;
         let start = vars[inner];
-        self.ve.begin_window(start);
+        self.ve.begin_window(self.b, vars)?;
         for n in self.ve.staged_nodes() {
+            if self.ve.direct_operand(n) {
+                self.ve.finish_staged(self.b, n, count)?;
+                continue;
+            }
             let j = self.b.declare_var(types::I64);
             let zero = self.b.ins().iconst(types::I64, 0);
             self.b.def_var(j, zero);
@@ -489,6 +495,37 @@ impl Emitter<'_, '_, '_> {
         }
     }
 
+    /// Emits `for i in 0..n { body(i) }`.
+    fn counted_loop(
+        &mut self,
+        n: usize,
+        mut body: impl FnMut(&mut Self, Value) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let i = self.b.declare_var(types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(i, zero);
+        let head = self.b.create_block();
+        let next = self.b.create_block();
+        let after = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let iv = self.b.use_var(i);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThan, iv, n as i64);
+        self.b.ins().brif(more, next, &[], after, &[]);
+        self.b.switch_to_block(next);
+        let iv = self.b.use_var(i);
+        body(self, iv)?;
+        let iv = self.b.use_var(i);
+        let i2 = self.b.ins().iadd_imm_s(iv, 1);
+        self.b.def_var(i, i2);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(after);
+        Ok(())
+    }
+
     /// Stages the window of `count` sequence positions from `j0` when `src` is the DAG and
     /// the kernel stages nodes (see [`Emitter::stage`]).
     fn stage_source(
@@ -548,46 +585,59 @@ impl Emitter<'_, '_, '_> {
             .collect();
         let step = if vector { self.ve.width as usize } else { 1 };
         let blocks = len / LANES;
-        if blocks > 0 {
-            let blk = self.b.declare_var(types::I64);
-            let zero = self.b.ins().iconst(types::I64, 0);
-            self.b.def_var(blk, zero);
-            let head = self.b.create_block();
-            let body = self.b.create_block();
-            let after = self.b.create_block();
-            self.b.ins().jump(head, &[]);
-            self.b.switch_to_block(head);
-            let bv = self.b.use_var(blk);
-            let more = self
-                .b
-                .ins()
-                .icmp_imm_s(IntCC::SignedLessThan, bv, blocks as i64);
-            self.b.ins().brif(more, body, &[], after, &[]);
-            self.b.switch_to_block(body);
-            let bv = self.b.use_var(blk);
-            let j0 = self.b.ins().imul_imm_s(bv, LANES as i64);
-            let j0 = self.b.ins().iadd(j0, base);
-            self.stage_source(src, j0, LANES, vector)?;
+        // With staged nodes, whole windows of WINDOW / LANES blocks first (one block-math
+        // call per node and window), then one window holding the rest: the last blocks and
+        // the tail. Without, every block in one loop. The elements, and so the order of
+        // the accumulation, are the same either way.
+        let staged = matches!(src, Source::Dag { .. }) && !self.ve.staged_nodes().is_empty();
+        let per_window = WINDOW / LANES;
+        let (windows, rest_blocks) = if staged {
+            (blocks / per_window, blocks % per_window)
+        } else {
+            (0, blocks)
+        };
+        let acc = |s: &mut Self, j0: Value| -> Result<(), String> {
             for (a, &acc) in accs.iter().enumerate() {
-                let j = self.b.ins().iadd_imm_s(j0, (a * step) as i64);
-                let x = self.element(src, j, lanes)?;
-                let cur = self.b.use_var(acc);
-                let y = self.ve.combine(self.b, dt, kind, cur, x);
-                self.b.def_var(acc, y);
+                let j = s.b.ins().iadd_imm_s(j0, (a * step) as i64);
+                let x = s.element(src, j, lanes)?;
+                let cur = s.b.use_var(acc);
+                let y = s.ve.combine(s.b, dt, kind, cur, x);
+                s.b.def_var(acc, y);
             }
-            self.ve.end_window();
-            let bv = self.b.use_var(blk);
-            let b2 = self.b.ins().iadd_imm_s(bv, 1);
-            self.b.def_var(blk, b2);
-            self.b.ins().jump(head, &[]);
-            self.b.switch_to_block(after);
+            Ok(())
+        };
+        if windows > 0 {
+            self.counted_loop(windows, |s, w| {
+                let j0 = s.b.ins().imul_imm_s(w, WINDOW as i64);
+                let j0 = s.b.ins().iadd(j0, base);
+                s.stage_source(src, j0, WINDOW, vector)?;
+                s.counted_loop(per_window, |s, blk| {
+                    let jb = s.b.ins().imul_imm_s(blk, LANES as i64);
+                    let jb = s.b.ins().iadd(jb, j0);
+                    acc(s, jb)
+                })?;
+                s.ve.end_window();
+                Ok(())
+            })?;
+        }
+        let r0 = self
+            .b
+            .ins()
+            .iadd_imm_s(base, (windows * WINDOW) as i64);
+        let rest = rest_blocks * LANES + len % LANES;
+        if rest > 0 {
+            self.stage_source(src, r0, rest, vector)?;
+        }
+        if rest_blocks > 0 {
+            self.counted_loop(rest_blocks, |s, blk| {
+                let jb = s.b.ins().imul_imm_s(blk, LANES as i64);
+                let jb = s.b.ins().iadd(jb, r0);
+                acc(s, jb)
+            })?;
         }
         // Tail: element l of the last partial block goes to lane l.
         let tail = len % LANES;
-        let t0 = self.b.ins().iadd_imm_s(base, (blocks * LANES) as i64);
-        if tail > 0 {
-            self.stage_source(src, t0, tail, vector)?;
-        }
+        let t0 = self.b.ins().iadd_imm_s(r0, (rest_blocks * LANES) as i64);
         // Whole vectors where four tail lanes exist, lane by lane for the rest.
         let whole = if vector { tail / step * step } else { 0 };
         for (a, l) in (0..whole).step_by(step).enumerate() {

@@ -18,8 +18,8 @@ use kiln_ir::{BinaryOp, UnaryOp};
 pub(super) struct HostTable {
     fmodf: extern "C" fn(f32, f32) -> f32,
     fmod: extern "C" fn(f64, f64) -> f64,
-    math_f32: extern "C" fn(u32, *mut f32, i64),
-    math_f64: extern "C" fn(u32, *mut f64, i64),
+    math_f32: extern "C" fn(u32, *const f32, *mut f32, i64),
+    math_f64: extern "C" fn(u32, *const f64, *mut f64, i64),
 }
 
 /// The one table every kernel's host calls go through.
@@ -51,34 +51,42 @@ extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
     x % y
 }
 
-/// Block math ([`super::cpu::CpuOptions::wide_math`]): applies `kiln_interp::MATH_OPS[op]`
-/// to the `n` values at `buf` in place, with the interpreter's own AVX2 build of
-/// `kiln_math` — the fallback's operation, so the bits are the fallback's. `buf` is a
-/// kernel's staging block on its stack, of at least `n` elements.
-extern "C" fn kiln_math_block_f32(op: u32, buf: *mut f32, n: i64) {
-    let (Some(&op), Ok(n)) = (kiln_interp::MATH_OPS.get(op as usize), usize::try_from(n)) else {
-        return;
-    };
-    if buf.is_null() {
-        return;
-    }
-    // SAFETY: the emitted caller passes its staging block, which holds `n` initialised
-    // values and nothing else refers to during the call.
-    let v = unsafe { std::slice::from_raw_parts_mut(buf, n) };
-    kiln_interp::math_in_place_f32(op, v);
+/// Block math ([`super::cpu::CpuOptions::wide_math`]): `dst[i] = MATH_OPS[op](src[i])` for
+/// `i < n`, with the interpreter's own AVX2 build of `kiln_math` — the fallback's operation,
+/// so the bits are the fallback's. `src` and `dst` are equal (in place) or do not overlap.
+extern "C" fn kiln_math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
+    math_block(op, src, dst, n, kiln_interp::math_f32);
 }
 
 /// The `f64` version of [`kiln_math_block_f32`].
-extern "C" fn kiln_math_block_f64(op: u32, buf: *mut f64, n: i64) {
+extern "C" fn kiln_math_block_f64(op: u32, src: *const f64, dst: *mut f64, n: i64) {
+    math_block(op, src, dst, n, kiln_interp::math_f64);
+}
+
+fn math_block<T>(
+    op: u32,
+    src: *const T,
+    dst: *mut T,
+    n: i64,
+    f: fn(kiln_ir::UnaryOp, Option<&[T]>, &mut [T]) -> bool,
+) {
     let (Some(&op), Ok(n)) = (kiln_interp::MATH_OPS.get(op as usize), usize::try_from(n)) else {
         return;
     };
-    if buf.is_null() {
+    if src.is_null() || dst.is_null() || n == 0 {
         return;
     }
-    // SAFETY: as in `kiln_math_block_f32`.
-    let v = unsafe { std::slice::from_raw_parts_mut(buf, n) };
-    kiln_interp::math_in_place_f64(op, v);
+    // SAFETY: the emitted caller passes `n` valid elements at `src` (a buffer or its staging
+    // block) and `n` writable ones at `dst` (its staging block or the stored positions of
+    // an output it alone writes); the two are the same block or disjoint.
+    unsafe {
+        let out = std::slice::from_raw_parts_mut(dst, n);
+        if std::ptr::eq(src, dst) {
+            f(op, None, out);
+        } else {
+            f(op, Some(std::slice::from_raw_parts(src, n)), out);
+        }
+    }
 }
 
 /// A pair of host functions (`f32`, `f64`) with their signatures, loaded in the entry block.
@@ -107,9 +115,8 @@ pub struct HostCalls {
     /// The float remainder (`fn(x, y) -> x % y`), when the kernel has a float `rem` (see
     /// [`kernel_has_float_rem`]).
     pub fmod: Option<HostFns>,
-    /// Block math (`fn(op, ptr, n)`, applying `kiln_interp::MATH_OPS[op]` to `n` values at
-    /// `ptr` in place), when wide math is on and the kernel has such a node (see
-    /// [`kernel_has_math`]).
+    /// Block math (`fn(op, src, dst, n)`, `dst[i] = kiln_interp::MATH_OPS[op](src[i])`),
+    /// when wide math is on and the kernel has such a node (see [`kernel_has_math`]).
     pub math: Option<HostFns>,
 }
 
@@ -176,7 +183,7 @@ pub fn import(
             ptrs: (fns[0].1, fns[1].1),
         }
     };
-    let block = [types::I32, types::I64, types::I64];
+    let block = [types::I32, types::I64, types::I64, types::I64];
     HostCalls {
         fmod: fmod.then(|| {
             pair(

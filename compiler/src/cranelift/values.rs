@@ -61,9 +61,12 @@ pub struct ValueEmitter<'a> {
     rng: Vec<Option<super::random::RandomState>>,
     /// Host functions imported into this kernel's function.
     pub calls: HostCalls,
-    /// Per node: the stack block holding its values over a window of inner positions, for
-    /// the nodes [`ValueEmitter::plan_staging`] chose.
-    staged: Vec<Option<StackSlot>>,
+    /// Per node: where its values over a window of inner positions are kept, for the nodes
+    /// [`ValueEmitter::plan_staging`] chose.
+    staged: Vec<Option<Staged>>,
+    /// Per node: in the current window, the address of its block's first element and,
+    /// when its operand is read straight from a buffer, that operand's first element.
+    window_addrs: Vec<Option<(Value, Option<Value>)>>,
     /// Per node: whether its block holds the current window's values.
     ready: Vec<bool>,
     /// Inner position of the current window's first element.
@@ -75,7 +78,26 @@ pub struct ValueEmitter<'a> {
 
 /// Elements of a staging window: the most inner positions whose staged values are kept at
 /// once (`WINDOW` × 8 bytes of stack per staged node).
-pub const WINDOW: usize = 128;
+pub const WINDOW: usize = 512;
+
+/// How a staged node's window of values is kept.
+#[derive(Debug, Clone, Copy)]
+struct Staged {
+    /// Where the values live: a stack block, or — for a node a pointwise kernel stores and
+    /// no node of the kernel loads back — the stored positions themselves, so the block
+    /// math writes the result in place and the store is not emitted.
+    block: Block,
+    /// The operand is a load with unit stride along the window: the block math reads it
+    /// from that buffer, and no operand is staged first.
+    direct_operand: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Block {
+    Stack(StackSlot),
+    /// Store number `i` of the kernel.
+    Store(usize),
+}
 
 /// Whether index expression `e` uses loop variable `v`.
 fn mentions(e: &IExpr, v: usize) -> bool {
@@ -144,6 +166,7 @@ impl<'a> ValueEmitter<'a> {
             rng: vec![None; k.nodes.len()],
             calls: HostCalls::default(),
             staged: vec![None; k.nodes.len()],
+            window_addrs: vec![None; k.nodes.len()],
             ready: vec![false; k.nodes.len()],
             window: None,
             width: 4,
@@ -294,14 +317,16 @@ impl<'a> ValueEmitter<'a> {
     /// and read back from their block wherever the window's positions are evaluated. Those
     /// are the float nodes of `kiln_interp::MATH_OPS` that depend on loop variable `var`
     /// and that `roots` use, at the lanes of this kernel. None when the kernel has random
-    /// nodes (their per-loop caches assume one evaluation per position). Returns whether
-    /// any node is staged.
+    /// nodes (their per-loop caches assume one evaluation per position). `pointwise`: the
+    /// window runs along the stores (not a reduction's sequence), so a stored node may keep
+    /// its block in the stored buffer. Returns whether any node is staged.
     pub fn plan_staging(
         &mut self,
         b: &mut FunctionBuilder,
         roots: &[usize],
         var: usize,
         vector: bool,
+        pointwise: bool,
     ) -> bool {
         let k = self.k;
         if self.calls.math.is_none() || k.has_random() {
@@ -331,21 +356,50 @@ impl<'a> ValueEmitter<'a> {
                 _ => {}
             }
         }
+        let loaded = |buf: BufRef| {
+            k.nodes
+                .iter()
+                .any(|n| matches!(n.kind, NodeKind::Load { buf: l, .. } if l == buf))
+        };
         let mut any = false;
         for (n, node) in k.nodes.iter().enumerate() {
-            let math = matches!(node.kind, NodeKind::Unary(op, _) if math_op(op).is_some());
+            let NodeKind::Unary(op, a) = node.kind else {
+                continue;
+            };
             let lanes_ok = !vector || self.lane_dtype(node.dtype);
-            if math && node.dtype.is_float() && used[n] && variant[n] && lanes_ok {
-                if self.staged[n].is_none() {
+            if math_op(op).is_none()
+                || !node.dtype.is_float()
+                || !used[n]
+                || !variant[n]
+                || !lanes_ok
+                || self.staged[n].is_some()
+            {
+                continue;
+            }
+            let store = k
+                .stores
+                .iter()
+                .position(|st| st.value == n && !loaded(st.buf))
+                .filter(|_| pointwise);
+            let block = match store {
+                Some(i) => Block::Store(i),
+                None => {
                     let bytes = self.scalar_type(node.dtype).bytes();
-                    self.staged[n] = Some(b.create_sized_stack_slot(StackSlotData::new(
+                    Block::Stack(b.create_sized_stack_slot(StackSlotData::new(
                         StackSlotKind::ExplicitSlot,
                         WINDOW as u32 * bytes,
                         4,
-                    )));
+                    )))
                 }
-                any = true;
-            }
+            };
+            let direct_operand = matches!(&k.nodes[a].kind,
+                NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1))
+                && self.pinned[a].is_none();
+            self.staged[n] = Some(Staged {
+                block,
+                direct_operand,
+            });
+            any = true;
         }
         any
     }
@@ -357,39 +411,68 @@ impl<'a> ValueEmitter<'a> {
             .collect()
     }
 
-    /// Starts a window at inner position `start`: no staged node's block is ready yet.
-    pub fn begin_window(&mut self, start: Value) {
-        self.window = Some(start);
+    /// Whether staged node `n` reads its operand straight from a buffer (nothing to stage).
+    pub fn direct_operand(&self, n: usize) -> bool {
+        self.staged[n].is_some_and(|s| s.direct_operand)
+    }
+
+    /// Starts a window at the inner position of `vars` (the last variable): no staged
+    /// node's block is ready yet. Computes each block's address (and each direct operand's)
+    /// at the window's first position.
+    pub fn begin_window(&mut self, b: &mut FunctionBuilder, vars: &[Value]) -> Result<(), String> {
+        self.window = Some(vars[Self::inner(vars)]);
         self.ready.iter_mut().for_each(|r| *r = false);
         self.reset();
+        let k = self.k;
+        for n in self.staged_nodes() {
+            let Some(st) = self.staged[n] else { continue };
+            let block = match st.block {
+                Block::Stack(slot) => b.ins().stack_addr(types::I64, slot, 0),
+                Block::Store(i) => {
+                    let offset = self.store_offset();
+                    self.address(b, k.stores[i].buf, &offset, vars)?
+                }
+            };
+            let operand = match (&k.nodes[n].kind, st.direct_operand) {
+                (NodeKind::Unary(_, a), true) => match &k.nodes[*a].kind {
+                    NodeKind::Load { buf, offset } => Some(self.address(b, *buf, offset, vars)?),
+                    _ => return Err(format!("v{n}'s direct operand is not a load")),
+                },
+                _ => None,
+            };
+            self.window_addrs[n] = Some((block, operand));
+        }
+        Ok(())
     }
 
     /// Ends the current window: staged nodes are emitted as code again.
     pub fn end_window(&mut self) {
         self.window = None;
         self.ready.iter_mut().for_each(|r| *r = false);
+        self.window_addrs.iter_mut().for_each(|a| *a = None);
         self.reset();
     }
 
-    /// The operand of staged node `n` and the address of element `j` of its block.
+    /// The operand of staged node `n` and the address of element `j` of its block in the
+    /// current window.
     pub fn staged_slot(
         &self,
         b: &mut FunctionBuilder,
         n: usize,
         j: Value,
     ) -> Result<(usize, Value), String> {
-        let slot = self.staged[n].ok_or_else(|| format!("v{n} is not staged"))?;
+        let (base, _) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
         let NodeKind::Unary(_, a) = self.k.nodes[n].kind else {
             return Err(format!("staged node v{n} is not unary"));
         };
         let bytes = self.scalar_type(self.dtype(n)).bytes();
-        let base = b.ins().stack_addr(types::I64, slot, 0);
         let off = b.ins().imul_imm_s(j, i64::from(bytes));
         Ok((a, b.ins().iadd(base, off)))
     }
 
-    /// Applies staged node `n`'s op to the first `count` elements of its block (which hold
-    /// its operand) with one block-math call; from here on the window reads `n` from it.
+    /// Applies staged node `n`'s op to `count` elements with one block-math call: from its
+    /// direct operand, or from its block (which then holds the operand), into its block;
+    /// from here on the window reads `n` from the block.
     pub fn finish_staged(
         &mut self,
         b: &mut FunctionBuilder,
@@ -402,14 +485,37 @@ impl<'a> ValueEmitter<'a> {
         };
         let index = math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
         let math = self.calls.math.ok_or("staging without a block-math import")?;
+        let (block, operand) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
         let f64 = node.dtype == DType::F64;
         let op = b.ins().iconst(types::I32, index as i64);
-        let zero = b.ins().iconst(types::I64, 0);
-        let (_, addr) = self.staged_slot(b, n, zero)?;
-        math.call(b, f64, &[op, addr, count]);
+        math.call(b, f64, &[op, operand.unwrap_or(block), block, count]);
         self.ready[n] = true;
         self.reset();
         Ok(())
+    }
+
+    /// Whether store `i` is written by block math (its value is a staged node kept in the
+    /// stored buffer) inside the current window.
+    fn store_in_block(&self, i: usize) -> bool {
+        let n = self.k.stores[i].value;
+        self.ready[n] && matches!(self.staged[n], Some(Staged { block: Block::Store(j), .. }) if j == i)
+    }
+
+    /// Whether block math wrote every store of the current window (nothing left to emit).
+    pub fn all_stores_in_block(&self) -> bool {
+        (0..self.k.stores.len()).all(|i| self.store_in_block(i))
+    }
+
+    /// The row-major position of the iteration point, as every store writes it.
+    fn store_offset(&self) -> IExpr {
+        let k = self.k;
+        let strides = row_major_strides(&k.space);
+        (0..k.space.len())
+            .map(IExpr::Var)
+            .zip(&strides)
+            .fold(IExpr::Const(0), |acc, (e, &s)| {
+                IExpr::sum(acc, IExpr::scaled(e, s as i64))
+            })
     }
 
     /// Stores `v` (one lane or a vector) at `addr`.
@@ -737,15 +843,11 @@ impl<'a> ValueEmitter<'a> {
         lanes: Lanes,
     ) -> Result<(), String> {
         let k = self.k;
-        let space_vars: Vec<IExpr> = (0..k.space.len()).map(IExpr::Var).collect();
-        let strides = row_major_strides(&k.space);
-        let offset = space_vars
-            .into_iter()
-            .zip(&strides)
-            .fold(IExpr::Const(0), |acc, (e, &s)| {
-                IExpr::sum(acc, IExpr::scaled(e, s as i64))
-            });
-        for st in &k.stores {
+        let offset = self.store_offset();
+        for (i, st) in k.stores.iter().enumerate() {
+            if self.store_in_block(i) {
+                continue;
+            }
             let v = self.node(b, st.value, vars, lanes)?;
             let inner = Self::inner(vars).min(vars.len().saturating_sub(1));
             match lanes {
@@ -793,6 +895,7 @@ impl<'a> ValueEmitter<'a> {
             return Ok(v);
         }
         if let (true, Some(start)) = (self.ready[n], self.window) {
+            // In a window after its block-math call: the value is in its block.
             let inner = Self::inner(vars);
             let j = b.ins().isub(vars[inner], start);
             let (_, addr) = self.staged_slot(b, n, j)?;

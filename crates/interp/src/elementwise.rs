@@ -4,7 +4,7 @@
 //! (see [`crate::par`]); no per-element matching, so LLVM vectorises what it can.
 
 use crate::hw::with_simd;
-use crate::par::{map1, map2, map3};
+use crate::par::{fill1, map1, map2, map3};
 use crate::scalar::{fmax, fmin, fsign, Float, Int};
 use kiln_ir::{BinaryOp, Buffer, CompareDir, UnaryOp};
 
@@ -49,8 +49,8 @@ fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
     })
 }
 
-/// The float unary ops whose work compiled kernels may hand to [`math_in_place_f32`] /
-/// [`math_in_place_f64`]: the transcendental ones, each dozens of IEEE operations.
+/// The float unary ops whose work compiled kernels may hand to [`math_f32`] /
+/// [`math_f64`]: the transcendental ones, each dozens of IEEE operations.
 pub const MATH_OPS: [UnaryOp; 9] = [
     UnaryOp::Exp,
     UnaryOp::Expm1,
@@ -63,38 +63,47 @@ pub const MATH_OPS: [UnaryOp; 9] = [
     UnaryOp::Cos,
 ];
 
-/// Applies `op` (one of [`MATH_OPS`]) to every element of `v` in place, on the calling
-/// thread, through the same `kiln_math` instantiation and loop as the interpreter's own op
-/// (AVX2 and FMA where the CPU has them, see [`crate::hw`]): the results are the fallback's
-/// bits. Returns false, leaving `v` alone, for any other op.
-pub fn math_in_place_f32(op: UnaryOp, v: &mut [f32]) -> bool {
-    math_in_place(op, v)
+/// `out[i] = op(src[i])` for every element (`op` one of [`MATH_OPS`]), or `op` applied to
+/// `out` in place when `src` is `None`; on the calling thread, through the same `kiln_math`
+/// instantiation and loop as the interpreter's own op (AVX2 and FMA where the CPU has them,
+/// see [`crate::hw`]): the results are the fallback's bits. Returns false, writing nothing,
+/// for any other op or when the lengths differ.
+pub fn math_f32(op: UnaryOp, src: Option<&[f32]>, out: &mut [f32]) -> bool {
+    math(op, src, out)
 }
 
-/// The `f64` version of [`math_in_place_f32`].
-pub fn math_in_place_f64(op: UnaryOp, v: &mut [f64]) -> bool {
-    math_in_place(op, v)
+/// The `f64` version of [`math_f32`].
+pub fn math_f64(op: UnaryOp, src: Option<&[f64]>, out: &mut [f64]) -> bool {
+    math(op, src, out)
 }
 
 #[inline(always)]
-fn fill_in_place<T: Copy>(v: &mut [T], f: &impl Fn(T) -> T) {
-    for x in v.iter_mut() {
-        *x = f(*x);
+fn fill_from<T: Copy>(src: Option<&[T]>, out: &mut [T], f: &impl Fn(T) -> T) {
+    match src {
+        Some(src) => fill1(out, src, f),
+        None => {
+            for x in out.iter_mut() {
+                *x = f(*x);
+            }
+        }
     }
 }
 
-fn math_in_place<T: Float>(op: UnaryOp, v: &mut [T]) -> bool {
+fn math<T: Float>(op: UnaryOp, src: Option<&[T]>, out: &mut [T]) -> bool {
     use UnaryOp::*;
+    if src.is_some_and(|s| s.len() != out.len()) {
+        return false;
+    }
     match op {
-        Exp => with_simd(|| fill_in_place(v, &T::exp)),
-        Expm1 => with_simd(|| fill_in_place(v, &T::expm1)),
-        Log => with_simd(|| fill_in_place(v, &T::log)),
-        Log1p => with_simd(|| fill_in_place(v, &T::log1p)),
-        Tanh => with_simd(|| fill_in_place(v, &T::tanh)),
-        Logistic => with_simd(|| fill_in_place(v, &T::logistic)),
-        Erf => with_simd(|| fill_in_place(v, &T::erf)),
-        Sin => with_simd(|| fill_in_place(v, &T::sin)),
-        Cos => with_simd(|| fill_in_place(v, &T::cos)),
+        Exp => with_simd(|| fill_from(src, out, &T::exp)),
+        Expm1 => with_simd(|| fill_from(src, out, &T::expm1)),
+        Log => with_simd(|| fill_from(src, out, &T::log)),
+        Log1p => with_simd(|| fill_from(src, out, &T::log1p)),
+        Tanh => with_simd(|| fill_from(src, out, &T::tanh)),
+        Logistic => with_simd(|| fill_from(src, out, &T::logistic)),
+        Erf => with_simd(|| fill_from(src, out, &T::erf)),
+        Sin => with_simd(|| fill_from(src, out, &T::sin)),
+        Cos => with_simd(|| fill_from(src, out, &T::cos)),
         _ => return false,
     }
     true

@@ -15,7 +15,7 @@ pub(crate) const PAR_MIN: usize = 1 << 16;
 pub(crate) const BLOCK: usize = 1 << 16;
 
 #[inline(always)]
-fn fill1<A: Copy, R>(o: &mut [R], a: &[A], f: &impl Fn(A) -> R) {
+pub(crate) fn fill1<A: Copy, R>(o: &mut [R], a: &[A], f: &impl Fn(A) -> R) {
     for (o, &x) in o.iter_mut().zip(a) {
         *o = f(x);
     }

@@ -92,3 +92,23 @@ impl Backend for CpuBackend {
         )?)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefer_vector_width_sets_block_math_and_the_cache_key() {
+        let mut flags = kiln_flags::Flags::default();
+        let wide = CpuBackend::new(&flags);
+        assert!(wide.opts.wide_math);
+        flags.cpu_prefer_vector_width = 128;
+        let narrow = CpuBackend::new(&flags);
+        assert!(!narrow.opts.wide_math);
+        // Code compiled one way is not reused the other way where the two differ.
+        assert_eq!(
+            wide.target_key() == narrow.target_key(),
+            !kiln_interp::wide_simd()
+        );
+    }
+}

@@ -59,6 +59,7 @@ fn every_flag_accepts_a_valid_value_of_its_kind_and_rejects_an_invalid_one() {
         let (valid, shown, invalid) = match spec.kind() {
             Kind::Bool => ("false", "false", "yes"),
             Kind::Int { max, .. } if max < 10 => ("1", "1", "10"),
+            Kind::Int { min: 128, .. } => ("256", "256", "64"),
             Kind::Int { .. } => ("7", "7", "seven"),
             Kind::AutoJit => ("fusible", "fusible", "3"),
             Kind::Path => ("/tmp/kiln", "/tmp/kiln", ""),

@@ -119,9 +119,10 @@ fn valid_token() -> impl Strategy<Value = (&'static FlagSpec, String, String)> {
         let (written, shown) = match spec.kind() {
             Kind::Bool if bare => (String::new(), "true".to_string()),
             Kind::Bool => (format!("={}", n % 2), (n % 2 == 1).to_string()),
-            // 1..=min(max, 4) is inside every integer range in the table.
-            Kind::Int { max, .. } => {
-                let v = 1 + n % max.min(4);
+            // Up to 4 values from max(min, 1): inside every integer range in the table.
+            Kind::Int { min, max } => {
+                let lo = min.max(1);
+                let v = lo + n % (max - lo + 1).min(4);
                 (format!("={v}"), v.to_string())
             }
             Kind::AutoJit => {

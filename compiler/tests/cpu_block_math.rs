@@ -1,0 +1,206 @@
+//! Block math (`CpuOptions::wide_math`): transcendental nodes computed a window at a time by
+//! the interpreter's 256-bit `kiln_math` build. Every shape of staging — a unit-stride
+//! operand read in place, a staged operand, a result written straight into the output, a
+//! result read back by the epilogue, chained staged nodes, staged reductions over whole
+//! windows and the rest — at sizes around the window (512) and the reduction chunk (4096),
+//! checked bit for bit against the interpreter with and without block math at 1, 2 and 7
+//! threads (`check_with_inputs`).
+
+mod common;
+
+use common::{check_cluster, check_cluster_finite, cluster};
+use kiln_compiler::cpu::{compile_cluster, CpuOptions};
+
+/// Inner sizes on both sides of the 512-element window and of the 4-lane vector width.
+const SIZES: [usize; 7] = [1, 3, 5, 511, 512, 513, 1029];
+
+/// Every op of `kiln_interp::MATH_OPS` by its `.kir` name.
+const OPS: [&str; 9] = [
+    "exp", "expm1", "log", "log1p", "tanh", "logistic", "erf", "sin", "cos",
+];
+
+/// The CLIF of every kernel of `c` compiled with block math.
+fn clif(c: &kiln_ir::Cluster, tag: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("kiln-block-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let opts = CpuOptions {
+        threads: 1,
+        dump_to: Some(dir.clone()),
+        ..CpuOptions::default()
+    };
+    let exe = compile_cluster(c, &opts).expect("compiles");
+    let mut text = String::new();
+    for k in &exe.program().kernels {
+        let path = dir.join(format!("{}.{}.clif", c.name, k.name));
+        text += &std::fs::read_to_string(path).expect("clif dump");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
+/// Whether block math is in use on this host (it needs AVX2 and FMA).
+fn wide() -> bool {
+    kiln_interp::wide_simd()
+}
+
+#[test]
+fn every_op_in_place_from_input_to_output() {
+    // `y = op(x)`: the operand is read from `x` and the result written into `y` by the
+    // block-math call itself.
+    for (i, op) in OPS.iter().enumerate() {
+        for dt in ["f32", "f64"] {
+            for n in SIZES {
+                let src = format!(
+                    "func @f(%x: {dt}[3,{n}]) -> {dt}[3,{n}] {{\n  %y = {op} %x : {dt}[3,{n}]\n  return %y\n}}"
+                );
+                check_cluster(&cluster(&src), (i * 100 + n) as u64);
+            }
+        }
+    }
+    let c = cluster("func @f(%x: f32[2,700]) -> f32[2,700] {\n  %y = tanh %x : f32[2,700]\n  return %y\n}");
+    let text = clif(&c, "direct");
+    assert_eq!(text.matches("call_indirect").count(), usize::from(wide()), "{text}");
+}
+
+#[test]
+fn staged_operand_and_epilogue() {
+    // The chain of the benchmark: `tanh`'s operand is computed into the stack block, its
+    // result read back by the epilogue.
+    for n in SIZES {
+        let src = format!(
+            "func @f(%x: f32[2,{n}]) -> f32[2,{n}] {{
+  %k1 = constant 1.5 : f32[2,{n}]
+  %k2 = constant 0.25 : f32[2,{n}]
+  %k3 = constant 0.5 : f32[2,{n}]
+  %a = mul %x, %k1 : f32[2,{n}]
+  %b = add %a, %k2 : f32[2,{n}]
+  %t = tanh %b : f32[2,{n}]
+  %h = mul %t, %k3 : f32[2,{n}]
+  %y = add %h, %x : f32[2,{n}]
+  return %y
+}}"
+        );
+        check_cluster(&cluster(&src), n as u64);
+    }
+}
+
+#[test]
+fn chained_and_shared_staged_nodes() {
+    // `exp(tanh(x))`: the second call's operand is the first call's block. `e` is read by
+    // two users and stored as well; `s` is stored from its block.
+    for n in [7, 512, 1300] {
+        let src = format!(
+            "func @f(%x: f32[{n}]) -> (f32[{n}], f32[{n}], f32[{n}]) {{
+  %t = tanh %x : f32[{n}]
+  %e = exp %t : f32[{n}]
+  %l = log %e : f32[{n}]
+  %m = mul %e, %e : f32[{n}]
+  %s = sin %m : f32[{n}]
+  %y = add %s, %l : f32[{n}]
+  return %e, %s, %y
+}}"
+        );
+        check_cluster(&cluster(&src), n as u64 + 5);
+    }
+}
+
+#[test]
+fn gathered_and_broadcast_operands() {
+    // Operands that are not unit-stride loads: a transpose (gathered lanes) and a row
+    // broadcast; both are staged through the stack block.
+    for n in [3, 513] {
+        let src = format!(
+            "func @f(%x: f32[{n},6], %b: f32[6]) -> f32[6,{n}] {{
+  %t = transpose %x, perm=[1,0] : f32[6,{n}]
+  %bb = broadcast_in_dim %b, dims=[0] : f32[6,{n}]
+  %s = add %t, %bb : f32[6,{n}]
+  %e = exp %s : f32[6,{n}]
+  %c = cos %t : f32[6,{n}]
+  %y = add %e, %c : f32[6,{n}]
+  return %y
+}}"
+        );
+        check_cluster(&cluster(&src), n as u64 + 9);
+    }
+}
+
+#[test]
+fn scalar_kernels_stage_one_lane_at_a_time() {
+    // An `i64` input keeps the kernel scalar; the staged operand is filled lane by lane.
+    let src = "func @f(%i: i64[600]) -> f32[600] {
+  %c = convert %i : f32[600]
+  %k = constant 0.001 : f32[600]
+  %s = mul %c, %k : f32[600]
+  %y = erf %s : f32[600]
+  return %y
+}";
+    check_cluster(&cluster(src), 3);
+}
+
+#[test]
+fn reductions_over_staged_windows() {
+    // Sequences shorter than, equal to and longer than a window, with and without a tail
+    // of partial lane blocks, and longer than a canonical chunk (several chunks, split
+    // across threads).
+    for n in [1, 31, 32, 33, 511, 512, 545, 1024, 4097, 9000] {
+        let src = format!(
+            "func @f(%x: f32[3,{n}]) -> f32[3] {{
+  %e = exp %x : f32[3,{n}]
+  %s = reduce_sum %e, axes=[1] : f32[3]
+  return %s
+}}"
+        );
+        check_cluster_finite(&cluster(&src), n as u64);
+    }
+    let c = cluster("func @f(%x: f32[3,2000]) -> f32[3] {\n  %e = exp %x : f32[3,2000]\n  %s = reduce_sum %e, axes=[1] : f32[3]\n  return %s\n}");
+    let text = clif(&c, "reduce");
+    assert_eq!(text.contains("call_indirect"), wide(), "{text}");
+}
+
+#[test]
+fn row_patterns_with_staged_math() {
+    // Softmax and logsumexp (row-fused: staged math in a pointwise kernel writing scratch,
+    // then reduced) and a staged node in a reduction's epilogue (`log` of the sum, once per
+    // row: emitted, not staged).
+    for n in [5, 512, 1031] {
+        let softmax = format!(
+            "func @f(%x: f32[4,{n}]) -> f32[4,{n}] {{
+  %m = reduce_max %x, axes=[1] : f32[4]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[4,{n}]
+  %d = sub %x, %mb : f32[4,{n}]
+  %e = exp %d : f32[4,{n}]
+  %s = reduce_sum %e, axes=[1] : f32[4]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[4,{n}]
+  %y = div %e, %sb : f32[4,{n}]
+  return %y
+}}"
+        );
+        check_cluster_finite(&cluster(&softmax), n as u64);
+        let logsumexp = format!(
+            "func @f(%x: f32[4,{n}]) -> f32[4] {{
+  %e = exp %x : f32[4,{n}]
+  %s = reduce_sum %e, axes=[1] : f32[4]
+  %l = log %s : f32[4]
+  return %l
+}}"
+        );
+        check_cluster_finite(&cluster(&logsumexp), n as u64 + 1);
+    }
+}
+
+#[test]
+fn f64_kernels_stage_two_lanes() {
+    for n in [3, 512, 777] {
+        let src = format!(
+            "func @f(%x: f64[{n}]) -> (f64[{n}], f64[]) {{
+  %k = constant 0.5 : f64[{n}]
+  %a = mul %x, %k : f64[{n}]
+  %e = erf %a : f64[{n}]
+  %g = logistic %e : f64[{n}]
+  %s = reduce_sum %g, axes=[0] : f64[]
+  return %g, %s
+}}"
+        );
+        check_cluster_finite(&cluster(&src), n as u64 + 2);
+    }
+}

@@ -57,9 +57,15 @@ fn every_op_in_place_from_input_to_output() {
             }
         }
     }
-    let c = cluster("func @f(%x: f32[2,700]) -> f32[2,700] {\n  %y = tanh %x : f32[2,700]\n  return %y\n}");
+    let c = cluster(
+        "func @f(%x: f32[2,700]) -> f32[2,700] {\n  %y = tanh %x : f32[2,700]\n  return %y\n}",
+    );
     let text = clif(&c, "direct");
-    assert_eq!(text.matches("call_indirect").count(), usize::from(wide()), "{text}");
+    assert_eq!(
+        text.matches("call_indirect").count(),
+        usize::from(wide()),
+        "{text}"
+    );
 }
 
 #[test]

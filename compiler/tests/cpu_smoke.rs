@@ -58,8 +58,7 @@ fn dump_writes_kernel_text_and_clif() {
             wide_math,
         };
         let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
-        let text =
-            std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
+        let text = std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
         assert_eq!(text, exe.kernel_ir_text());
         let clif = std::fs::read_to_string(dir.join("cluster_t.k0.clif")).expect("clif dump");
         let calls = wide_math && kiln_interp::wide_simd();

@@ -2,8 +2,8 @@
 //! bincode payload with the kernel IR (launch metadata included) and each kernel's
 //! finalized machine code. Code is only reused on a host with the same target and CPU
 //! feature flags and the same optimisation level; otherwise, or for kernels whose code has
-//! relocations (libcalls), the kernel IR is compiled again — never wrong code, at worst
-//! a millisecond of codegen.
+//! relocations (libcalls; host calls go through a table instead, see `host`), the kernel IR
+//! is compiled again — never wrong code, at worst a millisecond of codegen.
 
 use super::cpu::{assemble, compile_program, make_isa, new_module, CpuExecutable, CpuOptions};
 use super::emit::kernel_signature;

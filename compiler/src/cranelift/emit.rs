@@ -12,8 +12,7 @@ use super::values::{Lanes, ValueEmitter, WINDOW};
 use crate::kernel::{Kernel, Program};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
-    Type, Value,
+    types, AbiParam, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use kiln_ir::ReduceKind;
@@ -247,10 +246,7 @@ impl Emitter<'_, '_, '_> {
                 self.b.switch_to_block(head);
                 let jv = self.b.use_var(j);
                 let last = self.b.ins().iadd_imm_s(jv, step);
-                let more = self
-                    .b
-                    .ins()
-                    .icmp(IntCC::SignedLessThanOrEqual, last, count);
+                let more = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, count);
                 self.b.ins().brif(more, body, &[], next, &[]);
                 self.b.switch_to_block(body);
                 let jv = self.b.use_var(j);
@@ -510,10 +506,7 @@ impl Emitter<'_, '_, '_> {
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(head);
         let iv = self.b.use_var(i);
-        let more = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedLessThan, iv, n as i64);
+        let more = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, iv, n as i64);
         self.b.ins().brif(more, next, &[], after, &[]);
         self.b.switch_to_block(next);
         let iv = self.b.use_var(i);
@@ -620,10 +613,7 @@ impl Emitter<'_, '_, '_> {
                 Ok(())
             })?;
         }
-        let r0 = self
-            .b
-            .ins()
-            .iadd_imm_s(base, (windows * WINDOW) as i64);
+        let r0 = self.b.ins().iadd_imm_s(base, (windows * WINDOW) as i64);
         let rest = rest_blocks * LANES + len % LANES;
         if rest > 0 {
             self.stage_source(src, r0, rest, vector)?;

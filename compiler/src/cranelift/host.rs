@@ -8,7 +8,7 @@
 
 use crate::kernel::{BufRef, Kernel, NodeKind, Program};
 use cranelift_codegen::ir::{
-    types, AbiParam, InstBuilder, MemFlagsData, Signature, SigRef, Type, Value,
+    types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::{BinaryOp, UnaryOp};

@@ -484,7 +484,10 @@ impl<'a> ValueEmitter<'a> {
             return Err(format!("staged node v{n} is not unary"));
         };
         let index = math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
-        let math = self.calls.math.ok_or("staging without a block-math import")?;
+        let math = self
+            .calls
+            .math
+            .ok_or("staging without a block-math import")?;
         let (block, operand) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
         let f64 = node.dtype == DType::F64;
         let op = b.ins().iconst(types::I32, index as i64);
@@ -498,7 +501,8 @@ impl<'a> ValueEmitter<'a> {
     /// stored buffer) inside the current window.
     fn store_in_block(&self, i: usize) -> bool {
         let n = self.k.stores[i].value;
-        self.ready[n] && matches!(self.staged[n], Some(Staged { block: Block::Store(j), .. }) if j == i)
+        self.ready[n]
+            && matches!(self.staged[n], Some(Staged { block: Block::Store(j), .. }) if j == i)
     }
 
     /// Whether block math wrote every store of the current window (nothing left to emit).

@@ -184,33 +184,20 @@ impl Emitter<'_, '_, '_> {
         vector: bool,
     ) -> Result<(), String> {
         let inner = vars.len() - 1;
-        let col = self.b.declare_var(types::I64);
-        self.b.def_var(col, start);
-        let head = self.b.create_block();
-        let body = self.b.create_block();
-        let done = self.b.create_block();
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(head);
-        let c = self.b.use_var(col);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, c, end);
-        self.b.ins().brif(more, body, &[], done, &[]);
-        self.b.switch_to_block(body);
-        let c = self.b.use_var(col);
-        let left = self.b.ins().isub(end, c);
-        let most = self.b.ins().iconst(types::I64, WINDOW as i64);
-        let count = self.b.ins().smin(left, most);
-        let stop = self.b.ins().iadd(c, count);
-        let mut at = vars.clone();
-        at[inner] = c;
-        self.stage(&at, count, vector)?;
-        if !self.ve.all_stores_in_block() {
-            self.inner_loop(vars, c, stop, vector)?;
-        }
-        self.ve.end_window();
-        self.b.def_var(col, stop);
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(done);
-        Ok(())
+        self.range_loop(start, end, |s, c| {
+            let left = s.b.ins().isub(end, c);
+            let most = s.b.ins().iconst(types::I64, WINDOW as i64);
+            let count = s.b.ins().smin(left, most);
+            let stop = s.b.ins().iadd(c, count);
+            let mut at = vars.clone();
+            at[inner] = c;
+            s.stage(&at, count, vector)?;
+            if !s.ve.all_stores_in_block() {
+                s.inner_loop(vars.clone(), c, stop, vector)?;
+            }
+            s.ve.end_window();
+            Ok(stop)
+        })
     }
 
     /// Computes every staged node over the window of `count` inner positions starting at
@@ -395,29 +382,14 @@ impl Emitter<'_, '_, '_> {
         // Full chunks c0 .. min(c1, full).
         let full_v = self.b.ins().iconst(types::I64, full as i64);
         let end = self.b.ins().smin(c1, full_v);
-        let c = self.b.declare_var(types::I64);
-        self.b.def_var(c, c0);
-        let head = self.b.create_block();
-        let body = self.b.create_block();
-        let after = self.b.create_block();
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(head);
-        let cv = self.b.use_var(c);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, cv, end);
-        self.b.ins().brif(more, body, &[], after, &[]);
-        self.b.switch_to_block(body);
-        let cv = self.b.use_var(c);
-        let start = self.b.ins().imul_imm_s(cv, CHUNK as i64);
-        let part = self.canon_chunk(kind, CHUNK, &src, Some(start), vector)?;
-        let cv = self.b.use_var(c);
-        let off = self.b.ins().imul_imm_s(cv, size);
-        let addr = self.b.ins().iadd(row_base, off);
-        self.b.ins().store(MemFlagsData::trusted(), part, addr, 0);
-        let cv = self.b.use_var(c);
-        let c2 = self.b.ins().iadd_imm_s(cv, 1);
-        self.b.def_var(c, c2);
-        self.b.ins().jump(head, &[]);
-        self.b.switch_to_block(after);
+        self.range_loop(c0, end, |s, cv| {
+            let start = s.b.ins().imul_imm_s(cv, CHUNK as i64);
+            let part = s.canon_chunk(kind, CHUNK, &src, Some(start), vector)?;
+            let off = s.b.ins().imul_imm_s(cv, size);
+            let addr = s.b.ins().iadd(row_base, off);
+            s.b.ins().store(MemFlagsData::trusted(), part, addr, 0);
+            Ok(s.b.ins().iadd_imm_s(cv, 1))
+        })?;
         // The partial last chunk (static length), when this call's range includes it.
         if !len.is_multiple_of(CHUNK) {
             let last = self.b.create_block();
@@ -497,22 +469,34 @@ impl Emitter<'_, '_, '_> {
         n: usize,
         mut body: impl FnMut(&mut Self, Value) -> Result<(), String>,
     ) -> Result<(), String> {
-        let i = self.b.declare_var(types::I64);
         let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.def_var(i, zero);
+        let n = self.b.ins().iconst(types::I64, n as i64);
+        self.range_loop(zero, n, |s, i| {
+            body(s, i)?;
+            Ok(s.b.ins().iadd_imm_s(i, 1))
+        })
+    }
+
+    /// Emits `i = start; while i < end { i = body(i) }`.
+    fn range_loop(
+        &mut self,
+        start: Value,
+        end: Value,
+        mut body: impl FnMut(&mut Self, Value) -> Result<Value, String>,
+    ) -> Result<(), String> {
+        let i = self.b.declare_var(types::I64);
+        self.b.def_var(i, start);
         let head = self.b.create_block();
         let next = self.b.create_block();
         let after = self.b.create_block();
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(head);
         let iv = self.b.use_var(i);
-        let more = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, iv, n as i64);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, iv, end);
         self.b.ins().brif(more, next, &[], after, &[]);
         self.b.switch_to_block(next);
         let iv = self.b.use_var(i);
-        body(self, iv)?;
-        let iv = self.b.use_var(i);
-        let i2 = self.b.ins().iadd_imm_s(iv, 1);
+        let i2 = body(self, iv)?;
         self.b.def_var(i, i2);
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(after);

@@ -158,6 +158,9 @@ fn reductions_over_staged_windows() {
         );
         check_cluster_finite(&cluster(&src), n as u64);
     }
+    // One long row: its chunk partials are computed by parallel tasks (a split reduction).
+    let c = cluster("func @f(%x: f32[20000]) -> f32[] {\n  %e = exp %x : f32[20000]\n  %s = reduce_sum %e, axes=[0] : f32[]\n  return %s\n}");
+    check_cluster_finite(&c, 77);
     let c = cluster("func @f(%x: f32[3,2000]) -> f32[3] {\n  %e = exp %x : f32[3,2000]\n  %s = reduce_sum %e, axes=[1] : f32[3]\n  return %s\n}");
     let text = clif(&c, "reduce");
     assert_eq!(text.contains("call_indirect"), wide(), "{text}");
@@ -209,4 +212,35 @@ fn f64_kernels_stage_two_lanes() {
         );
         check_cluster_finite(&cluster(&src), n as u64 + 2);
     }
+}
+
+#[test]
+fn many_staged_nodes_in_one_frame() {
+    // Six `f64` stack blocks (24 KiB of frame, beyond one page of stack probing), each
+    // read by the epilogue.
+    let src = "func @f(%x: f64[1000]) -> f64[1000] {
+  %a = exp %x : f64[1000]
+  %b = sin %x : f64[1000]
+  %c = cos %x : f64[1000]
+  %d = tanh %x : f64[1000]
+  %e = erf %x : f64[1000]
+  %g = logistic %x : f64[1000]
+  %s1 = add %a, %b : f64[1000]
+  %s2 = add %c, %d : f64[1000]
+  %s3 = add %e, %g : f64[1000]
+  %s4 = add %s1, %s2 : f64[1000]
+  %y = add %s4, %s3 : f64[1000]
+  return %y
+}";
+    let c = cluster(src);
+    check_cluster_finite(&c, 11);
+    let text = clif(&c, "frame");
+    assert_eq!(
+        text.matches("call_indirect").count(),
+        if wide() { 6 } else { 0 },
+        "{text}"
+    );
+    // No relocation (a stack probe would be one): the machine code goes to the cache.
+    let exe = compile_cluster(&c, &CpuOptions::default()).expect("compiles");
+    assert!(exe.has_machine_code());
 }

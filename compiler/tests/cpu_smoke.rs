@@ -221,6 +221,27 @@ fn bytes_round_trip() {
     assert!(back.run(&[&x]).expect("runs")[0].bit_eq(&want[0]));
     assert!(again.run(&[&x]).expect("runs")[0].bit_eq(&want[0]));
     assert!(kiln_compiler::cpu::CpuExecutable::from_bytes(b"garbage", &opts).is_err());
+    // Code with block-math calls is not reused where block math is off, and vice versa:
+    // loading compiles again (which writes a CLIF dump) instead of reusing the bytes.
+    let dir = std::env::temp_dir().join(format!("kiln-reload-{}", std::process::id()));
+    for wide_math in [true, false] {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let o = kiln_compiler::cpu::CpuOptions {
+            wide_math,
+            dump_to: Some(dir.clone()),
+            ..opts.clone()
+        };
+        let loaded = kiln_compiler::cpu::CpuExecutable::from_bytes(&bytes, &o).expect("loads");
+        assert!(loaded.run(&[&x]).expect("runs")[0].bit_eq(&want[0]));
+        let recompiled = dir.join("cluster_t.k0.clif").exists();
+        assert_eq!(
+            recompiled,
+            !wide_math && kiln_interp::wide_simd(),
+            "wide_math {wide_math}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

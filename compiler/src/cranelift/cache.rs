@@ -12,7 +12,7 @@ use cranelift_module::{Linkage, Module};
 use serde::{Deserialize, Serialize};
 
 /// Header of every payload; bump the digit when the layout changes.
-const MAGIC: &[u8] = b"KILNCPU2";
+const MAGIC: &[u8] = b"KILNCPU3";
 
 #[derive(Serialize, Deserialize)]
 struct Payload {
@@ -20,6 +20,8 @@ struct Payload {
     host: String,
     /// `xla_backend_optimization_level` it was compiled with.
     opt_level: u8,
+    /// Whether its kernels call block math ([`CpuOptions::wide_math`] on a host with it).
+    wide_math: bool,
     program: Program,
     /// Per kernel: (alignment, bytes), when relocation-free.
     code: Vec<Option<(u32, Vec<u8>)>>,
@@ -32,11 +34,17 @@ fn host_key(opts: &CpuOptions) -> Result<String, String> {
     Ok(format!("{} {}", isa.triple(), flags.join(",")))
 }
 
+/// Whether code compiled with `opts` here uses block math.
+fn wide_math(opts: &CpuOptions) -> bool {
+    opts.wide_math && kiln_interp::wide_simd()
+}
+
 /// Encodes an executable's parts.
 pub fn encode(program: &Program, code: &[Option<(u32, Vec<u8>)>], opts: &CpuOptions) -> Vec<u8> {
     let payload = Payload {
         host: host_key(opts).unwrap_or_default(),
         opt_level: opts.opt_level,
+        wide_math: wide_math(opts),
         program: program.clone(),
         code: code.to_vec(),
     };
@@ -62,6 +70,7 @@ pub fn decode(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> 
         return Err("corrupt Kiln CPU executable: code and functions differ in number".into());
     }
     let reusable = p.opt_level == opts.opt_level
+        && p.wide_math == wide_math(opts)
         && p.host == host_key(opts)?
         && p.code.iter().all(Option::is_some);
     if !reusable {

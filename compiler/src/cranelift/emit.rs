@@ -515,7 +515,7 @@ impl Emitter<'_, '_, '_> {
         let Source::Dag { vars, .. } = src else {
             return Ok(());
         };
-        if self.ve.staged_nodes().is_empty() {
+        if !self.ve.staging() {
             return Ok(());
         }
         let mut at = vars.clone();
@@ -566,7 +566,7 @@ impl Emitter<'_, '_, '_> {
         // call per node and window), then one window holding the rest: the last blocks and
         // the tail. Without, every block in one loop. The elements, and so the order of
         // the accumulation, are the same either way.
-        let staged = matches!(src, Source::Dag { .. }) && !self.ve.staged_nodes().is_empty();
+        let staged = matches!(src, Source::Dag { .. }) && self.ve.staging();
         let per_window = WINDOW / LANES;
         let (windows, rest_blocks) = if staged {
             (blocks / per_window, blocks % per_window)

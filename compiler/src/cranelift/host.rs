@@ -97,7 +97,7 @@ pub struct HostFns {
 }
 
 impl HostFns {
-    /// Calls the `f32` (`wide = false`) or `f64` function; returns its results.
+    /// Calls the `f32` function, or the `f64` one when `f64`; returns its results.
     pub fn call(&self, b: &mut FunctionBuilder, f64: bool, args: &[Value]) -> Vec<Value> {
         let (sig, ptr) = if f64 {
             (self.sigs.1, self.ptrs.1)

@@ -393,8 +393,7 @@ impl<'a> ValueEmitter<'a> {
                 }
             };
             let direct_operand = matches!(&k.nodes[a].kind,
-                NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1))
-                && self.pinned[a].is_none();
+                NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1));
             self.staged[n] = Some(Staged {
                 block,
                 direct_operand,
@@ -402,6 +401,11 @@ impl<'a> ValueEmitter<'a> {
             any = true;
         }
         any
+    }
+
+    /// Whether any node is staged (see [`ValueEmitter::plan_staging`]).
+    pub fn staging(&self) -> bool {
+        self.staged.iter().any(Option::is_some)
     }
 
     /// The staged nodes (see [`ValueEmitter::plan_staging`]), operands before users.

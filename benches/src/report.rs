@@ -42,6 +42,11 @@ pub struct Record {
     pub bw_pct: f64,
     /// Fallback median / this median (`None` where no fallback ran).
     pub speedup: Option<f64>,
+    /// Median device time of the warm repetitions (CUDA events; the `gpu` mode only):
+    /// what the kernels take, without the host's dispatch and wait.
+    pub device_ms: Option<f64>,
+    /// The bytes moved per [`Record::device_ms`], as a share of the device's copy bandwidth.
+    pub device_bw_pct: Option<f64>,
     /// Anything the reader must know about this row.
     pub note: String,
 }
@@ -56,7 +61,9 @@ impl Record {
             "compile_ms": self.compile_ms, "clusters": self.clusters,
             "compiles": self.compiles, "cache_hits": self.cache_hits,
             "compiled_runs": self.compiled_runs, "gbps": self.gbps, "bw_pct": self.bw_pct,
-            "speedup_vs_fallback": self.speedup, "note": self.note,
+            "speedup_vs_fallback": self.speedup, "device_ms": self.device_ms,
+            "device_bw_pct": self.device_bw_pct,
+            "note": self.note,
         })
     }
 }
@@ -221,6 +228,33 @@ pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
                 out,
                 "{}",
                 "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
+            );
+        }
+    }
+    let device: Vec<&Record> = report
+        .records
+        .iter()
+        .filter(|r| r.device_ms.is_some())
+        .collect();
+    if !device.is_empty() {
+        let _ = writeln!(
+            out,
+            "device time (CUDA events around the same runs; the table's wall time adds the \
+             host's dispatch and the final wait):"
+        );
+        for r in device {
+            let (Some(d), Some(pct)) = (r.device_ms, r.device_bw_pct) else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "  {:<16}{:<6}{:>9} ms {:>8.1} GB/s {:>4.0}% of copy; host {:.3} ms per run",
+                r.workload,
+                r.mode,
+                ms(d),
+                r.gbps * r.median_ms / d,
+                pct,
+                (r.median_ms - d).max(0.0)
             );
         }
     }

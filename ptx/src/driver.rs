@@ -314,6 +314,18 @@ impl Gpu {
         Ok(DeviceBuffer { slice, len: bytes })
     }
 
+    /// A device buffer of `bytes` bytes with unspecified contents (at least one byte is
+    /// allocated), for outputs and scratch that the launches write in full before anything
+    /// reads them: skipping the zero fill saves one write pass over every result.
+    pub fn alloc_uninit(&self, bytes: usize) -> Result<DeviceBuffer, DriverError> {
+        // SAFETY: `u8` has no invalid bit patterns, and device memory is only ever read
+        // back as bytes, so unwritten contents are garbage, never undefined behaviour.
+        let slice = cuda("allocating device memory", unsafe {
+            self.stream.alloc::<u8>(bytes.max(1))
+        })?;
+        Ok(DeviceBuffer { slice, len: bytes })
+    }
+
     /// A device buffer holding a copy of `bytes` (enqueued on the stream).
     pub fn upload(&self, bytes: &[u8]) -> Result<DeviceBuffer, DriverError> {
         if bytes.is_empty() {

@@ -94,6 +94,9 @@ use std::fmt::Display;
 const CHUNK: u64 = 4096;
 /// Lane accumulators of the canonical order: one warp.
 const LANES: u64 = 32;
+/// Elements per lane a reduction loop (and a row-fused pointwise loop) evaluates before
+/// folding (storing) them, so that many loads are in flight per warp.
+const UNROLL: u64 = 4;
 /// Threads per block in the suggested launch.
 const BLOCK: u32 = 256;
 /// The most blocks the suggested launch uses (the loops cover the rest).
@@ -205,6 +208,19 @@ impl PtxProgram {
             self.target.sm
         )
     }
+}
+
+/// Kept points below which [`gpu_program`] splits a reduction longer than one canonical
+/// chunk in two kernels: with fewer, one warp per point leaves most of the GPU idle.
+pub const SPLIT_BELOW_POINTS: usize = 2048;
+
+/// The program a GPU runs for the lowered cluster `p`: `p` with its long reductions over
+/// few kept points split in two kernels
+/// ([`kiln_compiler::kernel::split_long_reductions`]), so the chunks of the canonical
+/// order run in parallel. Emit and launch this program, not `p` (it may have more kernels
+/// and scratch buffers).
+pub fn gpu_program(p: &Program) -> Program {
+    kiln_compiler::kernel::split_long_reductions(p, SPLIT_BELOW_POINTS)
 }
 
 /// Emits every kernel of `p` into one module for `target`, and each of its random fills
@@ -1236,6 +1252,46 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// [`Emitter::stores`] for several points: every point's store values first, then all
+    /// the stores, so the points' loads are in flight together. Only for a kernel that
+    /// loads no buffer it stores ([`Emitter::loads_a_stored_buffer`]).
+    fn stores_batch(&mut self, points: &[(Reg, Vec<Reg>)]) -> R<()> {
+        let mut values = Vec::with_capacity(points.len() * self.k.stores.len());
+        for (_, vars) in points {
+            self.memo.iter_mut().for_each(|m| *m = None);
+            for s in &self.k.stores {
+                values.push(self.node(s.value, vars)?);
+            }
+        }
+        self.memo.iter_mut().for_each(|m| *m = None);
+        let stores = points
+            .iter()
+            .flat_map(|(i, _)| self.k.stores.iter().map(move |s| (*i, s)));
+        for ((i, s), v) in stores.zip(values) {
+            let dt = self.buf_dtype(s.buf)?;
+            let addr = self.address(s.buf, i, dt)?;
+            let src = if dt == DType::Bool {
+                self.def(RegClass::B32, "selp.u32", &[&1, &0, &v])
+            } else {
+                v
+            };
+            self.emit(
+                &format!("st.{}.{}", self.space(s.buf), mem_type(dt)),
+                &[&format!("[{addr}]"), &src],
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether the current kernel loads a buffer it also stores.
+    fn loads_a_stored_buffer(&self) -> bool {
+        let k = self.k;
+        k.nodes.iter().any(|n| match n.kind {
+            NodeKind::Load { buf, .. } => k.stores.iter().any(|s| s.buf == buf),
+            _ => false,
+        })
+    }
+
     /// The address of element `index` (a `.b64` or a narrow `.b32` index) of `buf`.
     fn address(&mut self, buf: BufRef, index: Reg, dt: DType) -> R<Reg> {
         let bytes = elem_bytes(dt);
@@ -1436,7 +1492,33 @@ impl<'a> Emitter<'a> {
                 }
                 None => {
                     let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
-                    let (j, ptop, pdone) = self.loop_begin("point", first, &end);
+                    let mut j = first;
+                    if !self.loads_a_stored_buffer() {
+                        // UNROLL of the lane's points at a time, every value before any
+                        // store, so their loads are in flight together (`j < end - span`
+                        // signed: `end - span` may be negative).
+                        let span = (UNROLL - 1) * LANES;
+                        let main_end = self.def(RegClass::B64, "sub.s64", &[&end, &span]);
+                        let (jm, top, done) = (
+                            self.b.reg(RegClass::B64),
+                            self.b.label("points"),
+                            self.b.label("points_end"),
+                        );
+                        self.emit("mov.u64", &[&jm, &first]);
+                        self.b.place(&top);
+                        let past = self.def(RegClass::Pred, "setp.ge.s64", &[&jm, &main_end]);
+                        self.emit(&format!("@{past} bra"), &[&done]);
+                        let mut points = Vec::with_capacity(UNROLL as usize);
+                        for u in 0..UNROLL {
+                            let ju = self.def(RegClass::B64, "add.s64", &[&jm, &(u * LANES)]);
+                            let vars = self.unravel(ju);
+                            points.push((ju, vars));
+                        }
+                        self.stores_batch(&points)?;
+                        self.loop_end(jm, &(UNROLL * LANES), top, done);
+                        j = jm;
+                    }
+                    let (j, ptop, pdone) = self.loop_begin("point", j, &end);
                     let vars = self.unravel(j);
                     self.stores(j, &vars)?;
                     self.loop_end(j, &LANES, ptop, pdone);
@@ -1499,7 +1581,32 @@ impl<'a> Emitter<'a> {
         let id = self.identity(dt, kind)?;
         self.mov(dt, acc, id);
         let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
-        let (j, top, done) = self.loop_begin("lane", first, end);
+        // Unrolled: UNROLL of the lane's elements (j, j + 32, …) are evaluated before any
+        // is folded, so their loads are in flight together; the folds stay in index order.
+        // `j < end - span` is a signed compare (`end - span` may be negative).
+        let j = self.b.reg(RegClass::B64);
+        self.emit("mov.u64", &[&j, &first]);
+        let end64 = self.def(RegClass::B64, "mov.u64", &[end]);
+        let main_end = self.def(RegClass::B64, "sub.s64", &[&end64, &((UNROLL - 1) * LANES)]);
+        let top = self.b.label("lanes");
+        let done = self.b.label("lanes_end");
+        self.b.place(&top);
+        let past = self.def(RegClass::Pred, "setp.ge.s64", &[&j, &main_end]);
+        self.emit(&format!("@{past} bra"), &[&done]);
+        let mut xs = Vec::with_capacity(UNROLL as usize);
+        for u in 0..UNROLL {
+            let ju = self.def(RegClass::B64, "add.s64", &[&j, &(u * LANES)]);
+            vars[seq] = self.narrowed(ju);
+            self.memo.iter_mut().for_each(|m| *m = None);
+            xs.push(self.node(value, vars)?);
+        }
+        for x in xs {
+            let y = self.combine(dt, kind, acc, x);
+            self.mov(dt, acc, y);
+        }
+        self.loop_end(j, &(UNROLL * LANES), top, done);
+        // The rest (fewer than UNROLL per lane), one at a time.
+        let (j, top, done) = self.loop_begin("lane", j, &end64);
         vars[seq] = self.narrowed(j);
         self.memo.iter_mut().for_each(|m| *m = None);
         let x = self.node(value, vars)?;

@@ -24,7 +24,7 @@ use kiln_compiler::kernel::{NodeKind, Program};
 use kiln_compiler::lower::{lower_cluster, LowerError};
 use kiln_interp::Interpreter;
 use kiln_ir::{BinaryOp, Cluster, Tensor};
-use kiln_ptx::emit::{emit_program, EmitError};
+use kiln_ptx::emit::{emit_program, gpu_program, EmitError};
 use kiln_ptx::ptxas::Ptxas;
 use kiln_ptx::Target;
 use std::path::{Path, PathBuf};
@@ -66,16 +66,22 @@ fn check_inputs(label: &str, c: &Cluster, inputs: &[Tensor]) -> Result<bool, Str
     if !p.dots.is_empty() {
         return Ok(false);
     }
-    let ptx = emit_program(&p, sm80()).map_err(|e| format!("{label}: {e}"))?;
-    for launch in [Launch::Fixed(3, 64), Launch::Suggested] {
-        let got = simulate(&p, &ptx, &inputs, launch)
-            .map_err(|e| format!("{label} ({launch:?}): {e}\n{}", ptx.text))?;
-        if let Some(d) = first_difference(&got, &want) {
-            return Err(format!(
-                "{label} ({launch:?}): {d}\n{}\n{}",
-                kiln_ir::print_func(&c.body),
-                kiln_compiler::kernel::print_program(&p)
-            ));
+    // The lowered program, and (where it differs) the one the GPU runs: long reductions
+    // over few points split in two kernels.
+    let split = gpu_program(&p);
+    let programs = if split == p { vec![p] } else { vec![p, split] };
+    for p in &programs {
+        let ptx = emit_program(p, sm80()).map_err(|e| format!("{label}: {e}"))?;
+        for launch in [Launch::Fixed(3, 64), Launch::Suggested] {
+            let got = simulate(p, &ptx, &inputs, launch)
+                .map_err(|e| format!("{label} ({launch:?}): {e}\n{}", ptx.text))?;
+            if let Some(d) = first_difference(&got, &want) {
+                return Err(format!(
+                    "{label} ({launch:?}): {d}\n{}\n{}",
+                    kiln_ir::print_func(&c.body),
+                    kiln_compiler::kernel::print_program(p)
+                ));
+            }
         }
     }
     Ok(true)
@@ -244,6 +250,20 @@ fn reduction_cases() -> Vec<(String, String)> {
     v.push((
         "reduce_max f64 over 33 chunks".into(),
         "func @f(%x: f64[2,133000]) -> f64[2] {\n  %y = reduce_max %x, axes=[1] : f64[2]\n  return %y\n}".into(),
+    ));
+    // Split on the GPU (few kept points): chunk results through a scratch buffer, a
+    // shorter last chunk padded with the identity, a strided sequence, an epilogue.
+    v.push((
+        "reduce_sum f32 columns of 5000 (split, strided)".into(),
+        "func @f(%x: f32[5000,3]) -> f32[3] {\n  %y = reduce_sum %x, axes=[0] : f32[3]\n  return %y\n}".into(),
+    ));
+    v.push((
+        "reduce_min i32 over outer axes of 6300 (split)".into(),
+        "func @f(%x: i32[70,3,90]) -> i32[3] {\n  %y = reduce_min %x, axes=[0,2] : i32[3]\n  return %y\n}".into(),
+    ));
+    v.push((
+        "logsumexp of 8192 with epilogue (split, whole chunks)".into(),
+        "func @f(%x: f32[2,8192], %b: f32[2]) -> f32[2] {\n  %e = exp %x : f32[2,8192]\n  %s = reduce_sum %e, axes=[1] : f32[2]\n  %l = log %s : f32[2]\n  %y = sub %l, %b : f32[2]\n  return %y\n}".into(),
     ));
     v.push((
         "empty reduction".into(),
@@ -1493,5 +1513,43 @@ fn programs_with_wide_indices_keep_64_bit_arithmetic_and_match() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn split_reductions_keep_the_canonical_bits() {
+    // -0.0 everywhere: the canonical sum is +0.0, and the identity padding of the short
+    // last chunk must not change that; a NaN in the last chunk must survive max.
+    let n = 5000;
+    let cases = [
+        ("reduce_sum", vec![-0.0f32; n]),
+        ("reduce_max", {
+            let mut x: Vec<f32> = (0..n).map(|i| (i as f32).sin()).collect();
+            x[n - 3] = f32::NAN;
+            x
+        }),
+        (
+            "reduce_sum",
+            (0..n).map(|i| 1.0 / (1.0 + i as f32)).collect(),
+        ),
+    ];
+    for (kind, data) in cases {
+        let src = format!(
+            "func @f(%x: f32[{n}]) -> f32[] {{\n  %y = {kind} %x, axes=[0] : f32[]\n  return %y\n}}"
+        );
+        let c = cluster(&src).expect("parses");
+        let p = lower_cluster(&c).expect("lowers");
+        let split = gpu_program(&p);
+        assert_eq!(
+            split.kernels.len(),
+            p.kernels.len() + 1,
+            "{kind}: not split"
+        );
+        assert_eq!(split.temps.len(), p.temps.len() + 1);
+        let x = Tensor::new(vec![n], kiln_ir::Buffer::F32(data)).expect("shape");
+        assert!(
+            check_inputs(kind, &c, &[x]).expect("bit for bit"),
+            "{kind}: not checked"
+        );
     }
 }

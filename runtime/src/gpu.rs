@@ -454,7 +454,8 @@ impl GpuExe {
         Ok(())
     }
 
-    /// Device buffers for one run over `inputs`: outputs and scratch zero-filled.
+    /// Device buffers for one run over `inputs`: outputs and scratch left unfilled, except
+    /// the result of a dot with K = 0, which is zero-filled.
     fn buffers<'a>(&self, inputs: Vec<&'a DeviceBuffer>) -> Result<Buffers<'a>, String> {
         let p = &self.entry.program;
         self.check_arity(inputs.len())?;
@@ -468,15 +469,34 @@ impl GpuExe {
                 ));
             }
         }
-        let alloc = |ts: &[TensorType]| {
-            ts.iter()
-                .map(|t| self.gpu.alloc(type_bytes(t)).map(Some))
-                .collect::<Result<Vec<_>, _>>()
+        // Every launch and gemm writes its whole output, so only the result of a dot with
+        // nothing to multiply (K = 0) needs the zero fill.
+        let zero_dot = |i: usize| {
+            p.dots
+                .iter()
+                .zip(&self.gemms)
+                .any(|(d, g)| d.out == i && g.is_none())
+        };
+        let alloc = |t: &TensorType, zero: bool| {
+            let bytes = type_bytes(t);
+            if zero {
+                self.gpu.alloc(bytes).map(Some)
+            } else {
+                self.gpu.alloc_uninit(bytes).map(Some)
+            }
         };
         Ok(Buffers {
             inputs,
-            outputs: alloc(&p.outputs).map_err(drv)?,
-            temps: alloc(&p.temps).map_err(drv)?,
+            outputs: (p.outputs.iter().map(|t| alloc(t, false)))
+                .collect::<Result<_, _>>()
+                .map_err(drv)?,
+            temps: (p
+                .temps
+                .iter()
+                .enumerate()
+                .map(|(i, t)| alloc(t, zero_dot(i))))
+            .collect::<Result<_, _>>()
+            .map_err(drv)?,
         })
     }
 
@@ -501,7 +521,7 @@ impl GpuExe {
     fn run_dot(&self, bufs: &mut Buffers, i: usize) -> Result<(), String> {
         let d = &self.entry.program.dots[i];
         let Some(plan) = &self.gemms[i] else {
-            return Ok(()); // empty output or K = 0: the zero-filled buffer is the answer
+            return Ok(()); // empty output or K = 0: `buffers` zero-filled it
         };
         let mut out = bufs.temps[d.out]
             .take()
@@ -863,6 +883,7 @@ impl Backend for GpuBackend {
         let program = lower_cluster(cluster).map_err(|e| match e {
             LowerError::Unsupported(why) => CompileFailure::Unsupported(why),
         })?;
+        let program = kiln_ptx::gpu_program(&program);
         plan_dots(&program).map_err(CompileFailure::Unsupported)?;
         if !program.dots.is_empty() {
             self.gpu.cublas().map_err(|e| {

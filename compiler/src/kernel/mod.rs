@@ -12,6 +12,7 @@
 //! decides those, and no choice it makes may change a result.
 
 mod print;
+mod split;
 
 use kiln_ir::{
     BinaryOp, CompareDir, DType, RandomAlg, RandomDist, ReduceKind, Tensor, TensorType, UnaryOp,
@@ -19,6 +20,7 @@ use kiln_ir::{
 use serde::{Deserialize, Serialize};
 
 pub use print::print_program;
+pub use split::split_long_reductions;
 
 /// An index into [`Kernel::nodes`].
 pub type NodeId = usize;

@@ -1,0 +1,114 @@
+//! Where the GPU path's time per call goes, step by step, on this machine's GPU: device
+//! allocation and release, an empty round trip (enqueue nothing, wait), and one compiled
+//! cluster through the runtime (`run_placed` alone, then with the wait) at a small and a
+//! large size. The wall-clock medians are printed; nothing is asserted (this is a
+//! measurement, not a test). Without a GPU it says so and exits 0.
+//!
+//! Run: `cargo run -p kiln-benches --release --bin gpu_dispatch`
+
+use kiln_flags::Flags;
+use kiln_ir::{parse_func, Func};
+use kiln_runtime::{Backend, GpuBackend, Runtime, RuntimeOptions};
+use std::sync::Arc;
+use std::time::Instant;
+
+const REPS: usize = 200;
+
+/// Median wall microseconds of `REPS` calls of `f` (after 10 warm-ups).
+fn median_us(mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    for _ in 0..10 {
+        f()?;
+    }
+    let mut t = Vec::with_capacity(REPS);
+    for _ in 0..REPS {
+        let s = Instant::now();
+        f()?;
+        t.push(s.elapsed().as_secs_f64() * 1e6);
+    }
+    t.sort_by(f64::total_cmp);
+    Ok(t[REPS / 2])
+}
+
+fn softmax(rows: usize, cols: usize) -> Result<Func, String> {
+    let src = format!(
+        "func @softmax(%x: f32[{rows},{cols}]) -> f32[{rows},{cols}] {{
+  %m = reduce_max %x, axes=[1] : f32[{rows}]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[{rows},{cols}]
+  %d = sub %x, %mb : f32[{rows},{cols}]
+  %e = exp %d : f32[{rows},{cols}]
+  %s = reduce_sum %e, axes=[1] : f32[{rows}]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[{rows},{cols}]
+  %y = div %e, %sb : f32[{rows},{cols}]
+  return %y
+}}"
+    );
+    let mut f = parse_func(&src, "softmax").map_err(|e| e.to_string())?;
+    let opts = kiln_compiler::Options::from_flags(&Flags::default());
+    kiln_compiler::run_pipeline(&mut f, &opts).map_err(|e| e.to_string())?;
+    Ok(f)
+}
+
+fn main() -> Result<(), String> {
+    let flags = Flags::from_env().map_err(|e| e.to_string())?;
+    let backend = match GpuBackend::open(&flags) {
+        Ok(b) => Arc::new(b),
+        Err(e) => {
+            println!("skipped: no GPU ({e})");
+            return Ok(());
+        }
+    };
+    let gpu = backend.gpu().clone();
+    println!("{}", backend.describe());
+    for mb in [1usize, 16, 64] {
+        let us = median_us(|| {
+            let b = gpu.alloc_uninit(mb << 20).map_err(|e| e.to_string())?;
+            drop(b);
+            Ok(())
+        })?;
+        println!("alloc + free {mb:>3} MB (no wait):          {us:8.1} us");
+    }
+    let us = median_us(|| gpu.synchronize().map_err(|e| e.to_string()))?;
+    println!("synchronize, nothing enqueued:          {us:8.1} us");
+    let dev: Arc<dyn Backend> = backend.clone();
+    let opts = RuntimeOptions::from_flags(&flags).map_err(|e| e.to_string())?;
+    let rt = Runtime::new(Some(dev), opts).map_err(|e| e.to_string())?;
+    for (rows, cols) in [(8usize, 32usize), (4096, 1024)] {
+        let f = softmax(rows, cols)?;
+        let x = kiln_runtime::synth_input(&f.param_types()[0], 1);
+        let arg = [rt.place(&x).map_err(|e| e.to_string())?];
+        let run = || rt.run_placed(&f, &arg).map(drop).map_err(|e| e.to_string());
+        let enqueue = median_us(|| {
+            run()?;
+            Ok(())
+        })?;
+        rt.synchronize().map_err(|e| e.to_string())?;
+        let both = median_us(|| {
+            run()?;
+            rt.synchronize().map_err(|e| e.to_string())
+        })?;
+        let device = {
+            let mut t = Vec::new();
+            for _ in 0..REPS {
+                let mut failed = None;
+                let ms = gpu
+                    .time_ms(&mut || {
+                        failed = run().err();
+                        Ok(())
+                    })
+                    .map_err(|e| e.to_string())?;
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                t.push(f64::from(ms) * 1e3);
+            }
+            t.sort_by(f64::total_cmp);
+            t[REPS / 2]
+        };
+        println!(
+            "softmax {rows}x{cols}: run_placed {enqueue:8.1} us; + wait {both:8.1} us; \
+             device (events) {device:8.1} us; compiled runs {}",
+            rt.stats().values().map(|s| s.compiled_runs).sum::<u64>()
+        );
+    }
+    Ok(())
+}

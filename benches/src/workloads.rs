@@ -5,6 +5,7 @@ use kiln_ir::{trace, Buffer, DType, Func, RandomAlg, RandomDist, Tensor, TensorT
 
 /// Every workload name, in the order the table shows them.
 pub const WORKLOADS: &[&str] = &[
+    "bias_relu",
     "chain",
     "gelu",
     "gelu_f64",
@@ -164,6 +165,19 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
         Ok::<_, String>((Body::Graph(Call { func, args }), bytes))
     };
     let (body, bytes, agreement) = match name {
+        "bias_relu" => {
+            // `relu(x + b)` with a broadcast bias: little arithmetic per byte, so it shows
+            // what a fused pointwise kernel gets of the memory bandwidth.
+            let cols = 1024;
+            let f = trace(
+                "bias_relu",
+                &[f32s(&[n / cols, cols]), f32s(&[cols])],
+                |a| (&a[0] + &a[1]).relu(),
+            );
+            let args = vec![input(&[n / cols, cols], 12, 1.0), input(&[cols], 13, 1.0)];
+            let (b, by) = one(f, args, n)?;
+            (b, by, Agreement::Exact)
+        }
         "chain" => {
             let f = trace("chain", &[f32s(&[n])], |a| {
                 let x = &a[0];

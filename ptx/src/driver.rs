@@ -117,6 +117,11 @@ impl Gpu {
         let ctx = cuda("creating context", CudaContext::new(ordinal))?;
         let name = cuda("reading device name", ctx.name())?;
         let (major, minor) = cuda("reading compute capability", ctx.compute_capability())?;
+        // SAFETY: everything Kiln enqueues on this context (copies, kernels, cuBLAS) goes
+        // to this one stream, whose order already orders every use of a buffer before its
+        // release; cudarc's per-buffer events only order work across streams, and cost two
+        // event creations per allocation and a record per launch argument.
+        unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
         keep_pool_memory(&ctx);
         let mut driver_version: std::ffi::c_int = 0;

@@ -96,7 +96,11 @@ const CHUNK: u64 = 4096;
 const LANES: u64 = 32;
 /// Elements per lane a reduction loop (and a row-fused pointwise loop) evaluates before
 /// folding (storing) them, so that many loads are in flight per warp.
-const UNROLL: u64 = 4;
+const UNROLL: u64 = 8;
+/// Points each thread of a pointwise launch covers (one vector group of four, or four
+/// grid-stride steps): a grid of one thread per point would leave three quarters of the
+/// blocks of a vectorised kernel with nothing to do.
+pub const POINTS_PER_THREAD: u64 = 4;
 /// Threads per block in the suggested launch.
 const BLOCK: u32 = 256;
 /// The most blocks the suggested launch uses (the loops cover the rest).
@@ -906,7 +910,7 @@ impl<'a> Emitter<'a> {
                 }
                 (
                     Mapping::Pointwise { points },
-                    points.div_ceil(u64::from(BLOCK)),
+                    points.div_ceil(u64::from(BLOCK) * POINTS_PER_THREAD),
                 )
             }
             Some(red) => {

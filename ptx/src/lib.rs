@@ -35,7 +35,9 @@ pub mod ptxas;
 mod random;
 
 pub use arith::{Double, PtxArith, PtxFloat, Single};
-pub use emit::{emit_program, gpu_program, EmitError, KernelLaunch, Mapping, PtxProgram};
+pub use emit::{
+    emit_program, gpu_program, EmitError, KernelLaunch, Mapping, PtxProgram, POINTS_PER_THREAD,
+};
 pub use gemm::{plan_dot, DotPlan, GemmPlan};
 pub use kernels::{elementwise_kernel, emit_math_kernel, MathFn};
 pub use module::{emit_module, Body, Kernel, Label, Reg, RegClass, Target};

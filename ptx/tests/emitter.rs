@@ -1051,7 +1051,8 @@ fn row_patterns_fuse_into_one_entry_and_match_the_interpreter() {
     for (i, (label, src)) in row_pattern_cases().iter().enumerate() {
         let c = cluster(src).unwrap_or_else(|e| panic!("{label}: {e}"));
         let p = lower_cluster(&c).unwrap_or_else(|e| panic!("{label}: {e:?}"));
-        assert!(p.kernels.len() >= 3, "{label}: {} kernels", p.kernels.len());
+        // (Rows of one column: each pointwise step is the epilogue of the reduction before.)
+        assert!(p.kernels.len() >= 2, "{label}: {} kernels", p.kernels.len());
         let ptx = emit_program(&p, sm80()).unwrap_or_else(|e| panic!("{label}: {e}"));
         let entries = ptx.text.matches(".entry ").count();
         let single_row = label.contains("[1,");

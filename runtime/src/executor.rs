@@ -60,6 +60,11 @@ struct State {
     clusters: BTreeMap<String, ClusterRecord>,
     /// Executables by content key (cluster text + backend).
     memory: HashMap<String, Arc<dyn Executable>>,
+    /// Content keys already computed, by cluster id: each with the body it was computed
+    /// for. Printing and hashing a body costs microseconds on every call; comparing it with
+    /// the remembered body costs far less, and a different body (a re-traced function
+    /// under the same name) still gets its own key.
+    content_keys: HashMap<String, Vec<(Func, String)>>,
     in_flight: usize,
     total_compile_time: Duration,
     transfers: TransferStats,
@@ -411,17 +416,22 @@ impl Runtime {
     fn route(&self, id: &str, signature: &str, c: &Cluster) -> Option<Arc<dyn Executable>> {
         let inner = &self.inner;
         let backend = inner.backend.clone()?;
-        let content = content_key(c, backend.name());
-        let action = {
+        let (content, action) = {
             let mut st = lock(&inner.state);
+            let content = remembered_content_key(&mut st, id, c, backend.name());
             let rec = st.clusters.entry(id.to_string()).or_default();
             let facts = rec.facts;
             let inst = rec.instances.entry(signature.to_string()).or_default();
-            decide(&inner.opts.policy, &facts, inst)
+            (content, decide(&inner.opts.policy, &facts, inst))
         };
         match action {
             Action::Fallback => None,
-            Action::RunCompiled => lock(&inner.state).memory.get(&content).cloned(),
+            Action::RunCompiled => {
+                let known = lock(&inner.state).memory.get(&content).cloned();
+                // A body this instance has not compiled (a function re-traced under the
+                // same names): compile it now rather than run the fallback forever.
+                known.or_else(|| self.obtain(id, signature, c, &backend, &content))
+            }
             Action::CompileAndRun => self.obtain(id, signature, c, &backend, &content),
             Action::StartAsyncCompile => {
                 let me = self.clone();
@@ -777,6 +787,25 @@ fn count(inner: &Inner, what: &str, ty: &TensorType, up: bool) {
 }
 
 /// The in-memory cache key: the cluster's full text (shapes included) and the backend.
+/// Bodies remembered per cluster id in [`State::content_keys`] (the oldest is forgotten).
+const MAX_BODIES_PER_ID: usize = 4;
+
+/// [`content_key`] of `c`, remembered per cluster id with the body it belongs to.
+fn remembered_content_key(st: &mut State, id: &str, c: &Cluster, backend: &str) -> String {
+    if let Some(known) = st.content_keys.get(id) {
+        if let Some((_, key)) = known.iter().find(|(body, _)| *body == c.body) {
+            return key.clone();
+        }
+    }
+    let key = content_key(c, backend);
+    let known = st.content_keys.entry(id.to_string()).or_default();
+    if known.len() >= MAX_BODIES_PER_ID {
+        known.remove(0);
+    }
+    known.push((c.body.clone(), key.clone()));
+    key
+}
+
 fn content_key(c: &Cluster, backend: &str) -> String {
     let text = print_func(&c.body);
     format!("{backend}:{}", blake3::hash(text.as_bytes()).to_hex())

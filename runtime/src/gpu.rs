@@ -209,12 +209,13 @@ fn buf_exists(p: &Program, b: BufRef) -> bool {
     }
 }
 
-/// The blocks a launch of `mapping` with `block` threads uses: enough to give every point
-/// (pointwise) or every kept point's warp one pass, at most [`MAX_GRID`], at least 1.
+/// The blocks a launch of `mapping` with `block` threads uses: enough to give every thread
+/// [`kiln_ptx::POINTS_PER_THREAD`] points (pointwise) or every kept point's warp one pass,
+/// at most [`MAX_GRID`], at least 1.
 pub fn grid_for(mapping: Mapping, block: u32) -> u32 {
     let block = u64::from(block.max(1));
     let blocks = match mapping {
-        Mapping::Pointwise { points } => points.div_ceil(block),
+        Mapping::Pointwise { points } => points.div_ceil(block * kiln_ptx::POINTS_PER_THREAD),
         Mapping::WarpPerPoint { points, .. } => points.div_ceil((block / 32).max(1)),
         Mapping::WarpPerRow { rows, warps } => {
             rows.div_ceil((block / 32).clamp(1, u64::from(warps.max(1))))
@@ -979,7 +980,9 @@ mod tests {
 
     #[test]
     fn grids_cover_the_work_within_bounds() {
-        assert_eq!(grid_for(Mapping::Pointwise { points: 1000 }, 256), 4);
+        // Four points per thread.
+        assert_eq!(grid_for(Mapping::Pointwise { points: 1000 }, 256), 1);
+        assert_eq!(grid_for(Mapping::Pointwise { points: 1025 }, 256), 2);
         assert_eq!(grid_for(Mapping::Pointwise { points: 0 }, 256), 1);
         assert_eq!(
             grid_for(Mapping::Pointwise { points: 1 << 40 }, 256),

@@ -364,3 +364,30 @@ fn persistent_cache_is_shared_between_runtimes_and_repairs_corruption() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_retraced_function_with_the_same_names_runs_its_own_body() {
+    // Same function name, cluster name and signature, different bodies: the runtime
+    // remembers content keys per cluster id, and must still tell the bodies apart.
+    let n = 64;
+    let a = graph(n);
+    let src = format!(
+        "func @f(%x: f32[{n}]) -> f32[{n}] {{\n  %a = exp %x : f32[{n}]\n  %b = sin %a : f32[{n}]\n  %c = tanh %b : f32[{n}]\n  %d = add %c, %x : f32[{n}]\n  return %d\n}}\n"
+    );
+    let mut b = parse_func(&src, "t2.kir").unwrap();
+    run_pipeline(&mut b, &Options::from_flags(&Flags::default())).unwrap();
+    let backend = Arc::new(TestBackend::default());
+    let rt = runtime(
+        backend.clone(),
+        PolicyConfig {
+            compile_threshold: 0,
+            ..PolicyConfig::default()
+        },
+    );
+    let interp = kiln_interp::Interpreter::new(1).unwrap();
+    for f in [&a, &b, &a, &b, &b, &a] {
+        let want = interp.run(f, &[input(n)]).unwrap();
+        assert_eq!(rt.run(f, &[input(n)]).unwrap(), want);
+    }
+    assert_eq!(backend.compiles.load(Ordering::SeqCst), 2);
+}

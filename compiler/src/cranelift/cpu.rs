@@ -455,10 +455,10 @@ impl CpuExecutable {
                         let args = Args(ptrs.as_ptr());
                         let tasks = partial_tasks(k, chunks);
                         match &self.pool {
-                            Some(pool) => {
+                            Some(pool) if tasks.len() > 1 => {
                                 pool.install(|| tasks.par_iter().for_each(|&t| call(pf, args, t)))
                             }
-                            None => tasks.iter().for_each(|&t| call(pf, args, t)),
+                            _ => tasks.iter().for_each(|&t| call(pf, args, t)),
                         }
                         self.run_kernel(k, f, args);
                         ptrs[last] = std::ptr::null_mut();
@@ -548,8 +548,12 @@ impl CpuExecutable {
             }
         };
         match &self.pool {
-            Some(pool) => pool.install(|| blocks.par_iter().for_each_init(init, block)),
-            None => {
+            // One block (a small input) runs on the calling thread: waking the pool for it
+            // costs more than the work.
+            Some(pool) if blocks.len() > 1 => {
+                pool.install(|| blocks.par_iter().for_each_init(init, block))
+            }
+            _ => {
                 let mut state = init();
                 blocks.iter().for_each(|b| block(&mut state, b))
             }

@@ -11,6 +11,7 @@
 //! Deliberately not here: anything about machine code, vector widths or threads; a backend
 //! decides those, and no choice it makes may change a result.
 
+mod epilogue;
 mod print;
 mod split;
 
@@ -19,6 +20,7 @@ use kiln_ir::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use epilogue::fuse_epilogues;
 pub use print::print_program;
 pub use split::split_long_reductions;
 

@@ -180,7 +180,7 @@ fn subgraph(
 }
 
 /// `k` with operand ids mapped by `node` and index expressions by `expr`.
-fn rebuild(
+pub(super) fn rebuild(
     k: &NodeKind,
     node: &dyn Fn(NodeId) -> NodeId,
     expr: &dyn Fn(&IExpr) -> IExpr,
@@ -218,7 +218,7 @@ fn rebuild(
 }
 
 /// The operands of a node.
-fn operands(k: &NodeKind) -> Vec<NodeId> {
+pub(super) fn operands(k: &NodeKind) -> Vec<NodeId> {
     match k {
         NodeKind::Load { .. }
         | NodeKind::Const(_)

@@ -168,6 +168,7 @@ pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
         };
         prog.kernels.push(k);
     }
+    crate::kernel::fuse_epilogues(&mut prog);
     Ok(prog)
 }
 

@@ -24,7 +24,7 @@ SIZES = {
     "medium": dict(n=1 << 24, rows=(4096, 1024), batch=256),
     "large": dict(n=1 << 26, rows=(16384, 1024), batch=1024),
 }
-WORKLOADS = ["chain", "gelu", "softmax", "layernorm", "sum", "mlp", "rng_normal"]
+WORKLOADS = ["bias_relu", "chain", "gelu", "softmax", "layernorm", "sum", "mlp", "rng_normal"]
 
 
 def inputs(name, sz, rng):
@@ -32,6 +32,8 @@ def inputs(name, sz, rng):
     n, (r, c), b = sz["n"], sz["rows"], sz["batch"]
     if name in ("chain", "gelu", "sum"):
         return [f(n)]
+    if name == "bias_relu":
+        return [f(n // 1024, 1024), f(1024)]
     if name in ("softmax", "layernorm"):
         return [f(r, c)]
     if name == "mlp":
@@ -59,6 +61,7 @@ def programs(np_like, nn):
         return softmax(nn.matmul(h, w2) + b2)
 
     return {
+        "bias_relu": lambda x, b: np_like.maximum(x + b, 0.0),
         "chain": lambda x: np_like.tanh(x * 1.5 + 0.25) * 0.5 + x,
         "gelu": gelu,
         "softmax": softmax,
@@ -97,6 +100,10 @@ def run_jax(size, sz, names, budget, out):
         return
     progs = programs(jnp, jnp)
     rng = np.random.default_rng(0)
+    # On a GPU the mode is `jax.jit@gpu`, and `kiln bench --device gpu --compare` sets it
+    # beside Kiln's gpu rows; on the CPU it is plain `jax.jit` (beside the cpu rows).
+    backend = jax.default_backend()
+    mode = "jax.jit" if backend == "cpu" else f"jax.jit@{backend}"
     for name in names:
         if name == "rng_normal":
             key = jax.random.PRNGKey(42)
@@ -109,8 +116,8 @@ def run_jax(size, sz, names, budget, out):
         f.lower(*args).compile()
         compile_ms = (time.perf_counter() - t) * 1e3
         first, s = timeit(lambda: f(*args), lambda r: r.block_until_ready(), budget)
-        out.append(record(name, size, "jax.jit", first, s, compile_ms))
-        print(f"jax.jit {name}: {statistics.median(s):.2f} ms", file=sys.stderr)
+        out.append(record(name, size, mode, first, s, compile_ms))
+        print(f"{mode} {name}: {statistics.median(s):.2f} ms", file=sys.stderr)
 
 
 def run_tf(size, sz, names, budget, out):

@@ -142,7 +142,7 @@ fn calls_of(w: &Workload) -> Vec<&Call> {
 }
 
 /// Calls of the `gpu` mode's pipelined measurement (back to back, one wait at the end).
-const PIPELINED: usize = 8;
+const PIPELINED: usize = 16;
 
 /// Runs every call once; returns the wall time (ms) and each call's outputs. A mode with
 /// placed arguments runs on them and waits for the device before the clock stops; its

@@ -181,14 +181,20 @@ pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
             let a = anchors
                 .iter()
                 .find(|a| a.mode == *m && a.workload == r.workload && a.size == r.size);
-            // Anchors sit on the compiled row, or on the only row of a host-only workload.
-            let kiln_row = r.mode == "cpu"
-                || !report
-                    .records
-                    .iter()
-                    .any(|o| o.workload == r.workload && o.mode == "cpu");
-            match (a, kiln_row) {
-                (Some(a), true) => {
+            // Anchors sit on the compiled row (a GPU anchor, `…@gpu`, on the gpu row), or
+            // on the only row of a host-only workload.
+            let kiln_row = |a: &Anchor| {
+                if a.mode.ends_with("@gpu") {
+                    return r.mode == "gpu";
+                }
+                r.mode == "cpu"
+                    || !report
+                        .records
+                        .iter()
+                        .any(|o| o.workload == r.workload && o.mode == "cpu")
+            };
+            match a {
+                Some(a) if kiln_row(a) => {
                     row.push(ms(a.median_ms));
                     row.push(format!("{:.2}x", a.median_ms / r.median_ms));
                 }

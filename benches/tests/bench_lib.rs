@@ -150,3 +150,36 @@ fn f64_workload_compiles_and_matches_the_fallback() {
     assert_eq!(cpu[0].clusters, 1);
     assert!(cpu[0].compiled_runs > 0, "gelu_f64 never ran compiled");
 }
+
+#[test]
+fn gpu_anchors_sit_on_the_gpu_row_and_pipelined_times_are_listed() {
+    let mut report = small_run("chain");
+    let mut gpu = report.records[1].clone();
+    gpu.mode = "gpu".into();
+    gpu.pipelined_ms = Some(gpu.median_ms / 2.0);
+    gpu.pipelined_bw_pct = Some(42.0);
+    report.records.push(gpu);
+    let anchors = parse_anchors(
+        r#"[{"workload":"chain","size":"small","mode":"jax.jit@gpu","median_ms":7.25},
+            {"workload":"chain","size":"small","mode":"jax.jit","median_ms":3.5}]"#,
+    )
+    .unwrap();
+    let table = render_table(&report, &anchors);
+    let row = |mode: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["chain", mode]))
+            .unwrap_or_else(|| panic!("no {mode} row in\n{table}"))
+            .to_string()
+    };
+    assert!(
+        row("gpu").contains("7.25") && !row("gpu").contains("3.50"),
+        "{table}"
+    );
+    assert!(
+        row("cpu").contains("3.50") && !row("cpu").contains("7.25"),
+        "{table}"
+    );
+    assert!(table.contains("pipelined"), "{table}");
+    assert!(table.contains("42% of copy"), "{table}");
+}

@@ -395,10 +395,11 @@ impl Gpu {
             shared_mem_bytes: 0,
         };
         // SAFETY: forwarded from the caller's contract.
-        cuda(&format!("launching {}", kernel.name), unsafe {
-            launch.launch(cfg)
-        })
-        .map(|_| ())
+        match unsafe { launch.launch(cfg) } {
+            Ok(_) => Ok(()),
+            // The step names the kernel; formatted only on failure (launches are hot).
+            Err(e) => cuda(&format!("launching {}", kernel.name), Err(e)),
+        }
     }
 
     /// Whether cuBLAS can be used (libcublas loads and a handle starts); the reason if not.

@@ -104,9 +104,26 @@ fn main() -> Result<(), String> {
             t.sort_by(f64::total_cmp);
             t[REPS / 2]
         };
+        // The compiled executable alone, without the runtime around it.
+        let cluster = f
+            .insts
+            .iter()
+            .find_map(|i| match &i.op {
+                kiln_ir::Op::Cluster(c) => Some(c.as_ref().clone()),
+                _ => None,
+            })
+            .ok_or("softmax did not cluster")?;
+        let exe = backend
+            .compile(&cluster)
+            .map_err(|e| format!("compiling: {e:?}"))?;
+        let kiln_runtime::Placed::Device(d) = &arg[0] else {
+            return Err("the argument is not on the device".into());
+        };
+        let direct = median_us(|| exe.run_on_device(&[d.as_ref()]).map(drop))?;
+        rt.synchronize().map_err(|e| e.to_string())?;
         println!(
-            "softmax {rows}x{cols}: run_placed {enqueue:8.1} us; + wait {both:8.1} us; \
-             device (events) {device:8.1} us; compiled runs {}",
+            "softmax {rows}x{cols}: run_placed {enqueue:8.1} us (executable alone {direct:6.1} \
+             us); + wait {both:8.1} us; device (events) {device:8.1} us; compiled runs {}",
             rt.stats().values().map(|s| s.compiled_runs).sum::<u64>()
         );
     }

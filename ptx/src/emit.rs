@@ -97,6 +97,8 @@ const LANES: u64 = 32;
 /// Elements per lane a reduction loop (and a row-fused pointwise loop) evaluates before
 /// folding (storing) them, so that many loads are in flight per warp.
 const UNROLL: u64 = 8;
+/// [`UNROLL`] for a reduction whose value is a plain load (a max or sum of a buffer).
+const LOAD_UNROLL: u64 = 32;
 /// Points each thread of a pointwise launch covers (one vector group of four, or four
 /// grid-stride steps): a grid of one thread per point would leave three quarters of the
 /// blocks of a vectorised kernel with nothing to do.
@@ -742,6 +744,10 @@ struct Emitter<'a> {
     /// `ld.global.v4`, and the lane being evaluated.
     vec_loads: Vec<Option<[Reg; 4]>>,
     lane: usize,
+    /// Per node: a register holding its value for the whole current loop (a row-fused
+    /// pointwise step's loads that depend on the row only, such as the row's max), loaded
+    /// once before the loop; consulted before `memo`, which is reset per point.
+    pinned: Vec<Option<Reg>>,
 }
 
 type R<T> = Result<T, EmitError>;
@@ -760,6 +766,7 @@ impl<'a> Emitter<'a> {
             narrow,
             vec_loads: Vec::new(),
             lane: 0,
+            pinned: vec![None; k.nodes.len()],
         }
     }
 
@@ -767,6 +774,7 @@ impl<'a> Emitter<'a> {
     fn switch_to(&mut self, k: &'a Kernel, streams: Vec<Option<random::Stream>>) {
         self.k = k;
         self.memo = vec![None; k.nodes.len()];
+        self.pinned = vec![None; k.nodes.len()];
         self.streams = streams;
     }
 
@@ -973,21 +981,31 @@ impl<'a> Emitter<'a> {
     /// Whether node `n` uses no loop variable and no reduction result (`depth` bounds the
     /// walk; deeper DAGs are treated as variant, which only costs speed).
     fn invariant(&self, n: usize, depth: u32) -> bool {
-        fn no_var(e: &IExpr) -> bool {
+        self.uses_only_vars_below(n, 0, depth)
+    }
+
+    /// Whether node `n` uses no loop variable `>= allowed` and no reduction result
+    /// (`allowed = 0`: [`Emitter::invariant`]; `1`: it depends on the row only).
+    fn uses_only_vars_below(&self, n: usize, allowed: usize, depth: u32) -> bool {
+        fn no_var(e: &IExpr, allowed: usize) -> bool {
             match e {
-                IExpr::Var(_) => false,
+                IExpr::Var(v) => *v < allowed,
                 IExpr::Const(_) => true,
-                IExpr::Add(a, b) => no_var(a) && no_var(b),
+                IExpr::Add(a, b) => no_var(a, allowed) && no_var(b, allowed),
                 IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-                    no_var(a)
+                    no_var(a, allowed)
                 }
             }
         }
+        let no_var = |e: &IExpr| no_var(e, allowed);
         let Some(node) = self.k.nodes.get(n) else {
             return false;
         };
         let ops_ok = |ops: &[usize]| {
-            depth < 64 && ops.iter().all(|&o| o < n && self.invariant(o, depth + 1))
+            depth < 64
+                && ops
+                    .iter()
+                    .all(|&o| o < n && self.uses_only_vars_below(o, allowed, depth + 1))
         };
         match &node.kind {
             NodeKind::Load { offset, .. } => no_var(offset),
@@ -1287,6 +1305,40 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// Loads every load node the stores use that depends on loop variable 0 (the row) only,
+    /// at `vars` (a point of the row), into [`Emitter::pinned`]. Such a load reads an
+    /// input, a constant or an earlier step's row of a temporary (complete: steps end with
+    /// `bar.warp.sync`), so its value is the same at every point of the row.
+    fn pin_row_loads(&mut self, vars: &[Reg]) -> R<()> {
+        let roots: Vec<usize> = self.k.stores.iter().map(|s| s.value).collect();
+        self.pin_loads(&roots, 1, vars)
+    }
+
+    /// Pins (into [`Emitter::pinned`], evaluated at `vars`) every load node that `roots`
+    /// use and that uses only loop variables below `allowed`: its value is the same for
+    /// every point the loop visits while those variables stay fixed.
+    fn pin_loads(&mut self, roots: &[usize], allowed: usize, vars: &[Reg]) -> R<()> {
+        let k = self.k;
+        let mut used = vec![false; k.nodes.len()];
+        let mut stack: Vec<usize> = roots.to_vec();
+        while let Some(n) = stack.pop() {
+            if n >= used.len() || std::mem::replace(&mut used[n], true) {
+                continue;
+            }
+            stack.extend(kiln_compiler::kernel::operands(&k.nodes[n].kind));
+        }
+        for n in 0..k.nodes.len() {
+            let is_load = matches!(k.nodes[n].kind, NodeKind::Load { .. });
+            if used[n] && is_load && self.uses_only_vars_below(n, allowed, 0) {
+                self.memo.iter_mut().for_each(|m| *m = None);
+                let r = self.node(n, vars)?;
+                self.pinned[n] = Some(r);
+            }
+        }
+        self.memo.iter_mut().for_each(|m| *m = None);
+        Ok(())
+    }
+
     /// Whether the current kernel loads a buffer it also stores.
     fn loads_a_stored_buffer(&self) -> bool {
         let k = self.k;
@@ -1367,6 +1419,8 @@ impl<'a> Emitter<'a> {
         let dt = self.dtype(value)?;
         let mut vars = self.unravel(w);
         let seq = vars.len() - 1;
+        // Loads that depend on the kept point only (a row's mean in a variance): once.
+        self.pin_loads(&[value], seq, &vars)?;
         self.b.comment(&format!(
             "canonical {} over {len} elements: 32 lanes, tree 16..1",
             kind.name()
@@ -1402,6 +1456,7 @@ impl<'a> Emitter<'a> {
         vars[seq] = zero;
         self.stores(w, &vars)?;
         self.reduce_result = None;
+        self.pinned.iter_mut().for_each(|p| *p = None);
         self.b.place(&skip);
         Ok(())
     }
@@ -1495,6 +1550,12 @@ impl<'a> Emitter<'a> {
                     self.loop_end(w, &1, ptop, pdone);
                 }
                 None => {
+                    // Loads that depend on the row only (its max, its sum, …): once per
+                    // row, before the step's loops.
+                    if per_row > 0 {
+                        let row_vars = self.unravel(start);
+                        self.pin_row_loads(&row_vars)?;
+                    }
                     let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
                     let mut j = first;
                     if !self.loads_a_stored_buffer() {
@@ -1526,6 +1587,7 @@ impl<'a> Emitter<'a> {
                     let vars = self.unravel(j);
                     self.stores(j, &vars)?;
                     self.loop_end(j, &LANES, ptop, pdone);
+                    self.pinned.iter_mut().for_each(|p| *p = None);
                 }
             }
             // Other lanes' shared writes become visible (and reads complete) here.
@@ -1585,20 +1647,26 @@ impl<'a> Emitter<'a> {
         let id = self.identity(dt, kind)?;
         self.mov(dt, acc, id);
         let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
-        // Unrolled: UNROLL of the lane's elements (j, j + 32, …) are evaluated before any
+        // A plain load costs a register and nothing else: many more of them in flight.
+        let plain_load = matches!(
+            self.k.nodes.get(value).map(|n| &n.kind),
+            Some(NodeKind::Load { .. })
+        );
+        let unroll = if plain_load { LOAD_UNROLL } else { UNROLL };
+        // Unrolled: `unroll` of the lane's elements (j, j + 32, …) are evaluated before any
         // is folded, so their loads are in flight together; the folds stay in index order.
         // `j < end - span` is a signed compare (`end - span` may be negative).
         let j = self.b.reg(RegClass::B64);
         self.emit("mov.u64", &[&j, &first]);
         let end64 = self.def(RegClass::B64, "mov.u64", &[end]);
-        let main_end = self.def(RegClass::B64, "sub.s64", &[&end64, &((UNROLL - 1) * LANES)]);
+        let main_end = self.def(RegClass::B64, "sub.s64", &[&end64, &((unroll - 1) * LANES)]);
         let top = self.b.label("lanes");
         let done = self.b.label("lanes_end");
         self.b.place(&top);
         let past = self.def(RegClass::Pred, "setp.ge.s64", &[&j, &main_end]);
         self.emit(&format!("@{past} bra"), &[&done]);
-        let mut xs = Vec::with_capacity(UNROLL as usize);
-        for u in 0..UNROLL {
+        let mut xs = Vec::with_capacity(unroll as usize);
+        for u in 0..unroll {
             let ju = self.def(RegClass::B64, "add.s64", &[&j, &(u * LANES)]);
             vars[seq] = self.narrowed(ju);
             self.memo.iter_mut().for_each(|m| *m = None);
@@ -1608,8 +1676,8 @@ impl<'a> Emitter<'a> {
             let y = self.combine(dt, kind, acc, x);
             self.mov(dt, acc, y);
         }
-        self.loop_end(j, &(UNROLL * LANES), top, done);
-        // The rest (fewer than UNROLL per lane), one at a time.
+        self.loop_end(j, &(unroll * LANES), top, done);
+        // The rest (fewer than unroll per lane), one at a time.
         let (j, top, done) = self.loop_begin("lane", j, &end64);
         vars[seq] = self.narrowed(j);
         self.memo.iter_mut().for_each(|m| *m = None);
@@ -1726,7 +1794,7 @@ impl<'a> Emitter<'a> {
         let Some(node) = self.k.nodes.get(n) else {
             return self.malformed(format!("node {n} does not exist"));
         };
-        if let Some(r) = self.memo[n] {
+        if let Some(r) = self.pinned[n].or(self.memo[n]) {
             return Ok(r);
         }
         let dt = node.dtype;

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use epilogue::fuse_epilogues;
 pub use print::print_program;
-pub use split::split_long_reductions;
+pub use split::{operands, split_long_reductions};
 
 /// An index into [`Kernel::nodes`].
 pub type NodeId = usize;

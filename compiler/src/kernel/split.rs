@@ -218,7 +218,7 @@ pub(super) fn rebuild(
 }
 
 /// The operands of a node.
-pub(super) fn operands(k: &NodeKind) -> Vec<NodeId> {
+pub fn operands(k: &NodeKind) -> Vec<NodeId> {
     match k {
         NodeKind::Load { .. }
         | NodeKind::Const(_)

@@ -1327,8 +1327,8 @@ impl<'a> Emitter<'a> {
             }
             stack.extend(kiln_compiler::kernel::operands(&k.nodes[n].kind));
         }
-        for n in 0..k.nodes.len() {
-            let is_load = matches!(k.nodes[n].kind, NodeKind::Load { .. });
+        for (n, node) in k.nodes.iter().enumerate() {
+            let is_load = matches!(node.kind, NodeKind::Load { .. });
             if used[n] && is_load && self.uses_only_vars_below(n, allowed, 0) {
                 self.memo.iter_mut().for_each(|m| *m = None);
                 let r = self.node(n, vars)?;

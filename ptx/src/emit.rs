@@ -1259,18 +1259,24 @@ impl<'a> Emitter<'a> {
         self.memo.iter_mut().for_each(|m| *m = None);
         for s in &self.k.stores {
             let v = self.node(s.value, vars)?;
-            let dt = self.buf_dtype(s.buf)?;
-            let addr = self.address(s.buf, i, dt)?;
-            let src = if dt == DType::Bool {
-                self.def(RegClass::B32, "selp.u32", &[&1, &0, &v])
-            } else {
-                v
-            };
-            self.emit(
-                &format!("st.{}.{}", self.space(s.buf), mem_type(dt)),
-                &[&format!("[{addr}]"), &src],
-            );
+            self.store(s.buf, i, v)?;
         }
+        Ok(())
+    }
+
+    /// Writes `v` to element `i` of `buf` (bool as one byte).
+    fn store(&mut self, buf: BufRef, i: Reg, v: Reg) -> R<()> {
+        let dt = self.buf_dtype(buf)?;
+        let addr = self.address(buf, i, dt)?;
+        let src = if dt == DType::Bool {
+            self.def(RegClass::B32, "selp.u32", &[&1, &0, &v])
+        } else {
+            v
+        };
+        self.emit(
+            &format!("st.{}.{}", self.space(buf), mem_type(dt)),
+            &[&format!("[{addr}]"), &src],
+        );
         Ok(())
     }
 
@@ -1290,17 +1296,7 @@ impl<'a> Emitter<'a> {
             .iter()
             .flat_map(|(i, _)| self.k.stores.iter().map(move |s| (*i, s)));
         for ((i, s), v) in stores.zip(values) {
-            let dt = self.buf_dtype(s.buf)?;
-            let addr = self.address(s.buf, i, dt)?;
-            let src = if dt == DType::Bool {
-                self.def(RegClass::B32, "selp.u32", &[&1, &0, &v])
-            } else {
-                v
-            };
-            self.emit(
-                &format!("st.{}.{}", self.space(s.buf), mem_type(dt)),
-                &[&format!("[{addr}]"), &src],
-            );
+            self.store(s.buf, i, v)?;
         }
         Ok(())
     }

@@ -7,7 +7,7 @@
 //! Run: `cargo run -p kiln-benches --release --bin gpu_dispatch`
 
 use kiln_flags::Flags;
-use kiln_ir::{parse_func, Func};
+use kiln_ir::Func;
 use kiln_runtime::{Backend, GpuBackend, Runtime, RuntimeOptions};
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,19 +30,8 @@ fn median_us(mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
 }
 
 fn softmax(rows: usize, cols: usize) -> Result<Func, String> {
-    let src = format!(
-        "func @softmax(%x: f32[{rows},{cols}]) -> f32[{rows},{cols}] {{
-  %m = reduce_max %x, axes=[1] : f32[{rows}]
-  %mb = broadcast_in_dim %m, dims=[0] : f32[{rows},{cols}]
-  %d = sub %x, %mb : f32[{rows},{cols}]
-  %e = exp %d : f32[{rows},{cols}]
-  %s = reduce_sum %e, axes=[1] : f32[{rows}]
-  %sb = broadcast_in_dim %s, dims=[0] : f32[{rows},{cols}]
-  %y = div %e, %sb : f32[{rows},{cols}]
-  return %y
-}}"
-    );
-    let mut f = parse_func(&src, "softmax").map_err(|e| e.to_string())?;
+    let ty = kiln_ir::TensorType::new(kiln_ir::DType::F32, vec![rows, cols]);
+    let mut f = kiln_ir::trace("softmax", &[ty], |a| a[0].softmax(1)).map_err(|e| e.to_string())?;
     let opts = kiln_compiler::Options::from_flags(&Flags::default());
     kiln_compiler::run_pipeline(&mut f, &opts).map_err(|e| e.to_string())?;
     Ok(f)

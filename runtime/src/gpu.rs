@@ -731,7 +731,9 @@ impl GpuBackend {
                 .collect();
             let refs: Vec<&Tensor> = ins.iter().collect();
             let reference = if exe.entry.program.dots.is_empty() {
-                let interp = kiln_interp::Interpreter::new(1).map_err(|e| failed(e.to_string()))?;
+                // The interpreter's bits do not depend on its thread count.
+                let interp = kiln_interp::Interpreter::new(self.flags.cpu_threads())
+                    .map_err(|e| failed(e.to_string()))?;
                 interp
                     .run_refs(&cluster.body, &refs)
                     .map_err(|e| failed(format!("interpreter reference: {e}")))?
@@ -739,6 +741,15 @@ impl GpuBackend {
             } else {
                 exe.run_with(&refs, &exe.configs()).map_err(failed)?
             };
+            // On the device once, for every candidate's run.
+            let mem = GpuMemory {
+                gpu: self.gpu.clone(),
+            };
+            let ins = ins
+                .iter()
+                .map(|t| mem.upload_tensor(t))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(failed)?;
             (ins, Some(reference))
         } else {
             (Vec::new(), None)
@@ -760,8 +771,22 @@ impl GpuBackend {
                 if let Some(want) = &reference {
                     let mut configs = exe.configs();
                     configs[k] = (block, grid);
-                    let refs: Vec<&Tensor> = inputs.iter().collect();
-                    let got = exe.run_with(&refs, &configs).map_err(failed)?;
+                    let got = exe
+                        .run_device(inputs.iter().map(|t| &t.buf).collect(), &configs)
+                        .and_then(|outs| {
+                            let mem = GpuMemory {
+                                gpu: self.gpu.clone(),
+                            };
+                            (outs.into_iter().zip(&exe.entry.program.outputs))
+                                .map(|(buf, ty)| {
+                                    mem.download_tensor(&GpuTensor {
+                                        ty: ty.clone(),
+                                        buf,
+                                    })
+                                })
+                                .collect::<Result<Vec<_>, _>>()
+                        })
+                        .map_err(failed)?;
                     if !same_outputs(&got, want) {
                         tracing::warn!(target: "nvptx_compiler", "{}: block {block} rejected: its outputs differ from the reference", exe.entry.launches[k].entry);
                         results.push((block, None));

@@ -150,7 +150,7 @@ const PIPELINED: usize = 16;
 /// back to back with one wait at the end, timed together (recorded in `Mode::pipelined`:
 /// the time per round when the host runs ahead of the GPU, as in a training loop); they
 /// also bring the GPU's clocks up again after the host modes ran.
-fn run_once(m: &Mode, calls: &[&Call]) -> Result<(f64, Vec<Vec<Placed>>), BenchError> {
+fn run_once(m: &mut Mode, calls: &[&Call]) -> Result<(f64, Vec<Vec<Placed>>), BenchError> {
     let mut outs = Vec::with_capacity(calls.len());
     if let Some(args) = &m.placed {
         let t = Instant::now();
@@ -161,7 +161,7 @@ fn run_once(m: &Mode, calls: &[&Call]) -> Result<(f64, Vec<Vec<Placed>>), BenchE
         }
         m.rt.synchronize()?;
         let per_round = t.elapsed().as_secs_f64() * 1e3 / PIPELINED as f64;
-        m.pipelined.borrow_mut().push(per_round);
+        m.pipelined.push(per_round);
         let t = Instant::now();
         for (c, a) in calls.iter().zip(args) {
             outs.push(m.rt.run_placed(&c.func, a)?);
@@ -189,7 +189,7 @@ struct Mode {
     /// Each call's arguments, already in the device's memory (the `gpu` mode).
     placed: Option<Vec<Vec<Placed>>>,
     /// Milliseconds per round of every pipelined measurement (the `gpu` mode).
-    pipelined: std::cell::RefCell<Vec<f64>>,
+    pipelined: Vec<f64>,
 }
 
 fn bench_graph(
@@ -214,7 +214,7 @@ fn bench_graph(
             first_ms: 0.0,
             samples: vec![],
             placed: None,
-            pipelined: Default::default(),
+            pipelined: Vec::new(),
         },
         Mode {
             name: "cpu",
@@ -222,7 +222,7 @@ fn bench_graph(
             first_ms: 0.0,
             samples: vec![],
             placed: None,
-            pipelined: Default::default(),
+            pipelined: Vec::new(),
         },
     ];
     if let Some(g) = &opts.gpu {
@@ -238,7 +238,7 @@ fn bench_graph(
             first_ms: 0.0,
             samples: vec![],
             placed: Some(placed),
-            pipelined: Default::default(),
+            pipelined: Vec::new(),
         });
     }
     // First call (the flags' policy decides whether it compiles), then warm up until the
@@ -267,8 +267,8 @@ fn bench_graph(
     let per_rep: f64 = answers.iter().map(|a| a.0).sum::<f64>().max(1e-3);
     let reps =
         ((opts.budget.as_secs_f64() * 1e3 / per_rep) as usize).clamp(opts.reps.0, opts.reps.1);
-    for m in &modes {
-        m.pipelined.borrow_mut().clear();
+    for m in modes.iter_mut() {
+        m.pipelined.clear();
     }
     for _ in 0..reps {
         for m in modes.iter_mut() {
@@ -282,7 +282,7 @@ fn bench_graph(
         let s = summarize(&m.samples).ok_or_else(|| BenchError::Invalid("no samples".into()))?;
         let stats = m.rt.stats();
         let gbps = w.bytes as f64 / (s.median_ms / 1e3) / 1e9;
-        let pipelined_ms = summarize(&m.pipelined.borrow()).map(|d| d.median_ms);
+        let pipelined_ms = summarize(&m.pipelined).map(|d| d.median_ms);
         out.push(Record {
             workload: w.name.into(),
             size: opts.size.name().into(),

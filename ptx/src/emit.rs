@@ -1060,6 +1060,28 @@ impl<'a> Emitter<'a> {
         (i, top, done)
     }
 
+    /// Opens the main loop of a lane-strided loop unrolled `unroll` deep: `for (j = first;
+    /// j + (unroll - 1) * 32 < end; j += unroll * 32)` over a `.b64` counter, compared
+    /// signed (`end - span` may be negative). Close it with [`Emitter::loop_end`]; the
+    /// counter is where the one-at-a-time rest loop starts.
+    fn unrolled_loop_begin(
+        &mut self,
+        stem: &str,
+        first: Reg,
+        end: &Reg,
+        unroll: u64,
+    ) -> (Reg, Label, Label) {
+        let main_end = self.def(RegClass::B64, "sub.s64", &[end, &((unroll - 1) * LANES)]);
+        let j = self.b.reg(RegClass::B64);
+        self.emit("mov.u64", &[&j, &first]);
+        let top = self.b.label(stem);
+        let done = self.b.label(&format!("{stem}_end"));
+        self.b.place(&top);
+        let past = self.def(RegClass::Pred, "setp.ge.s64", &[&j, &main_end]);
+        self.emit(&format!("@{past} bra"), &[&done]);
+        (j, top, done)
+    }
+
     fn loop_end(&mut self, i: Reg, step: &dyn Display, top: Label, done: Label) {
         let add = if i.class == RegClass::B32 {
             "add.u32"
@@ -1558,17 +1580,8 @@ impl<'a> Emitter<'a> {
                         // UNROLL of the lane's points at a time, every value before any
                         // store, so their loads are in flight together (`j < end - span`
                         // signed: `end - span` may be negative).
-                        let span = (UNROLL - 1) * LANES;
-                        let main_end = self.def(RegClass::B64, "sub.s64", &[&end, &span]);
-                        let (jm, top, done) = (
-                            self.b.reg(RegClass::B64),
-                            self.b.label("points"),
-                            self.b.label("points_end"),
-                        );
-                        self.emit("mov.u64", &[&jm, &first]);
-                        self.b.place(&top);
-                        let past = self.def(RegClass::Pred, "setp.ge.s64", &[&jm, &main_end]);
-                        self.emit(&format!("@{past} bra"), &[&done]);
+                        let (jm, top, done) =
+                            self.unrolled_loop_begin("points", first, &end, UNROLL);
                         let mut points = Vec::with_capacity(UNROLL as usize);
                         for u in 0..UNROLL {
                             let ju = self.def(RegClass::B64, "add.s64", &[&jm, &(u * LANES)]);
@@ -1652,15 +1665,8 @@ impl<'a> Emitter<'a> {
         // Unrolled: `unroll` of the lane's elements (j, j + 32, …) are evaluated before any
         // is folded, so their loads are in flight together; the folds stay in index order.
         // `j < end - span` is a signed compare (`end - span` may be negative).
-        let j = self.b.reg(RegClass::B64);
-        self.emit("mov.u64", &[&j, &first]);
         let end64 = self.def(RegClass::B64, "mov.u64", &[end]);
-        let main_end = self.def(RegClass::B64, "sub.s64", &[&end64, &((unroll - 1) * LANES)]);
-        let top = self.b.label("lanes");
-        let done = self.b.label("lanes_end");
-        self.b.place(&top);
-        let past = self.def(RegClass::Pred, "setp.ge.s64", &[&j, &main_end]);
-        self.emit(&format!("@{past} bra"), &[&done]);
+        let (j, top, done) = self.unrolled_loop_begin("lanes", first, &end64, unroll);
         let mut xs = Vec::with_capacity(unroll as usize);
         for u in 0..unroll {
             let ju = self.def(RegClass::B64, "add.s64", &[&j, &(u * LANES)]);

@@ -340,15 +340,7 @@ pub fn row_fusion(p: &Program) -> Option<usize> {
 
 /// `e` with loop variable 0 replaced by 0.
 fn without_var0(e: &IExpr) -> IExpr {
-    match e {
-        IExpr::Var(0) => IExpr::Const(0),
-        IExpr::Var(_) | IExpr::Const(_) => e.clone(),
-        IExpr::Add(a, b) => IExpr::sum(without_var0(a), without_var0(b)),
-        IExpr::Mul(a, c) => IExpr::scaled(without_var0(a), *c),
-        IExpr::Div(a, c) => IExpr::quot(without_var0(a), *c),
-        IExpr::Rem(a, c) => IExpr::modulo(without_var0(a), *c),
-        IExpr::Clamp(a, lo, hi) => IExpr::clamp(without_var0(a), *lo, *hi),
-    }
+    split::substitute(e, 0, &IExpr::Const(0))
 }
 
 /// Bounds of `e` over the kernel's loop ranges (interval arithmetic).

@@ -233,7 +233,7 @@ pub fn operands(k: &NodeKind) -> Vec<NodeId> {
 }
 
 /// `e` with variable `v` replaced by `by`.
-fn substitute(e: &IExpr, v: usize, by: &IExpr) -> IExpr {
+pub(super) fn substitute(e: &IExpr, v: usize, by: &IExpr) -> IExpr {
     let r = |a: &IExpr| substitute(a, v, by);
     match e {
         IExpr::Var(w) if *w == v => by.clone(),

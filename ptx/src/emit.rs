@@ -748,6 +748,13 @@ struct Emitter<'a> {
     /// pointwise step's loads that depend on the row only, such as the row's max), loaded
     /// once before the loop; consulted before `memo`, which is reset per point.
     pinned: Vec<Option<Reg>>,
+    /// Set while emitting one position of an unrolled loop body: `(var, delta)`, loop
+    /// variable `var` is `delta` past its value at the body's first position. A load whose
+    /// offset is affine in `var` then reuses the address computed at the first position
+    /// ([`Emitter::disp_base`]) with `delta` times its stride as an immediate displacement.
+    disp: Option<(usize, i64)>,
+    /// Per load node: its address at the first position of the current unrolled body.
+    disp_base: Vec<Option<Reg>>,
 }
 
 type R<T> = Result<T, EmitError>;
@@ -767,6 +774,8 @@ impl<'a> Emitter<'a> {
             vec_loads: Vec::new(),
             lane: 0,
             pinned: vec![None; k.nodes.len()],
+            disp: None,
+            disp_base: vec![None; k.nodes.len()],
         }
     }
 
@@ -775,6 +784,7 @@ impl<'a> Emitter<'a> {
         self.k = k;
         self.memo = vec![None; k.nodes.len()];
         self.pinned = vec![None; k.nodes.len()];
+        self.disp_base = vec![None; k.nodes.len()];
         self.streams = streams;
     }
 
@@ -1130,20 +1140,54 @@ impl<'a> Emitter<'a> {
     /// The row-major coordinates of linear point `i` in the kernel's space, plus one slot
     /// (the reduction's sequence variable, or an unused 0) at the end.
     fn unravel(&mut self, i: Reg) -> Vec<Reg> {
-        let space = &self.k.space;
         let zero = self.imm_idx(0);
-        let mut vars = vec![zero; space.len() + 1];
-        let mut rest = self.narrowed(i);
-        let (c, rem, div) = (self.ic(), self.iop("rem", "u"), self.iop("div", "u"));
-        for (d, &size) in space.iter().enumerate().rev() {
-            if d == 0 {
-                vars[0] = rest;
-            } else {
-                vars[d] = self.def(c, &rem, &[&rest, &(size as u64)]);
-                rest = self.def(c, &div, &[&rest, &(size as u64)]);
-            }
+        let mut vars = vec![zero; self.k.space.len() + 1];
+        let rest = self.narrowed(i);
+        self.unravel_from(rest, 0, &mut vars);
+        vars
+    }
+
+    /// The loop variables of point `j` of a row-fused step's current row, whose first
+    /// point is `start`: variable 0 is the row, the others come from `j - start` (so a
+    /// two-dimensional step needs no division at all).
+    fn unravel_in_row(&mut self, j: Reg, start: Reg, row: Reg) -> Vec<Reg> {
+        let zero = self.imm_idx(0);
+        let mut vars = vec![zero; self.k.space.len() + 1];
+        let local = self.def(RegClass::B64, "sub.s64", &[&j, &start]);
+        let local = self.narrowed(local);
+        vars[0] = self.narrowed(row);
+        if vars.len() > 2 {
+            self.unravel_from(local, 1, &mut vars);
         }
         vars
+    }
+
+    /// Sets `vars[from..space.len()]` to the coordinates of the row-major index `rest`
+    /// within dimensions `from..` of the kernel's space (`vars[from]` takes the rest).
+    fn unravel_from(&mut self, mut rest: Reg, from: usize, vars: &mut [Reg]) {
+        let space = &self.k.space;
+        for d in (from..space.len()).rev() {
+            let size = space[d] as u64;
+            if d == from {
+                vars[d] = rest;
+            } else {
+                vars[d] = self.div_rem_imm(false, rest, size);
+                rest = self.div_rem_imm(true, rest, size);
+            }
+        }
+    }
+
+    /// `x / c` (`div`) or `x % c` of a non-negative index, unsigned; a shift or a mask when
+    /// `c` is a power of two (`ptxas` keeps a general division for `div.u32` by 1024).
+    fn div_rem_imm(&mut self, div: bool, x: Reg, c: u64) -> Reg {
+        let ic = self.ic();
+        let w = if self.narrow { 32 } else { 64 };
+        match (c.is_power_of_two(), div) {
+            (true, true) => self.def(ic, &format!("shr.u{w}"), &[&x, &c.trailing_zeros()]),
+            (true, false) => self.def(ic, &format!("and.b{w}"), &[&x, &(c - 1)]),
+            (false, true) => self.def(ic, &self.iop("div", "u"), &[&x, &c]),
+            (false, false) => self.def(ic, &self.iop("rem", "u"), &[&x, &c]),
+        }
     }
 
     /// A grid-stride loop over the points, one thread per point, storing every output; or,
@@ -1290,6 +1334,12 @@ impl<'a> Emitter<'a> {
     fn store(&mut self, buf: BufRef, i: Reg, v: Reg) -> R<()> {
         let dt = self.buf_dtype(buf)?;
         let addr = self.address(buf, i, dt)?;
+        self.store_to(buf, dt, &format!("[{addr}]"), v);
+        Ok(())
+    }
+
+    /// `st` of `v` (of `buf`'s dtype `dt`, bool as one byte) to the address operand `m`.
+    fn store_to(&mut self, buf: BufRef, dt: DType, m: &str, v: Reg) {
         let src = if dt == DType::Bool {
             self.def(RegClass::B32, "selp.u32", &[&1, &0, &v])
         } else {
@@ -1297,28 +1347,49 @@ impl<'a> Emitter<'a> {
         };
         self.emit(
             &format!("st.{}.{}", self.space(buf), mem_type(dt)),
-            &[&format!("[{addr}]"), &src],
+            &[&m, &src],
         );
-        Ok(())
     }
 
     /// [`Emitter::stores`] for several points: every point's store values first, then all
     /// the stores, so the points' loads are in flight together. Only for a kernel that
-    /// loads no buffer it stores ([`Emitter::loads_a_stored_buffer`]).
-    fn stores_batch(&mut self, points: &[(Reg, Vec<Reg>)]) -> R<()> {
+    /// loads no buffer it stores ([`Emitter::loads_a_stored_buffer`]). Point `u` of
+    /// `points` must be `u * LANES` past the first, and, when `var` is given, so must loop
+    /// variable `var` (the other variables equal): the later points' loads affine in it and
+    /// all their stores then add an immediate to the first point's addresses.
+    fn stores_batch(&mut self, points: &[(Reg, Vec<Reg>)], var: Option<usize>) -> R<()> {
         let mut values = Vec::with_capacity(points.len() * self.k.stores.len());
-        for (_, vars) in points {
+        for (u, (_, vars)) in points.iter().enumerate() {
+            if let Some(var) = var {
+                self.set_disp(var, u as i64 * LANES as i64);
+            }
             self.memo.iter_mut().for_each(|m| *m = None);
             for s in &self.k.stores {
                 values.push(self.node(s.value, vars)?);
             }
         }
+        self.clear_disp();
         self.memo.iter_mut().for_each(|m| *m = None);
-        let stores = points
-            .iter()
-            .flat_map(|(i, _)| self.k.stores.iter().map(move |s| (*i, s)));
-        for ((i, s), v) in stores.zip(values) {
-            self.store(s.buf, i, v)?;
+        let mut values = values.into_iter();
+        let mut first: Vec<Option<Reg>> = vec![None; self.k.stores.len()];
+        for (u, (i, _)) in points.iter().enumerate() {
+            for (si, s) in self.k.stores.iter().enumerate() {
+                let Some(v) = values.next() else {
+                    return self.malformed("a store without a value");
+                };
+                let dt = self.buf_dtype(s.buf)?;
+                let m = match first[si] {
+                    Some(base) => {
+                        format!("[{base}+{}]", u as u64 * LANES * u64::from(elem_bytes(dt)))
+                    }
+                    None => {
+                        let addr = self.address(s.buf, *i, dt)?;
+                        first[si] = Some(addr);
+                        format!("[{addr}]")
+                    }
+                };
+                self.store_to(s.buf, dt, &m, v);
+            }
         }
         Ok(())
     }
@@ -1364,6 +1435,56 @@ impl<'a> Emitter<'a> {
             NodeKind::Load { buf, .. } => k.stores.iter().any(|s| s.buf == buf),
             _ => false,
         })
+    }
+
+    /// Starts position `delta` (0 for the first) of an unrolled body in which loop variable
+    /// `var` steps by one per unit of `delta` ([`Emitter::disp`]).
+    fn set_disp(&mut self, var: usize, delta: i64) {
+        if delta == 0 {
+            self.disp_base.iter_mut().for_each(|a| *a = None);
+        }
+        self.disp = Some((var, delta));
+    }
+
+    /// Leaves the unrolled body: every load computes its own address again.
+    fn clear_disp(&mut self) {
+        self.disp = None;
+        self.disp_base.iter_mut().for_each(|a| *a = None);
+    }
+
+    /// The `[address]` operand of load node `n` (element `offset` of `buf`). Under a
+    /// displacement `(var, delta)` with `offset` affine in the variables and increasing in
+    /// `var`: at `delta = 0` the address is computed and kept; later positions add `delta`
+    /// times the stride in bytes to it as an immediate, exact because the position is a
+    /// valid point of the loop (its index arithmetic does not wrap, see
+    /// [`narrow_indices`]). `ptxas` cannot fold the 32-bit index arithmetic that way itself.
+    fn load_operand(
+        &mut self,
+        n: usize,
+        buf: BufRef,
+        offset: &IExpr,
+        dt: DType,
+        vars: &[Reg],
+    ) -> R<String> {
+        if let Some((var, delta)) = self.disp {
+            let stride = affine(offset, vars.len()).map(|(coeffs, _)| coeffs[var]);
+            let bytes = stride.map(|s| s * i128::from(elem_bytes(dt)) * i128::from(delta));
+            match (delta, stride, bytes, self.disp_base[n]) {
+                (0, Some(s), _, _) if s > 0 => {
+                    let off = self.iexpr(offset, vars)?;
+                    let addr = self.address(buf, off, dt)?;
+                    self.disp_base[n] = Some(addr);
+                    return Ok(format!("[{addr}]"));
+                }
+                (_, Some(s), Some(b), Some(base)) if s > 0 && b <= i128::from(i32::MAX) => {
+                    return Ok(format!("[{base}+{b}]"));
+                }
+                _ => {}
+            }
+        }
+        let off = self.iexpr(offset, vars)?;
+        let addr = self.address(buf, off, dt)?;
+        Ok(format!("[{addr}]"))
     }
 
     /// The address of element `index` (a `.b64` or a narrow `.b32` index) of `buf`.
@@ -1571,7 +1692,7 @@ impl<'a> Emitter<'a> {
                     // Loads that depend on the row only (its max, its sum, …): once per
                     // row, before the step's loops.
                     if per_row > 0 {
-                        let row_vars = self.unravel(start);
+                        let row_vars = self.unravel_in_row(start, start, row);
                         self.pin_row_loads(&row_vars)?;
                     }
                     let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
@@ -1585,15 +1706,18 @@ impl<'a> Emitter<'a> {
                         let mut points = Vec::with_capacity(UNROLL as usize);
                         for u in 0..UNROLL {
                             let ju = self.def(RegClass::B64, "add.s64", &[&jm, &(u * LANES)]);
-                            let vars = self.unravel(ju);
+                            let vars = self.unravel_in_row(ju, start, row);
                             points.push((ju, vars));
                         }
-                        self.stores_batch(&points)?;
+                        // In a two-dimensional step the column is the only variable that
+                        // moves with the point.
+                        let column = (k.space.len() == 2).then_some(1);
+                        self.stores_batch(&points, column)?;
                         self.loop_end(jm, &(UNROLL * LANES), top, done);
                         j = jm;
                     }
                     let (j, ptop, pdone) = self.loop_begin("point", j, &end);
-                    let vars = self.unravel(j);
+                    let vars = self.unravel_in_row(j, start, row);
                     self.stores(j, &vars)?;
                     self.loop_end(j, &LANES, ptop, pdone);
                     self.pinned.iter_mut().for_each(|p| *p = None);
@@ -1671,9 +1795,11 @@ impl<'a> Emitter<'a> {
         for u in 0..unroll {
             let ju = self.def(RegClass::B64, "add.s64", &[&j, &(u * LANES)]);
             vars[seq] = self.narrowed(ju);
+            self.set_disp(seq, (u * LANES) as i64);
             self.memo.iter_mut().for_each(|m| *m = None);
             xs.push(self.node(value, vars)?);
         }
+        self.clear_disp();
         for x in xs {
             let y = self.combine(dt, kind, acc, x);
             self.mov(dt, acc, y);
@@ -1810,10 +1936,8 @@ impl<'a> Emitter<'a> {
                     self.memo[n] = Some(lanes[self.lane]);
                     return Ok(lanes[self.lane]);
                 }
-                let off = self.iexpr(offset, vars)?;
-                let addr = self.address(*buf, off, dt)?;
+                let m = self.load_operand(n, *buf, offset, dt, vars)?;
                 let ld = format!("ld.{}.{}", self.space(*buf), mem_type(dt));
-                let m = format!("[{addr}]");
                 if dt == DType::Bool {
                     let byte = self.def(RegClass::B32, &ld, &[&m]);
                     self.def(RegClass::Pred, "setp.ne.u32", &[&byte, &0])
@@ -1981,12 +2105,7 @@ impl<'a> Emitter<'a> {
                     return self.malformed(format!("index division by {c}"));
                 }
                 let x = self.iexpr(x, vars)?;
-                let op = if matches!(e, IExpr::Div(..)) {
-                    self.iop("div", "u")
-                } else {
-                    self.iop("rem", "u")
-                };
-                self.def(self.ic(), &op, &[&x, &(*c as u64)])
+                self.div_rem_imm(matches!(e, IExpr::Div(..)), x, *c as u64)
             }
             IExpr::Clamp(x, lo, hi) => {
                 let x = self.iexpr(x, vars)?;

@@ -30,7 +30,8 @@ use std::collections::HashMap;
 enum Op {
     Reg(usize),
     Imm(u64),
-    Mem(usize),
+    /// `[%reg]` or `[%reg+imm]`: a register and a byte displacement.
+    Mem(usize, i64),
     Param(String),
     Special(String),
     Label(String),
@@ -75,7 +76,11 @@ fn parse_op(s: &str, regs: &mut HashMap<String, usize>) -> Op {
     }
     if let Some(inner) = s.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
         return if inner.starts_with('%') {
-            Op::Mem(reg(inner))
+            let (r, disp) = match inner.split_once('+') {
+                Some((r, d)) => (r.trim(), d.trim().parse().expect("address displacement")),
+                None => (inner, 0),
+            };
+            Op::Mem(reg(r), disp)
         } else {
             Op::Param(inner.into())
         };
@@ -271,7 +276,7 @@ impl Program {
                         (&inst.ops[0], 1)
                     };
                     let addr = match m {
-                        Op::Mem(i) => r[*i],
+                        Op::Mem(i, d) => r[*i].wrapping_add(*d as u64),
                         o => panic!("{o:?}"),
                     };
                     let (buf, idx) = (
@@ -792,7 +797,7 @@ fn access<'o>(p: &[&str], ops: &'o [Op], r: &[u64]) -> (usize, u64, &'o Op) {
         (&ops[0], &ops[1])
     };
     let addr = match m {
-        Op::Mem(i) => r[*i],
+        Op::Mem(i, d) => r[*i].wrapping_add(*d as u64),
         o => panic!("{o:?}"),
     };
     (bytes, addr, v)

@@ -744,9 +744,10 @@ struct Emitter<'a> {
     /// `ld.global.v4`, and the lane being evaluated.
     vec_loads: Vec<Option<[Reg; 4]>>,
     lane: usize,
-    /// Per node: a register holding its value for the whole current loop (a row-fused
-    /// pointwise step's loads that depend on the row only, such as the row's max), loaded
-    /// once before the loop; consulted before `memo`, which is reset per point.
+    /// Per node: a register holding its value for the whole current loop (in a row-fused
+    /// pointwise step, the values that depend on the row only, such as the row's max or
+    /// `rsqrt(var + eps)`), computed once before the loop; consulted before `memo`, which
+    /// is reset per point.
     pinned: Vec<Option<Reg>>,
     /// Set while emitting one position of an unrolled loop body: `(var, delta)`, loop
     /// variable `var` is `delta` past its value at the body's first position. A load whose
@@ -1394,19 +1395,21 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    /// Loads every load node the stores use that depends on loop variable 0 (the row) only,
-    /// at `vars` (a point of the row), into [`Emitter::pinned`]. Such a load reads an
+    /// Evaluates every node the stores use that depends on loop variable 0 (the row) only,
+    /// at `vars` (a point of the row), into [`Emitter::pinned`]. Such a node reads an
     /// input, a constant or an earlier step's row of a temporary (complete: steps end with
-    /// `bar.warp.sync`), so its value is the same at every point of the row.
-    fn pin_row_loads(&mut self, vars: &[Reg]) -> R<()> {
+    /// `bar.warp.sync`), so its value is the same at every point of the row: a layer
+    /// norm's `rsqrt(var + eps)` is computed once per row, not per element.
+    fn pin_row_invariants(&mut self, vars: &[Reg]) -> R<()> {
         let roots: Vec<usize> = self.k.stores.iter().map(|s| s.value).collect();
-        self.pin_loads(&roots, 1, vars)
+        self.pin_invariants(&roots, 1, vars)
     }
 
-    /// Pins (into [`Emitter::pinned`], evaluated at `vars`) every load node that `roots`
-    /// use and that uses only loop variables below `allowed`: its value is the same for
-    /// every point the loop visits while those variables stay fixed.
-    fn pin_loads(&mut self, roots: &[usize], allowed: usize, vars: &[Reg]) -> R<()> {
+    /// Pins (into [`Emitter::pinned`], evaluated at `vars`) every node that `roots` use and
+    /// that uses only loop variables below `allowed`: its value is the same for every point
+    /// the loop visits while those variables stay fixed. Constants stay immediates and
+    /// random nodes keep their per-point streams.
+    fn pin_invariants(&mut self, roots: &[usize], allowed: usize, vars: &[Reg]) -> R<()> {
         let k = self.k;
         let mut used = vec![false; k.nodes.len()];
         let mut stack: Vec<usize> = roots.to_vec();
@@ -1417,8 +1420,8 @@ impl<'a> Emitter<'a> {
             stack.extend(kiln_compiler::kernel::operands(&k.nodes[n].kind));
         }
         for (n, node) in k.nodes.iter().enumerate() {
-            let is_load = matches!(node.kind, NodeKind::Load { .. });
-            if used[n] && is_load && self.uses_only_vars_below(n, allowed, 0) {
+            let pinnable = !matches!(node.kind, NodeKind::Const(_) | NodeKind::Random { .. });
+            if used[n] && pinnable && self.uses_only_vars_below(n, allowed, 0) {
                 self.memo.iter_mut().for_each(|m| *m = None);
                 let r = self.node(n, vars)?;
                 self.pinned[n] = Some(r);
@@ -1558,8 +1561,8 @@ impl<'a> Emitter<'a> {
         let dt = self.dtype(value)?;
         let mut vars = self.unravel(w);
         let seq = vars.len() - 1;
-        // Loads that depend on the kept point only (a row's mean in a variance): once.
-        self.pin_loads(&[value], seq, &vars)?;
+        // Values that depend on the kept point only (a row's mean in a variance): once.
+        self.pin_invariants(&[value], seq, &vars)?;
         self.b.comment(&format!(
             "canonical {} over {len} elements: 32 lanes, tree 16..1",
             kind.name()
@@ -1689,11 +1692,11 @@ impl<'a> Emitter<'a> {
                     self.loop_end(w, &1, ptop, pdone);
                 }
                 None => {
-                    // Loads that depend on the row only (its max, its sum, …): once per
+                    // Values that depend on the row only (its max, its sum, …): once per
                     // row, before the step's loops.
                     if per_row > 0 {
                         let row_vars = self.unravel_in_row(start, start, row);
-                        self.pin_row_loads(&row_vars)?;
+                        self.pin_row_invariants(&row_vars)?;
                     }
                     let first = self.def(RegClass::B64, "add.s64", &[&start, &lane]);
                     let mut j = first;

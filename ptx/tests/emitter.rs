@@ -1011,6 +1011,33 @@ fn row_pattern_cases() -> Vec<(String, String)> {
     v
 }
 
+/// Row-fused entries spend their instructions on the math: layer norm's `rsqrt(var + eps)`
+/// is computed once per row (one `sqrt.rn` in the module, not one per unrolled point), a
+/// 2-D step indexes from the row start (no index division), and unrolled loads and stores
+/// reuse one address with immediate displacements. The bits are checked by
+/// `row_patterns_fuse_into_one_entry_and_match_the_interpreter`.
+#[test]
+fn row_fused_entries_hoist_row_invariants_and_displace_addresses() {
+    let p = lower_cluster(&cluster(&layer_norm_src(7, 1000)).expect("valid")).expect("lowers");
+    let t = emit_program(&p, sm80()).expect("emits").text;
+    assert_eq!(t.matches("sqrt.rn").count(), 1, "{t}");
+    for op in ["div.u32", "rem.u32", "div.u64", "rem.u64"] {
+        assert!(!t.contains(op), "{op}\n{t}");
+    }
+    let p = lower_cluster(&cluster(&softmax_src("f32", 7, 1000)).expect("valid")).expect("lowers");
+    let t = emit_program(&p, sm80()).expect("emits").text;
+    for (access, n) in [
+        ("ld.global.f32", "+3968]"), // the 32nd lane-step of the plain-load max
+        ("ld.shared.f32", "+3968]"), // the sum over the row's exponentials
+        ("st.global.f32", "+896]"),  // the 8th point of the dividing step
+    ] {
+        assert!(
+            t.lines().any(|l| l.contains(access) && l.contains(n)),
+            "{access} …{n}\n{t}"
+        );
+    }
+}
+
 /// Finite inputs of mixed magnitude (so a different association order changes the bits),
 /// or the random generator's (specials included) when `specials`.
 fn row_inputs(c: &Cluster, seed: u64, specials: bool) -> Vec<Tensor> {

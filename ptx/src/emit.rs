@@ -94,6 +94,8 @@ use std::fmt::Display;
 const CHUNK: u64 = 4096;
 /// Lane accumulators of the canonical order: one warp.
 const LANES: u64 = 32;
+/// Most bytes of a row [`Emitter::prefetch_next_row`] prefetches per input.
+const PREFETCH_ROW_BYTES: u64 = 32 << 10;
 /// Elements per lane a reduction loop (and a row-fused pointwise loop) evaluates before
 /// folding (storing) them, so that many loads are in flight per warp.
 const UNROLL: u64 = 8;
@@ -1672,6 +1674,7 @@ impl<'a> Emitter<'a> {
         let own = self.def(RegClass::B64, "mul.lo.s64", &[&wib64, &slab]);
         let own = self.def(RegClass::B64, "add.s64", &[&smem, &own]);
         let (row, top, done) = self.loop_begin("row", first, &rows);
+        self.prefetch_next_row(row, step, rows, lane)?;
         self.fused = Some(FusedRow {
             layout,
             row,
@@ -1744,6 +1747,63 @@ impl<'a> Emitter<'a> {
             grid: rows.div_ceil(warps).clamp(1, MAX_GRID) as u32,
         };
         Ok(self.finish(names, launch))
+    }
+
+    /// Prefetches into L2 the rows that this warp's next row (`row + step`, when there is
+    /// one) reads of each input read row by row, one 128-byte line per lane per 4 KiB (at
+    /// most [`PREFETCH_ROW_BYTES`] of each). When a launch gives a warp several rows (the
+    /// autotuner tries smaller grids), their DRAM reads then overlap this row's arithmetic
+    /// instead of all warps reading, then all computing, then all writing in step.
+    fn prefetch_next_row(&mut self, row: Reg, step: Reg, rows: u64, lane: Reg) -> R<()> {
+        let p = self.p;
+        let mut rows_of: Vec<(BufRef, u64)> = Vec::new();
+        for n in p.kernels.iter().flat_map(|k| &k.nodes) {
+            let NodeKind::Load {
+                buf: buf @ BufRef::Input(i),
+                offset,
+            } = &n.kind
+            else {
+                continue;
+            };
+            let t = &p.inputs[*i];
+            let per_row = t.num_elements() as u64 / rows;
+            let row_major = per_row > 0
+                && per_row * rows == t.num_elements() as u64
+                && offset.coefficient(0) == Some(per_row as i64);
+            if row_major && !rows_of.iter().any(|(b, _)| b == buf) {
+                rows_of.push((*buf, per_row * u64::from(elem_bytes(t.dtype))));
+            }
+        }
+        if rows_of.is_empty() {
+            return Ok(());
+        }
+        let next = self.def(RegClass::B64, "add.s64", &[&row, &step]);
+        let last = self.def(RegClass::Pred, "setp.ge.u64", &[&next, &rows]);
+        let skip = self.b.label("prefetch_skip");
+        self.emit(&format!("@{last} bra"), &[&skip]);
+        let line = self.def(RegClass::B64, "shl.b64", &[&lane, &7]);
+        for (buf, row_bytes) in rows_of {
+            let Some(&(_, base)) = self.bases.iter().find(|(b, _)| *b == buf) else {
+                return self.malformed(format!("buffer {buf:?} is not a parameter"));
+            };
+            let start = self.def(RegClass::B64, "mul.lo.s64", &[&next, &row_bytes]);
+            let off = self.def(RegClass::B64, "add.s64", &[&start, &line]);
+            let addr = self.def(RegClass::B64, "add.s64", &[&base, &off]);
+            let covered = row_bytes.min(PREFETCH_ROW_BYTES);
+            for m in 0..covered.div_ceil(LANES * 128) {
+                let at = m * LANES * 128;
+                let op = format!("[{addr}+{at}]");
+                if at + LANES * 128 <= row_bytes {
+                    self.emit("prefetch.global.L2", &[&op]);
+                } else {
+                    let inside =
+                        self.def(RegClass::Pred, "setp.lt.u64", &[&line, &(row_bytes - at)]);
+                    self.emit(&format!("@{inside} prefetch.global.L2"), &[&op]);
+                }
+            }
+        }
+        self.b.place(&skip);
+        Ok(())
     }
 
     /// The emitted entry (named as `launch` says, with parameters `names`) and its launch.

@@ -49,6 +49,10 @@ const ENTRY_FORMAT: u32 = 2;
 const TUNE_BLOCKS: [u32; 4] = [128, 256, 512, 1024];
 /// Most blocks a launch uses (grid-stride loops cover the rest), as the emitter suggests.
 const MAX_GRID: u64 = 1 << 16;
+/// Fractions of the one-row-per-warp grid a row-fused entry is also timed with (autotune
+/// level ≥ 1): with 2 or 4 rows per warp, the warps drift apart and a row's DRAM reads
+/// (prefetched during the row before, see `kiln_ptx::emit`) overlap other rows' arithmetic.
+const TUNE_ROW_GRID_DIVISORS: [u32; 2] = [2, 4];
 /// Timed launches per autotune candidate (after one warm-up).
 const TUNE_REPS: u32 = 5;
 
@@ -264,11 +268,32 @@ pub fn block_candidates(mapping: Mapping, suggested: u32, level: u8, max_threads
     out
 }
 
-/// The fastest accepted candidate: `(block, Some(ms))`, or `None` for a rejected one. Ties
-/// keep the earlier candidate (the emitter's suggestion comes first). `None` if every
+/// The launch configurations `(block, grid)` to try for one kernel: each of `blocks` (see
+/// [`block_candidates`]) with its [`grid_for`]; at autotune level ≥ 1 a row-fused entry
+/// also with that grid divided by each of [`TUNE_ROW_GRID_DIVISORS`] (several rows per
+/// warp), where that still leaves every block a row.
+pub fn launch_candidates(mapping: Mapping, blocks: &[u32], level: u8) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for &block in blocks {
+        let full = grid_for(mapping, block);
+        out.push((block, full));
+        if level > 0 && matches!(mapping, Mapping::WarpPerRow { .. }) {
+            for d in TUNE_ROW_GRID_DIVISORS {
+                let grid = full / d;
+                if grid >= 1 && !out.contains(&(block, grid)) {
+                    out.push((block, grid));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The fastest accepted candidate: `(config, Some(ms))`, or `None` for a rejected one.
+/// Ties keep the earlier candidate (the emitter's suggestion comes first). `None` if every
 /// candidate was rejected.
-pub fn pick_fastest(results: &[(u32, Option<f32>)]) -> Option<u32> {
-    let mut best: Option<(u32, f32)> = None;
+pub fn pick_fastest<C: Copy>(results: &[(C, Option<f32>)]) -> Option<C> {
+    let mut best: Option<(C, f32)> = None;
     for &(b, t) in results {
         if let Some(t) = t {
             if best.is_none_or(|(_, bt)| t < bt) {
@@ -735,7 +760,11 @@ impl GpuBackend {
             l.block = c[0];
             l.grid = grid_for(l.mapping, c[0]);
         }
-        if level == 0 || candidates.iter().all(|c| c.len() == 1) && level < 4 {
+        let single = candidates
+            .iter()
+            .zip(&exe.entry.launches)
+            .all(|(c, l)| launch_candidates(l.mapping, c, level).len() == 1);
+        if level == 0 || single && level < 4 {
             return Ok(());
         }
         let (inputs, reference) = if level >= 4 {
@@ -784,8 +813,7 @@ impl GpuBackend {
         for k in 0..exe.entry.launches.len() {
             let mapping = exe.entry.launches[k].mapping;
             let mut results = Vec::new();
-            for &block in &candidates[k] {
-                let grid = grid_for(mapping, block);
+            for (block, grid) in launch_candidates(mapping, &candidates[k], level) {
                 if let Some(want) = &reference {
                     let mut configs = exe.configs();
                     configs[k] = (block, grid);
@@ -806,8 +834,8 @@ impl GpuBackend {
                         })
                         .map_err(failed)?;
                     if !same_outputs(&got, want) {
-                        tracing::warn!(target: "nvptx_compiler", "{}: block {block} rejected: its outputs differ from the reference", exe.entry.launches[k].entry);
-                        results.push((block, None));
+                        tracing::warn!(target: "nvptx_compiler", "{}: block {block} grid {grid} rejected: its outputs differ from the reference", exe.entry.launches[k].entry);
+                        results.push(((block, grid), None));
                         continue;
                     }
                 }
@@ -833,7 +861,7 @@ impl GpuBackend {
                     exe.entry.launches[k].entry,
                     ms / TUNE_REPS as f32
                 );
-                results.push((block, Some(ms)));
+                results.push(((block, grid), Some(ms)));
             }
             let best = pick_fastest(&results).ok_or_else(|| {
                 failed(format!(
@@ -842,8 +870,7 @@ impl GpuBackend {
                 ))
             })?;
             let l = &mut exe.entry.launches[k];
-            l.block = best;
-            l.grid = grid_for(mapping, best);
+            (l.block, l.grid) = best;
         }
         self.gpu.synchronize().map_err(|e| failed(drv(e)))?;
         Ok(())
@@ -1019,6 +1046,44 @@ mod tests {
         for b in block_candidates(w, 256, 4, 1024) {
             assert_eq!(b % 32, 0);
         }
+    }
+
+    #[test]
+    fn row_fused_entries_are_also_timed_with_several_rows_per_warp() {
+        let rows = Mapping::WarpPerRow {
+            rows: 4096,
+            warps: 8,
+        };
+        // 8 warps per block: 512 blocks give every warp one row; 256 and 128 give 2 and 4.
+        assert_eq!(launch_candidates(rows, &[256], 0), vec![(256, 512)]);
+        assert_eq!(
+            launch_candidates(rows, &[256, 128], 1),
+            vec![
+                (256, 512),
+                (256, 256),
+                (256, 128),
+                (128, 1024),
+                (128, 512),
+                (128, 256)
+            ]
+        );
+        // Three rows: no grid below one block, no candidate twice.
+        let few = Mapping::WarpPerRow { rows: 3, warps: 8 };
+        assert_eq!(launch_candidates(few, &[256], 4), vec![(256, 1)]);
+        // Other mappings keep one grid per block size.
+        let m = Mapping::Pointwise { points: 1 << 20 };
+        assert_eq!(
+            launch_candidates(m, &[256, 128], 4),
+            vec![(256, 1024), (128, 2048)]
+        );
+        assert_eq!(
+            pick_fastest(&[((256, 512), Some(2.0)), ((256, 128), Some(1.5))]),
+            Some((256, 128))
+        );
+        assert_eq!(
+            pick_fastest(&[((256, 512), None), ((256, 128), Some(1.5))]),
+            Some((256, 128))
+        );
     }
 
     #[test]

@@ -671,6 +671,16 @@ impl Program {
                     }
                     o => panic!("{o:?}"),
                 },
+                "prefetch" => {
+                    // `prefetch.global.L2 [addr]` changes no result; the emitter only
+                    // prefetches inside the buffers it reads, which is checked here.
+                    assert_eq!(p[1], "global", "only global prefetches are simulated");
+                    let addr = match &inst.ops[0] {
+                        Op::Mem(i, d) => t.r[*i].wrapping_add(*d as u64),
+                        o => panic!("prefetch of {o:?}"),
+                    };
+                    mem.locate(addr, 1)?;
+                }
                 "ld" | "st" if p[1] == "shared" => {
                     let (bytes, addr, _) = access(&p, &inst.ops, &t.r);
                     if p[0] == "ld" {

@@ -9,7 +9,7 @@
 //! cluster runs on the fallback path) → `cuLinkCreate/AddData(PTX)/Complete` with
 //! `CU_JIT_OPTIMIZATION_LEVEL` 0 under `--xla_gpu_disable_ptxas_optimizations` (else the
 //! driver's default) → the cubin is loaded and its entries looked up → launch configs chosen
-//! (`--xla_gpu_autotune_level`, see [`block_candidates`]).
+//! (`--xla_gpu_autotune_level`, see [`block_candidates`] and [`row_grids`]).
 //!
 //! # Data movement
 //!
@@ -268,21 +268,18 @@ pub fn block_candidates(mapping: Mapping, suggested: u32, level: u8, max_threads
     out
 }
 
-/// The launch configurations `(block, grid)` to try for one kernel: each of `blocks` (see
-/// [`block_candidates`]) with its [`grid_for`]; at autotune level ≥ 1 a row-fused entry
-/// also with that grid divided by each of [`TUNE_ROW_GRID_DIVISORS`] (several rows per
-/// warp), where that still leaves every block a row.
-pub fn launch_candidates(mapping: Mapping, blocks: &[u32], level: u8) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    for &block in blocks {
-        let full = grid_for(mapping, block);
-        out.push((block, full));
-        if level > 0 && matches!(mapping, Mapping::WarpPerRow { .. }) {
-            for d in TUNE_ROW_GRID_DIVISORS {
-                let grid = full / d;
-                if grid >= 1 && !out.contains(&(block, grid)) {
-                    out.push((block, grid));
-                }
+/// The smaller grids a row-fused entry is also timed with at autotune level ≥ 1, for its
+/// fastest block size `block`: [`grid_for`]'s one row per warp divided by each of
+/// [`TUNE_ROW_GRID_DIVISORS`] (several rows per warp), where that leaves at least one
+/// block and differs from the grids before. Other mappings have none.
+pub fn row_grids(mapping: Mapping, block: u32) -> Vec<u32> {
+    let full = grid_for(mapping, block);
+    let mut out: Vec<u32> = Vec::new();
+    if matches!(mapping, Mapping::WarpPerRow { .. }) {
+        for d in TUNE_ROW_GRID_DIVISORS {
+            let grid = full / d;
+            if grid >= 1 && grid != full && !out.contains(&grid) {
+                out.push(grid);
             }
         }
     }
@@ -733,9 +730,11 @@ impl Executable for GpuExe {
 }
 
 impl GpuBackend {
-    /// Chooses each kernel's block size (`--xla_gpu_autotune_level`): 0 keeps the emitter's
-    /// suggestion; ≥ 1 times every candidate on zero-filled buffers (CUDA events, best of
-    /// one warm-up plus [`TUNE_REPS`] launches) and keeps the fastest; 4 first runs the whole
+    /// Chooses each kernel's launch (`--xla_gpu_autotune_level`): 0 keeps the emitter's
+    /// suggestion; ≥ 1 times every block size candidate on zero-filled buffers (CUDA events,
+    /// best of one warm-up plus [`TUNE_REPS`] launches), then, for a row-fused entry, the
+    /// fastest block with the smaller grids of [`row_grids`], and keeps the fastest of all
+    /// ([`GpuBackend::try_launch`]); 4 first runs the whole
     /// program with each candidate on synthesized inputs and rejects any whose outputs differ
     /// bitwise from the reference (the interpreter; for clusters with dots, whose cuBLAS
     /// results are not bit-identical to the CPU GEMM, the emitter's own launch).
@@ -763,7 +762,7 @@ impl GpuBackend {
         let single = candidates
             .iter()
             .zip(&exe.entry.launches)
-            .all(|(c, l)| launch_candidates(l.mapping, c, level).len() == 1);
+            .all(|(c, l)| c.len() == 1 && row_grids(l.mapping, c[0]).is_empty());
         if level == 0 || single && level < 4 {
             return Ok(());
         }
@@ -810,70 +809,95 @@ impl GpuBackend {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| failed(drv(e)))?;
         let zeros = exe.buffers(zero_inputs.iter().collect()).map_err(failed)?;
-        for k in 0..exe.entry.launches.len() {
+        let reference = reference.as_ref().map(|want| (inputs.as_slice(), want));
+        for (k, blocks) in candidates.iter().enumerate() {
             let mapping = exe.entry.launches[k].mapping;
-            let mut results = Vec::new();
-            for (block, grid) in launch_candidates(mapping, &candidates[k], level) {
-                if let Some(want) = &reference {
-                    let mut configs = exe.configs();
-                    configs[k] = (block, grid);
-                    let got = exe
-                        .run_device(inputs.iter().map(|t| &t.buf).collect(), &configs)
-                        .and_then(|outs| {
-                            let mem = GpuMemory {
-                                gpu: self.gpu.clone(),
-                            };
-                            (outs.into_iter().zip(&exe.entry.program.outputs))
-                                .map(|(buf, ty)| {
-                                    mem.download_tensor(&GpuTensor {
-                                        ty: ty.clone(),
-                                        buf,
-                                    })
-                                })
-                                .collect::<Result<Vec<_>, _>>()
-                        })
-                        .map_err(failed)?;
-                    if !same_outputs(&got, want) {
-                        tracing::warn!(target: "nvptx_compiler", "{}: block {block} grid {grid} rejected: its outputs differ from the reference", exe.entry.launches[k].entry);
-                        results.push(((block, grid), None));
-                        continue;
-                    }
-                }
-                exe.launch(&zeros, k, block, grid).map_err(failed)?; // warm-up
-                let ms = self
-                    .gpu
-                    .time_ms(&mut || {
-                        for _ in 0..TUNE_REPS {
-                            exe.launch(&zeros, k, block, grid)
-                                .map_err(|e| DriverError::Cuda {
-                                    step: "autotuning".into(),
-                                    message: e,
-                                })?;
-                        }
-                        Ok(())
-                    })
-                    .map_err(|e| failed(drv(e)))?;
-                vlog!(
-                    self.flags,
-                    "nvptx_compiler",
-                    2,
-                    "autotune {}: block {block} grid {grid}: {:.4} ms",
-                    exe.entry.launches[k].entry,
-                    ms / TUNE_REPS as f32
-                );
-                results.push(((block, grid), Some(ms)));
-            }
-            let best = pick_fastest(&results).ok_or_else(|| {
+            let entry = exe.entry.launches[k].entry.clone();
+            let none_accepted = || {
                 failed(format!(
-                    "{}: every launch configuration gives outputs that differ from the reference",
-                    exe.entry.launches[k].entry
+                    "{entry}: every launch configuration gives outputs that differ from the reference"
                 ))
-            })?;
+            };
+            let mut results = Vec::new();
+            for &block in blocks {
+                let config = (block, grid_for(mapping, block));
+                results.push((config, self.try_launch(exe, k, config, reference, &zeros)?));
+            }
+            let (block, _) = pick_fastest(&results).ok_or_else(none_accepted)?;
+            // Then fewer rows' worth of warps for the fastest block (row-fused entries).
+            if level > 0 {
+                for grid in row_grids(mapping, block) {
+                    let config = (block, grid);
+                    results.push((config, self.try_launch(exe, k, config, reference, &zeros)?));
+                }
+            }
             let l = &mut exe.entry.launches[k];
-            (l.block, l.grid) = best;
+            (l.block, l.grid) = pick_fastest(&results).ok_or_else(none_accepted)?;
         }
         self.gpu.synchronize().map_err(|e| failed(drv(e)))?;
         Ok(())
+    }
+
+    /// One autotune candidate: kernel `k` of `exe` launched as `(block, grid)`. With a
+    /// `reference` (level 4: the device inputs and the expected outputs), the whole program
+    /// first runs with it and `None` rejects it when any output differs bitwise. Then its
+    /// time over [`TUNE_REPS`] launches on `zeros` (after one warm-up), in milliseconds.
+    fn try_launch(
+        &self,
+        exe: &GpuExe,
+        k: usize,
+        (block, grid): (u32, u32),
+        reference: Option<(&[GpuTensor], &Vec<Tensor>)>,
+        zeros: &Buffers,
+    ) -> Result<Option<f32>, CompileFailure> {
+        let failed = |e: String| CompileFailure::Failed(e);
+        let entry = &exe.entry.launches[k].entry;
+        if let Some((inputs, want)) = reference {
+            let mut configs = exe.configs();
+            configs[k] = (block, grid);
+            let mem = GpuMemory {
+                gpu: self.gpu.clone(),
+            };
+            let got = exe
+                .run_device(inputs.iter().map(|t| &t.buf).collect(), &configs)
+                .and_then(|outs| {
+                    (outs.into_iter().zip(&exe.entry.program.outputs))
+                        .map(|(buf, ty)| {
+                            mem.download_tensor(&GpuTensor {
+                                ty: ty.clone(),
+                                buf,
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(failed)?;
+            if !same_outputs(&got, want) {
+                tracing::warn!(target: "nvptx_compiler", "{entry}: block {block} grid {grid} rejected: its outputs differ from the reference");
+                return Ok(None);
+            }
+        }
+        exe.launch(zeros, k, block, grid).map_err(failed)?; // warm-up
+        let ms = self
+            .gpu
+            .time_ms(&mut || {
+                for _ in 0..TUNE_REPS {
+                    exe.launch(zeros, k, block, grid)
+                        .map_err(|e| DriverError::Cuda {
+                            step: "autotuning".into(),
+                            message: e,
+                        })?;
+                }
+                Ok(())
+            })
+            .map_err(|e| failed(drv(e)))?;
+        vlog!(
+            self.flags,
+            "nvptx_compiler",
+            2,
+            "autotune {entry}: block {block} grid {grid}: {:.4} ms",
+            ms / TUNE_REPS as f32
+        );
+        Ok(Some(ms))
     }
 }
 
@@ -1055,35 +1079,32 @@ mod tests {
             warps: 8,
         };
         // 8 warps per block: 512 blocks give every warp one row; 256 and 128 give 2 and 4.
-        assert_eq!(launch_candidates(rows, &[256], 0), vec![(256, 512)]);
+        assert_eq!(grid_for(rows, 256), 512);
+        assert_eq!(row_grids(rows, 256), vec![256, 128]);
+        assert_eq!(row_grids(rows, 128), vec![512, 256]);
+        // Few rows: no grid below one block, none equal to the full grid, none twice.
         assert_eq!(
-            launch_candidates(rows, &[256, 128], 1),
-            vec![
-                (256, 512),
-                (256, 256),
-                (256, 128),
-                (128, 1024),
-                (128, 512),
-                (128, 256)
-            ]
+            row_grids(Mapping::WarpPerRow { rows: 3, warps: 8 }, 256),
+            vec![]
         );
-        // Three rows: no grid below one block, no candidate twice.
-        let few = Mapping::WarpPerRow { rows: 3, warps: 8 };
-        assert_eq!(launch_candidates(few, &[256], 4), vec![(256, 1)]);
+        assert_eq!(
+            row_grids(Mapping::WarpPerRow { rows: 9, warps: 8 }, 256),
+            vec![1]
+        );
         // Other mappings keep one grid per block size.
-        let m = Mapping::Pointwise { points: 1 << 20 };
-        assert_eq!(
-            launch_candidates(m, &[256, 128], 4),
-            vec![(256, 1024), (128, 2048)]
-        );
-        assert_eq!(
-            pick_fastest(&[((256, 512), Some(2.0)), ((256, 128), Some(1.5))]),
-            Some((256, 128))
-        );
-        assert_eq!(
-            pick_fastest(&[((256, 512), None), ((256, 128), Some(1.5))]),
-            Some((256, 128))
-        );
+        assert!(row_grids(Mapping::Pointwise { points: 1 << 20 }, 256).is_empty());
+        let w = Mapping::WarpPerPoint {
+            points: 4096,
+            len: 1024,
+        };
+        assert!(row_grids(w, 256).is_empty());
+        // Configurations compete by time like block sizes.
+        let r = [
+            ((256, 512), Some(2.0)),
+            ((256, 128), Some(1.5)),
+            ((128, 1024), None),
+        ];
+        assert_eq!(pick_fastest(&r), Some((256, 128)));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use super::values::{Lanes, ValueEmitter, WINDOW};
 use crate::kernel::{Kernel, Program};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
+    types, AbiParam, Block, Function, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
+    Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use kiln_ir::ReduceKind;
@@ -226,16 +227,7 @@ impl Emitter<'_, '_, '_> {
                     Lanes::Vector => i64::from(self.ve.width),
                     Lanes::One => 1,
                 };
-                let head = self.b.create_block();
-                let body = self.b.create_block();
-                let next = self.b.create_block();
-                self.b.ins().jump(head, &[]);
-                self.b.switch_to_block(head);
-                let jv = self.b.use_var(j);
-                let last = self.b.ins().iadd_imm_s(jv, step);
-                let more = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, count);
-                self.b.ins().brif(more, body, &[], next, &[]);
-                self.b.switch_to_block(body);
+                let blocks = self.stepped_loop_begin(j, step, count);
                 let jv = self.b.use_var(j);
                 let mut at = vars.to_vec();
                 at[inner] = self.b.ins().iadd(start, jv);
@@ -243,14 +235,37 @@ impl Emitter<'_, '_, '_> {
                 let (a, addr) = self.ve.staged_slot(self.b, n, jv)?;
                 let x = self.ve.node(self.b, a, &at, lanes)?;
                 ValueEmitter::store_at(self.b, x, addr);
-                let j2 = self.b.ins().iadd_imm_s(jv, step);
-                self.b.def_var(j, j2);
-                self.b.ins().jump(head, &[]);
-                self.b.switch_to_block(next);
+                self.stepped_loop_end(j, step, blocks);
             }
             self.ve.finish_staged(self.b, n, count)?;
         }
         Ok(())
+    }
+
+    /// Opens `while var + width <= end` (signed) and leaves the builder in its body; returns
+    /// the loop's head and exit blocks for [`Self::stepped_loop_end`].
+    fn stepped_loop_begin(&mut self, var: Variable, width: i64, end: Value) -> (Block, Block) {
+        let head = self.b.create_block();
+        let body = self.b.create_block();
+        let next = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let v = self.b.use_var(var);
+        let last = self.b.ins().iadd_imm_s(v, width);
+        let more = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, end);
+        self.b.ins().brif(more, body, &[], next, &[]);
+        self.b.switch_to_block(body);
+        (head, next)
+    }
+
+    /// Closes a [`Self::stepped_loop_begin`] loop: `var += width`, back to its head, and
+    /// continues after it.
+    fn stepped_loop_end(&mut self, var: Variable, width: i64, (head, next): (Block, Block)) {
+        let v = self.b.use_var(var);
+        let v2 = self.b.ins().iadd_imm_s(v, width);
+        self.b.def_var(var, v2);
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(next);
     }
 
     /// `for col in [start, end)`: 4 lanes while 4 remain (if `vector`), then one lane.
@@ -277,26 +292,13 @@ impl Emitter<'_, '_, '_> {
                 1
             };
             let width = copies * step;
-            let head = self.b.create_block();
-            let body = self.b.create_block();
-            let next = self.b.create_block();
-            self.b.ins().jump(head, &[]);
-            self.b.switch_to_block(head);
-            let c = self.b.use_var(col);
-            let last = self.b.ins().iadd_imm_s(c, width);
-            let more = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, last, end);
-            self.b.ins().brif(more, body, &[], next, &[]);
-            self.b.switch_to_block(body);
+            let blocks = self.stepped_loop_begin(col, width, end);
             for copy in 0..copies {
                 let c = self.b.use_var(col);
                 vars[inner] = self.b.ins().iadd_imm_s(c, copy * step);
                 self.stores(&vars, lanes)?;
             }
-            let c = self.b.use_var(col);
-            let c2 = self.b.ins().iadd_imm_s(c, width);
-            self.b.def_var(col, c2);
-            self.b.ins().jump(head, &[]);
-            self.b.switch_to_block(next);
+            self.stepped_loop_end(col, width, blocks);
         }
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);

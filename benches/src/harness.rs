@@ -141,27 +141,32 @@ fn calls_of(w: &Workload) -> Vec<&Call> {
     }
 }
 
-/// Calls of the `gpu` mode's pipelined measurement (back to back, one wait at the end).
-const PIPELINED: usize = 16;
+/// The `gpu` mode's pipelined measurement ([`steady_state`]): how long the device is kept
+/// busy before timing, so its clocks have left the idle state the host modes left it in.
+const WARM: Duration = Duration::from_millis(20);
+/// The device time each timed burst of rounds aims for.
+const BURST: Duration = Duration::from_millis(2);
+/// Timed bursts; the record keeps their median time per round.
+const BURSTS: usize = 7;
+
+/// Untimed rounds a `gpu` sample runs back to back (one wait) before its timed round: the
+/// host modes before it leave the GPU idle long enough for its clocks to drop, and one
+/// call at idle clocks measures the clock ramp, not the kernels (`jax.jit`'s per-call
+/// anchors are taken in a warm loop too).
+const WARM_ROUNDS: usize = 16;
 
 /// Runs every call once; returns the wall time (ms) and each call's outputs. A mode with
-/// placed arguments runs on them and waits for the device before the clock stops; its
-/// outputs stay where the graph left them. Such a mode first runs [`PIPELINED`] rounds
-/// back to back with one wait at the end, timed together (recorded in `Mode::pipelined`:
-/// the time per round when the host runs ahead of the GPU, as in a training loop); they
-/// also bring the GPU's clocks up again after the host modes ran.
+/// placed arguments runs on them (after [`WARM_ROUNDS`] untimed rounds) and waits for the
+/// device before the clock stops; its outputs stay where the graph left them.
 fn run_once(m: &mut Mode, calls: &[&Call]) -> Result<(f64, Vec<Vec<Placed>>), BenchError> {
     let mut outs = Vec::with_capacity(calls.len());
     if let Some(args) = &m.placed {
-        let t = Instant::now();
-        for _ in 0..PIPELINED {
+        for _ in 0..WARM_ROUNDS {
             for (c, a) in calls.iter().zip(args) {
                 m.rt.run_placed(&c.func, a)?;
             }
         }
         m.rt.synchronize()?;
-        let per_round = t.elapsed().as_secs_f64() * 1e3 / PIPELINED as f64;
-        m.pipelined.push(per_round);
         let t = Instant::now();
         for (c, a) in calls.iter().zip(args) {
             outs.push(m.rt.run_placed(&c.func, a)?);
@@ -181,6 +186,43 @@ fn run_once(m: &mut Mode, calls: &[&Call]) -> Result<(f64, Vec<Vec<Placed>>), Be
     Ok((t.elapsed().as_secs_f64() * 1e3, outs))
 }
 
+/// Milliseconds per round of `m` (a mode with placed arguments) when rounds run back to
+/// back and the host waits only at the end of each burst, as in a training loop: first the
+/// device is kept busy for [`WARM`], then [`BURSTS`] bursts of as many rounds as fill
+/// [`BURST`] (at least 16) are timed, each to its final wait.
+fn steady_state(m: &Mode, calls: &[&Call]) -> Result<Vec<f64>, BenchError> {
+    let Some(args) = &m.placed else {
+        return Ok(Vec::new());
+    };
+    let round = || -> Result<(), BenchError> {
+        for (c, a) in calls.iter().zip(args) {
+            m.rt.run_placed(&c.func, a)?;
+        }
+        Ok(())
+    };
+    let t = Instant::now();
+    let mut rounds = 0u32;
+    while t.elapsed() < WARM {
+        for _ in 0..16 {
+            round()?;
+        }
+        m.rt.synchronize()?;
+        rounds += 16;
+    }
+    let per_round = t.elapsed() / rounds;
+    let n = (BURST.as_secs_f64() / per_round.as_secs_f64().max(1e-9)).clamp(16.0, 4096.0) as u32;
+    let mut out = Vec::with_capacity(BURSTS);
+    for _ in 0..BURSTS {
+        let t = Instant::now();
+        for _ in 0..n {
+            round()?;
+        }
+        m.rt.synchronize()?;
+        out.push(t.elapsed().as_secs_f64() * 1e3 / f64::from(n));
+    }
+    Ok(out)
+}
+
 struct Mode {
     name: &'static str,
     rt: Runtime,
@@ -188,7 +230,7 @@ struct Mode {
     samples: Vec<f64>,
     /// Each call's arguments, already in the device's memory (the `gpu` mode).
     placed: Option<Vec<Vec<Placed>>>,
-    /// Milliseconds per round of every pipelined measurement (the `gpu` mode).
+    /// Milliseconds per round of each timed burst of [`steady_state`] (the `gpu` mode).
     pipelined: Vec<f64>,
 }
 
@@ -267,14 +309,14 @@ fn bench_graph(
     let per_rep: f64 = answers.iter().map(|a| a.0).sum::<f64>().max(1e-3);
     let reps =
         ((opts.budget.as_secs_f64() * 1e3 / per_rep) as usize).clamp(opts.reps.0, opts.reps.1);
-    for m in modes.iter_mut() {
-        m.pipelined.clear();
-    }
     for _ in 0..reps {
         for m in modes.iter_mut() {
             let (ms, _) = run_once(m, &calls)?;
             m.samples.push(ms);
         }
+    }
+    for m in modes.iter_mut() {
+        m.pipelined = steady_state(m, &calls)?;
     }
     let fb_median = summarize(&modes[0].samples).map(|s| s.median_ms);
     let mut out = Vec::new();

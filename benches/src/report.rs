@@ -247,8 +247,8 @@ pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
     if !pipelined.is_empty() {
         let _ = writeln!(
             out,
-            "pipelined (rounds back to back, one wait at the end; the table times one round \
-             and its wait):"
+            "pipelined (steady state: after 20 ms of warm-up, bursts of rounds back to back \
+             with one wait per burst; the table times one round and its wait):"
         );
         for r in pipelined {
             let (Some(d), Some(pct)) = (r.pipelined_ms, r.pipelined_bw_pct) else {

@@ -149,6 +149,23 @@ impl Gpu {
         self.compute_capability
     }
 
+    /// The size of the device's L2 cache in bytes (0 when the driver does not say).
+    pub fn l2_bytes(&self) -> usize {
+        let attr = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE;
+        self.ctx
+            .attribute(attr)
+            .map_or(0, |b| usize::try_from(b).unwrap_or(0))
+    }
+
+    /// Enqueues a zero fill of `buf`: written through the L2 cache, a buffer twice its size
+    /// evicts whatever an earlier launch left there, so the next launch reads from DRAM.
+    pub fn overwrite(&self, buf: &mut DeviceBuffer) -> Result<(), DriverError> {
+        cuda(
+            "clearing device memory",
+            self.stream.memset_zeros(&mut buf.slice),
+        )
+    }
+
     /// The compute capability as `major * 10 + minor` (the `sm_XX` number).
     pub fn sm(&self) -> u32 {
         self.compute_capability.0 * 10 + self.compute_capability.1

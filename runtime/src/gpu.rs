@@ -731,8 +731,9 @@ impl Executable for GpuExe {
 
 impl GpuBackend {
     /// Chooses each kernel's launch (`--xla_gpu_autotune_level`): 0 keeps the emitter's
-    /// suggestion; ≥ 1 times every block size candidate on zero-filled buffers (CUDA events,
-    /// best of one warm-up plus [`TUNE_REPS`] launches), then, for a row-fused entry, the
+    /// suggestion; ≥ 1 times every block size candidate on zero-filled buffers (CUDA events:
+    /// after one warm-up, the total of [`TUNE_REPS`] launches, each after an overwrite of
+    /// twice the L2 cache so it reads from DRAM), then, for a row-fused entry, the
     /// fastest block with the smaller grids of [`row_grids`], and keeps the fastest of all
     /// ([`GpuBackend::try_launch`]); 4 first runs the whole
     /// program with each candidate on synthesized inputs and rejects any whose outputs differ
@@ -810,6 +811,12 @@ impl GpuBackend {
             .map_err(|e| failed(drv(e)))?;
         let zeros = exe.buffers(zero_inputs.iter().collect()).map_err(failed)?;
         let reference = reference.as_ref().map(|want| (inputs.as_slice(), want));
+        // Twice the L2 cache, overwritten before each timed launch (none when the driver
+        // does not report an L2 size).
+        let mut flush = match self.gpu.l2_bytes() {
+            0 => None,
+            l2 => Some(self.gpu.alloc_uninit(2 * l2).map_err(|e| failed(drv(e)))?),
+        };
         for (k, blocks) in candidates.iter().enumerate() {
             let mapping = exe.entry.launches[k].mapping;
             let entry = exe.entry.launches[k].entry.clone();
@@ -821,14 +828,20 @@ impl GpuBackend {
             let mut results = Vec::new();
             for &block in blocks {
                 let config = (block, grid_for(mapping, block));
-                results.push((config, self.try_launch(exe, k, config, reference, &zeros)?));
+                results.push((
+                    config,
+                    self.try_launch(exe, k, config, reference, &zeros, flush.as_mut())?,
+                ));
             }
             let (block, _) = pick_fastest(&results).ok_or_else(none_accepted)?;
             // Then fewer rows' worth of warps for the fastest block (row-fused entries).
             if level > 0 {
                 for grid in row_grids(mapping, block) {
                     let config = (block, grid);
-                    results.push((config, self.try_launch(exe, k, config, reference, &zeros)?));
+                    results.push((
+                        config,
+                        self.try_launch(exe, k, config, reference, &zeros, flush.as_mut())?,
+                    ));
                 }
             }
             let l = &mut exe.entry.launches[k];
@@ -841,7 +854,8 @@ impl GpuBackend {
     /// One autotune candidate: kernel `k` of `exe` launched as `(block, grid)`. With a
     /// `reference` (level 4: the device inputs and the expected outputs), the whole program
     /// first runs with it and `None` rejects it when any output differs bitwise. Then its
-    /// time over [`TUNE_REPS`] launches on `zeros` (after one warm-up), in milliseconds.
+    /// time over [`TUNE_REPS`] launches on `zeros` (after one warm-up), in milliseconds,
+    /// each launch after an overwrite of `flush` (evicting L2) that is not timed.
     fn try_launch(
         &self,
         exe: &GpuExe,
@@ -849,6 +863,7 @@ impl GpuBackend {
         (block, grid): (u32, u32),
         reference: Option<(&[GpuTensor], &Vec<Tensor>)>,
         zeros: &Buffers,
+        mut flush: Option<&mut DeviceBuffer>,
     ) -> Result<Option<f32>, CompileFailure> {
         let failed = |e: String| CompileFailure::Failed(e);
         let entry = &exe.entry.launches[k].entry;
@@ -877,19 +892,25 @@ impl GpuBackend {
             }
         }
         exe.launch(zeros, k, block, grid).map_err(failed)?; // warm-up
-        let ms = self
-            .gpu
-            .time_ms(&mut || {
-                for _ in 0..TUNE_REPS {
+                                                            // Each timed launch starts with a cold L2, as a kernel whose inputs come from DRAM
+                                                            // does: otherwise a program whose buffers fit in L2 is timed on L2's bandwidth, which
+                                                            // favours configurations that hide less memory latency.
+        let mut ms = 0.0;
+        for _ in 0..TUNE_REPS {
+            if let Some(flush) = flush.as_deref_mut() {
+                self.gpu.overwrite(flush).map_err(|e| failed(drv(e)))?;
+            }
+            ms += self
+                .gpu
+                .time_ms(&mut || {
                     exe.launch(zeros, k, block, grid)
                         .map_err(|e| DriverError::Cuda {
                             step: "autotuning".into(),
                             message: e,
-                        })?;
-                }
-                Ok(())
-            })
-            .map_err(|e| failed(drv(e)))?;
+                        })
+                })
+                .map_err(|e| failed(drv(e)))?;
+        }
         vlog!(
             self.flags,
             "nvptx_compiler",

@@ -1,7 +1,8 @@
 //! Where the GPU path's time per call goes, step by step, on this machine's GPU: device
 //! allocation and release, an empty round trip (enqueue nothing, wait), and one compiled
 //! cluster through the runtime (`run_placed` alone, then with the wait) at a small and a
-//! large size. The wall-clock medians are printed; nothing is asserted (this is a
+//! large size, and a burst of calls with one wait, for softmax and layer norm. The
+//! wall-clock medians are printed; nothing is asserted (this is a
 //! measurement, not a test). Without a GPU it says so and exits 0.
 //!
 //! Run: `cargo run -p kiln-benches --release --bin gpu_dispatch`
@@ -13,6 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const REPS: usize = 200;
+/// Calls per burst (back to back, one wait).
+const BURST: usize = 500;
 
 /// Median wall microseconds of `REPS` calls of `f` (after 10 warm-ups).
 fn median_us(mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
@@ -29,9 +32,14 @@ fn median_us(mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
     Ok(t[REPS / 2])
 }
 
-fn softmax(rows: usize, cols: usize) -> Result<Func, String> {
+fn traced(
+    name: &str,
+    rows: usize,
+    cols: usize,
+    body: fn(&kiln_ir::Tracer) -> kiln_ir::Tracer,
+) -> Result<Func, String> {
     let ty = kiln_ir::TensorType::new(kiln_ir::DType::F32, vec![rows, cols]);
-    let mut f = kiln_ir::trace("softmax", &[ty], |a| a[0].softmax(1)).map_err(|e| e.to_string())?;
+    let mut f = kiln_ir::trace(name, &[ty], |a| body(&a[0])).map_err(|e| e.to_string())?;
     let opts = kiln_compiler::Options::from_flags(&Flags::default());
     kiln_compiler::run_pipeline(&mut f, &opts).map_err(|e| e.to_string())?;
     Ok(f)
@@ -61,8 +69,14 @@ fn main() -> Result<(), String> {
     let dev: Arc<dyn Backend> = backend.clone();
     let opts = RuntimeOptions::from_flags(&flags).map_err(|e| e.to_string())?;
     let rt = Runtime::new(Some(dev), opts).map_err(|e| e.to_string())?;
-    for (rows, cols) in [(8usize, 32usize), (4096, 1024)] {
-        let f = softmax(rows, cols)?;
+    let softmax: fn(&kiln_ir::Tracer) -> kiln_ir::Tracer = |x| x.softmax(1);
+    let layer_norm: fn(&kiln_ir::Tracer) -> kiln_ir::Tracer = |x| x.layer_norm(1, 1e-5);
+    for (name, body, rows, cols) in [
+        ("softmax", softmax, 8usize, 32usize),
+        ("softmax", softmax, 4096, 1024),
+        ("layer_norm", layer_norm, 4096, 1024),
+    ] {
+        let f = traced(name, rows, cols, body)?;
         let x = kiln_runtime::synth_input(&f.param_types()[0], 1);
         let arg = [rt.place(&x).map_err(|e| e.to_string())?];
         let run = || rt.run_placed(&f, &arg).map(drop).map_err(|e| e.to_string());
@@ -101,7 +115,7 @@ fn main() -> Result<(), String> {
                 kiln_ir::Op::Cluster(c) => Some(c.as_ref().clone()),
                 _ => None,
             })
-            .ok_or("softmax did not cluster")?;
+            .ok_or(format!("{name} did not cluster"))?;
         let exe = backend
             .compile(&cluster)
             .map_err(|e| format!("compiling: {e:?}"))?;
@@ -110,9 +124,19 @@ fn main() -> Result<(), String> {
         };
         let direct = median_us(|| exe.run_on_device(&[d.as_ref()]).map(drop))?;
         rt.synchronize().map_err(|e| e.to_string())?;
+        // A burst: BURST calls back to back, then one wait. If the host's enqueue time per
+        // call is below the time per call to the wait, the device is the bottleneck.
+        let t = Instant::now();
+        for _ in 0..BURST {
+            run()?;
+        }
+        let host = t.elapsed().as_secs_f64() * 1e6 / BURST as f64;
+        rt.synchronize().map_err(|e| e.to_string())?;
+        let burst = t.elapsed().as_secs_f64() * 1e6 / BURST as f64;
         println!(
-            "softmax {rows}x{cols}: run_placed {enqueue:8.1} us (executable alone {direct:6.1} \
-             us); + wait {both:8.1} us; device (events) {device:8.1} us; compiled runs {}",
+            "{name} {rows}x{cols}: run_placed {enqueue:8.1} us (executable alone {direct:6.1} \
+             us); + wait {both:8.1} us; device (events) {device:8.1} us; burst of {BURST}: \
+             {host:6.1} us enqueued, {burst:6.1} us to the wait, per call; compiled runs {}",
             rt.stats().values().map(|s| s.compiled_runs).sum::<u64>()
         );
     }

@@ -6,8 +6,8 @@
 //! float's width (`I32`, `I32X4`, `I64`, `I64X2`). Masks are `I8` 0/1 in scalar code and
 //! all-ones lanes in vector code. x86-64 has no four-lane `umulhi`: it is two widening
 //! multiplies (`pmuludq`) and a shuffle; two-lane `umulhi` and the `f64x2` ↔ `i64x2`
-//! conversions (AVX-512 only) go lane by lane; `rotl` is two shifts and an or. `fma` is never needed (`kiln_math` does not use
-//! it) but is provided exactly.
+//! conversions (AVX-512 only) go lane by lane; `rotl` is two shifts and an or. `fma` (the f32 `exp`'s polynomial) is
+//! `vfmadd` when the host has FMA and Cranelift's exact libcalls otherwise: the same bits.
 
 use cranelift_codegen::ir::condcodes::{FloatCC as CFloatCC, IntCC as CIntCC};
 use cranelift_codegen::ir::{

@@ -4,8 +4,10 @@
 //!
 //! Everything is straight-line code over [`Arith`] primitives. Deliberately avoided: the
 //! `floor`/`round_even`/`trunc` primitives (a baseline x86-64 target lowers them to libm calls,
-//! which stops LLVM from vectorising the interpreter's loops) and `fma` (Invariant 1: the
-//! shared definitions must give the same bits on hosts without hardware FMA).
+//! which stops LLVM from vectorising the interpreter's loops). `fma` is exactly rounded on
+//! every backend (hardware, or a correctly rounded software `fmaf` on hosts without FMA, with
+//! the same bits), so a definition may use it where it says so ([`poly_fma`]); only
+//! contracting `a * b + c` on a backend's own initiative is forbidden.
 
 use crate::arith::{Arith, FloatCC, Format, IntCC};
 
@@ -39,6 +41,19 @@ pub(crate) fn poly<A: Arith>(a: &mut A, x: A::F, coeffs: &[f64]) -> A::F {
         let t = a.mul(p, x);
         let kc = c(a, k);
         p = a.add(t, kc);
+    }
+    p
+}
+
+/// `coeffs[0] + x * (coeffs[1] + x * (...))` by Horner's rule with one `fma` per step
+/// (one rounding per coefficient instead of two).
+#[inline(always)]
+pub(crate) fn poly_fma<A: Arith>(a: &mut A, x: A::F, coeffs: &[f64]) -> A::F {
+    let (last, rest) = coeffs.split_last().expect("non-empty polynomial");
+    let mut p = c(a, *last);
+    for &k in rest.iter().rev() {
+        let kc = c(a, k);
+        p = a.fma(p, x, kc);
     }
     p
 }

@@ -23,7 +23,13 @@ fn unary<A: Arith>() -> Vec<(&'static str, Unary<A>)> {
     ]
 }
 
-/// Traces `f` on each input and asserts they are all identical and contain no `fma`.
+/// The f32 functions whose shared definition uses `fma` (the f32 `exp` and what calls it):
+/// exactly rounded on every backend, but slow where a host lacks FMA, so the list is kept
+/// deliberate. Every other function, and every f64 one, must trace without it.
+const F32_FMA: &[&str] = &["exp", "tanh", "erf"];
+
+/// Traces `f` on each input and asserts they are all identical and contain no `fma` (unless
+/// `name` is an f32 function of [`F32_FMA`]).
 fn assert_same_trace<S: Copy, X: Copy + std::fmt::Debug>(
     name: &str,
     inner: S,
@@ -35,7 +41,13 @@ fn assert_same_trace<S: Copy, X: Copy + std::fmt::Debug>(
         let mut a = CountingArith::new(inner);
         run(&mut a, x);
         assert!(!a.trace.is_empty(), "{name}: empty trace");
-        assert!(!a.trace.iter().any(|op| op == "fma"), "{name} uses fma");
+        let fma_allowed =
+            std::any::type_name::<S>().ends_with("ScalarF32") && F32_FMA.contains(&name);
+        let uses_fma = a.trace.iter().any(|op| op == "fma");
+        assert!(fma_allowed || !uses_fma, "{name} uses fma");
+        if std::any::type_name::<S>().ends_with("ScalarF32") {
+            assert_eq!(uses_fma, fma_allowed, "{name}: F32_FMA is out of date");
+        }
         match &first {
             None => {
                 let format = std::any::type_name::<S>()

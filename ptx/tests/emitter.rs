@@ -1151,6 +1151,94 @@ fn row_patterns_fuse_into_one_entry_and_match_the_interpreter() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A division by a value pinned for the row (`x / max(w)` per row) takes the short
+/// reciprocal sequence with a `div.rn` fallback (`known_div` in the emitter), and gives
+/// `div.rn`'s bits for every kind of dividend and divisor: rows whose divisor is ordinary,
+/// has an all-ones significand, sits at either end of the range the short path accepts or
+/// just past it, is subnormal, zero, infinite or NaN, or negative; dividends of every
+/// exponent (subnormals, zeros, infinities and NaNs included) in each row.
+#[test]
+fn division_by_a_row_invariant_divisor_matches_div_rn_everywhere() {
+    let divisors: [f32; 18] = [
+        1.5,
+        3.0,
+        f32::from_bits(0x3fff_ffff), // 1.99999988: all-ones significand
+        f32::from_bits(0x3f80_0001),
+        1.0e-37,
+        f32::from_bits(0x0100_0000), // 2^-125: the smallest accepted
+        f32::from_bits(0x00ff_ffff), // just below it
+        f32::from_bits(0x0000_0400), // subnormal
+        0.0,
+        f32::from_bits(0x7e80_0000), // 2^126: the first refused
+        f32::from_bits(0x7e7f_ffff), // just below it
+        f32::MAX,
+        f32::INFINITY,
+        f32::NAN,
+        -2.5,
+        -7.0e30,
+        6.0e-30,
+        1024.0,
+    ];
+    let (rows, n) = (divisors.len(), 96);
+    let src = format!(
+        "func @f(%x: f32[{rows},{n}], %w: f32[{rows},{n}]) -> f32[{rows},{n}] {{
+  %m = reduce_max %w, axes=[1] : f32[{rows}]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[{rows},{n}]
+  %y = div %x, %mb : f32[{rows},{n}]
+  return %y
+}}"
+    );
+    let c = cluster(&src).expect("valid");
+    let p = lower_cluster(&c).expect("lowers");
+    let ptx = emit_program(&p, sm80()).expect("emits");
+    assert_eq!(ptx.kernels.len(), 1, "row-fused");
+    assert!(
+        ptx.text
+            .lines()
+            .any(|l| l.contains("@%p") && l.contains("div.rn.f32")),
+        "the short path with its div.rn fallback\n{}",
+        ptx.text
+    );
+    // Each row of w holds its divisor (as its max) among smaller values; x spans every
+    // exponent field, both signs, and the specials.
+    let mut rng = Rng(0x5eed);
+    let mut w = Vec::new();
+    let mut x = Vec::new();
+    for (i, &d) in divisors.iter().enumerate() {
+        for j in 0..n {
+            w.push(if j == i % n { d } else { f32::NEG_INFINITY });
+            let bits = match j {
+                0 => 0,
+                1 => 0x8000_0000,
+                2 => 0x7f80_0000,
+                3 => 0xff80_0000,
+                4 => 0x7fc0_0000,
+                _ => {
+                    let exp = ((j * 7 + i * 13) % 256) as u32;
+                    let sig = (rng.next() as u32) & 0x807f_ffff;
+                    sig | exp << 23
+                }
+            };
+            x.push(f32::from_bits(bits));
+        }
+    }
+    let inputs = vec![
+        Tensor::new(vec![rows, n], kiln_ir::Buffer::F32(x)).expect("shape"),
+        Tensor::new(vec![rows, n], kiln_ir::Buffer::F32(w)).expect("shape"),
+    ];
+    let want = interpret(&c, &inputs).expect("interpreter runs");
+    for launch in [
+        Launch::Suggested,
+        Launch::Fixed(2, 64),
+        Launch::Fixed(1, 32),
+    ] {
+        let got = simulate(&p, &ptx, &inputs, launch).expect("simulates");
+        if let Some(d) = first_difference(&got, &want) {
+            panic!("{launch:?}: {d}");
+        }
+    }
+}
+
 /// Programs that are not row-fusable keep one entry per kernel: a column reduction
 /// (kernels over different leading dimensions), a single row, and rows whose temporaries do
 /// not fit the shared memory (softmax over 12288 f32 columns: 48 KiB of `exp` per row).

@@ -726,25 +726,6 @@ fn float_binary<T: PtxFloat>(b: &mut Body, op: BinaryOp, x: Reg, y: Reg) -> Opti
     })
 }
 
-/// The smallest biased exponent of a dividend that [`Emitter::known_div`] divides with the
-/// short sequence (`2^-100`): above it the residual `a - b q` is exact.
-const KNOWN_DIV_MIN_EXP: i32 = 27;
-
-/// A divisor pinned for a loop, prepared for [`Emitter::known_div`].
-#[derive(Clone, Copy)]
-struct KnownDivisor {
-    /// The divisor.
-    b: Reg,
-    /// `RN(1 / b)`.
-    recip: Reg,
-    /// `-b`.
-    neg: Reg,
-    /// The lowest exponent field (already shifted into place) of a dividend on the short path.
-    lo_field: Reg,
-    /// How many exponent fields, shifted likewise, from `lo_field` on (0: none).
-    width_field: Reg,
-}
-
 /// One kernel's emission state.
 struct Emitter<'a> {
     p: &'a Program,
@@ -770,9 +751,6 @@ struct Emitter<'a> {
     /// `rsqrt(var + eps)`), computed once before the loop; consulted before `memo`, which
     /// is reset per point.
     pinned: Vec<Option<Reg>>,
-    /// Per pinned f32 node that some pointwise node divides by: what [`Emitter::known_div`]
-    /// needs, computed once with the pins ([`KnownDivisor`]).
-    divisors: Vec<Option<KnownDivisor>>,
     /// Set while emitting one position of an unrolled loop body: `(var, delta)`, loop
     /// variable `var` is `delta` past its value at the body's first position. A load whose
     /// offset is affine in `var` then reuses the address computed at the first position
@@ -799,7 +777,6 @@ impl<'a> Emitter<'a> {
             vec_loads: Vec::new(),
             lane: 0,
             pinned: vec![None; k.nodes.len()],
-            divisors: vec![None; k.nodes.len()],
             disp: None,
             disp_base: vec![None; k.nodes.len()],
         }
@@ -810,7 +787,6 @@ impl<'a> Emitter<'a> {
         self.k = k;
         self.memo = vec![None; k.nodes.len()];
         self.pinned = vec![None; k.nodes.len()];
-        self.divisors = vec![None; k.nodes.len()];
         self.disp_base = vec![None; k.nodes.len()];
         self.streams = streams;
     }
@@ -1453,79 +1429,8 @@ impl<'a> Emitter<'a> {
                 self.pinned[n] = Some(r);
             }
         }
-        // Divisions of a point's value by a pinned f32 ([`Emitter::known_div`]).
-        for (n, node) in k.nodes.iter().enumerate() {
-            if let NodeKind::Binary(BinaryOp::Div, x, y) = node.kind {
-                let invariant = self.pinned.get(x).copied().flatten().is_some();
-                if used[n] && node.dtype == DType::F32 && !invariant && self.divisors[y].is_none() {
-                    if let Some(b) = self.pinned.get(y).copied().flatten() {
-                        self.divisors[y] = Some(self.known_divisor(b));
-                    }
-                }
-            }
-        }
         self.memo.iter_mut().for_each(|m| *m = None);
         Ok(())
-    }
-
-    /// Forgets the values pinned for the loop that just ended.
-    fn unpin(&mut self) {
-        self.pinned.iter_mut().for_each(|p| *p = None);
-        self.divisors.iter_mut().for_each(|d| *d = None);
-    }
-
-    /// The per-divisor half of [`Emitter::known_div`], emitted once where the divisor `b`
-    /// is pinned: its correctly rounded reciprocal, `-b`, and the exponent fields of a
-    /// dividend for which the short sequence is exact (none unless `2^-125 <= |b| < 2^126`).
-    fn known_divisor(&mut self, b: Reg) -> KnownDivisor {
-        let one = format!("0f{:08X}", 1f32.to_bits());
-        let recip = self.def(RegClass::F32, "div.rn.f32", &[&one, &b]);
-        let neg = self.def(RegClass::F32, "neg.f32", &[&b]);
-        let bits = self.def(RegClass::B32, "mov.b32", &[&b]);
-        let shifted = self.def(RegClass::B32, "shr.u32", &[&bits, &23]);
-        let eb = self.def(RegClass::B32, "and.b32", &[&shifted, &0xff]);
-        // Biased exponents: e_a >= e_b - 124 keeps a / b (so q) normal; e_a >= -100 keeps the
-        // residual exact; e_a <= e_b + 126 keeps q and the result finite; 254: a finite.
-        let lo0 = self.def(RegClass::B32, "sub.s32", &[&eb, &124]);
-        let lo = self.def(RegClass::B32, "max.s32", &[&lo0, &KNOWN_DIV_MIN_EXP]);
-        let hi0 = self.def(RegClass::B32, "add.u32", &[&eb, &126]);
-        let hi = self.def(RegClass::B32, "min.u32", &[&hi0, &254]);
-        let span = self.def(RegClass::B32, "sub.u32", &[&hi, &lo]);
-        let count = self.def(RegClass::B32, "add.u32", &[&span, &1]);
-        let ge = self.def(RegClass::Pred, "setp.ge.u32", &[&eb, &2]);
-        let le = self.def(RegClass::Pred, "setp.le.u32", &[&eb, &252]);
-        let ok = self.def(RegClass::Pred, "and.pred", &[&ge, &le]);
-        let width = self.def(RegClass::B32, "selp.b32", &[&count, &0, &ok]);
-        // Compared on the masked exponent field, unshifted.
-        let lo_field = self.def(RegClass::B32, "shl.b32", &[&lo, &23]);
-        let width_field = self.def(RegClass::B32, "shl.b32", &[&width, &23]);
-        KnownDivisor {
-            b,
-            recip,
-            neg,
-            lo_field,
-            width_field,
-        }
-    }
-
-    /// `a / d.b`, rounded as `div.rn.f32` rounds it, for a divisor pinned for the loop (a
-    /// softmax's row sum): with `y = RN(1/b)` computed once, `q = RN(a y)` is within an ulp
-    /// of `a / b`, the residual `a - b q` is exact in one `fma`, and `RN(q + (a - b q) y)`
-    /// is the correctly rounded quotient (Markstein's theorem) as long as nothing is
-    /// subnormal, zero, infinite or NaN. That is checked on `a`'s exponent field against the
-    /// bounds [`Emitter::known_divisor`] derived from `b`'s; outside them (and for every `a`
-    /// when `b` itself is out of range) the result is `div.rn.f32` itself. Three float
-    /// operations and a compare per element instead of the division's reciprocal refinement.
-    fn known_div(&mut self, a: Reg, d: KnownDivisor) -> Reg {
-        let bits = self.def(RegClass::B32, "mov.b32", &[&a]);
-        let field = self.def(RegClass::B32, "and.b32", &[&bits, &"0x7F800000"]);
-        let off = self.def(RegClass::B32, "sub.u32", &[&field, &d.lo_field]);
-        let slow = self.def(RegClass::Pred, "setp.ge.u32", &[&off, &d.width_field]);
-        let q = self.def(RegClass::F32, "mul.rn.f32", &[&a, &d.recip]);
-        let r = self.def(RegClass::F32, "fma.rn.f32", &[&d.neg, &q, &a]);
-        let out = self.def(RegClass::F32, "fma.rn.f32", &[&r, &d.recip, &q]);
-        self.emit(&format!("@{slow} div.rn.f32"), &[&out, &a, &d.b]);
-        out
     }
 
     /// Whether the current kernel loads a buffer it also stores.
@@ -1695,7 +1600,7 @@ impl<'a> Emitter<'a> {
         vars[seq] = zero;
         self.stores(w, &vars)?;
         self.reduce_result = None;
-        self.unpin();
+        self.pinned.iter_mut().for_each(|p| *p = None);
         self.b.place(&skip);
         Ok(())
     }
@@ -1821,7 +1726,7 @@ impl<'a> Emitter<'a> {
                     let vars = self.unravel_in_row(j, start, row);
                     self.stores(j, &vars)?;
                     self.loop_end(j, &LANES, ptop, pdone);
-                    self.unpin();
+                    self.pinned.iter_mut().for_each(|p| *p = None);
                 }
             }
             // Other lanes' shared writes become visible (and reads complete) here.
@@ -2142,17 +2047,12 @@ impl<'a> Emitter<'a> {
                 }
             }
             NodeKind::Binary(op, x, y) => {
-                let divisor = self.divisors.get(*y).copied().flatten();
                 let (x, xdt) = self.operand(n, *x, vars)?;
                 let (y, ydt) = self.operand(n, *y, vars)?;
                 if xdt != dt || ydt != dt {
                     return self.malformed(format!("{} of {xdt}, {ydt} typed {dt}", op.name()));
                 }
-                let known = divisor.filter(|_| *op == BinaryOp::Div && dt == DType::F32);
-                match known
-                    .map(|d| self.known_div(x, d))
-                    .or_else(|| self.binary_op(*op, dt, x, y))
-                {
+                match self.binary_op(*op, dt, x, y) {
                     Some(r) => r,
                     None => return self.unsupported(format!("{} on {dt}", op.name())),
                 }

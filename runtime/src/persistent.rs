@@ -85,10 +85,15 @@ pub struct PersistentCache {
     dir: PathBuf,
 }
 
+/// The fingerprint of the sources that generate code (`build.rs`): part of every key, so a
+/// build whose math or code generation differs misses instead of reading another build's
+/// kernels (whose bits would differ from this build's interpreter).
+pub const CODEGEN_FINGERPRINT: &str = env!("KILN_CODEGEN_FINGERPRINT");
+
 /// The cache key: a hex BLAKE3 hash of the parts that determine the generated code.
 pub fn cache_key(canonical: &str, backend: &str, target: &str) -> (String, String) {
     let text = format!(
-        "kiln {}\nbackend {backend}\ntarget {target}\n{canonical}",
+        "kiln {} codegen {CODEGEN_FINGERPRINT}\nbackend {backend}\ntarget {target}\n{canonical}",
         env!("CARGO_PKG_VERSION")
     );
     (blake3::hash(text.as_bytes()).to_hex().to_string(), text)
@@ -315,6 +320,19 @@ mod tests {
         assert_eq!(c.stats().unwrap().corrupt, 1);
         assert_eq!(c.clear().unwrap(), 1);
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// In this workspace the build script found the code-generating sources, so keys carry
+    /// their fingerprint: a build with different math or codegen gets different keys.
+    #[test]
+    fn keys_carry_the_codegen_fingerprint() {
+        assert_eq!(CODEGEN_FINGERPRINT.len(), 16, "{CODEGEN_FINGERPRINT}");
+        assert!(CODEGEN_FINGERPRINT.bytes().all(|b| b.is_ascii_hexdigit()));
+        let (_, text) = cache_key("func @x", "cpu", "t");
+        assert!(
+            text.contains(&format!("codegen {CODEGEN_FINGERPRINT}\n")),
+            "{text}"
+        );
     }
 
     #[test]

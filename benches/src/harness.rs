@@ -235,7 +235,8 @@ struct Mode {
 }
 
 impl Mode {
-    fn host(name: &'static str, rt: Runtime) -> Mode {
+    /// A mode with no placed arguments (set [`Mode::placed`] for a device mode).
+    fn new(name: &'static str, rt: Runtime) -> Mode {
         Mode {
             name,
             rt,
@@ -291,8 +292,8 @@ fn bench_graph(
     let cpu_opts = RuntimeOptions::from_flags(flags)?;
     let backend = Arc::new(CpuBackend::new(flags));
     let mut modes = vec![
-        Mode::host("fallback", Runtime::new(None, fb_opts)?),
-        Mode::host("cpu", Runtime::new(Some(backend), cpu_opts)?),
+        Mode::new("fallback", Runtime::new(None, fb_opts)?),
+        Mode::new("cpu", Runtime::new(Some(backend), cpu_opts)?),
     ];
     if let Some(g) = &opts.gpu {
         let gpu: Arc<dyn Backend> = g.clone();
@@ -306,7 +307,7 @@ fn bench_graph(
                     .collect::<Result<Vec<Vec<Placed>>, _>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut m = Mode::host("gpu", rt);
+        let mut m = Mode::new("gpu", rt);
         m.placed = placed;
         modes.push(m);
     }

@@ -244,3 +244,76 @@ fn many_staged_nodes_in_one_frame() {
     let exe = compile_cluster(&c, &CpuOptions::default()).expect("compiles");
     assert!(exe.has_machine_code());
 }
+
+#[test]
+fn division_and_subtraction_by_one_value_per_window() {
+    // `x / b` and `exp(x - b)` with `b` one value per row (a broadcast, a constant): the
+    // host divides / subtracts a whole window at a time. Special values (NaN, ±inf, ±0,
+    // subnormals) in both operands; the divisor varies along the row in `q`, which stays
+    // emitted code.
+    for dt in ["f32", "f64"] {
+        for n in SIZES {
+            let src = format!(
+                "func @f(%x: {dt}[3,{n}], %b: {dt}[3]) -> ({dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}]) {{
+  %bb = broadcast_in_dim %b, dims=[0] : {dt}[3,{n}]
+  %k = constant 3.0 : {dt}[3,{n}]
+  %y = div %x, %bb : {dt}[3,{n}]
+  %d = sub %x, %bb : {dt}[3,{n}]
+  %e = exp %d : {dt}[3,{n}]
+  %z = div %e, %k : {dt}[3,{n}]
+  %q = div %k, %x : {dt}[3,{n}]
+  %w = mul %y, %k : {dt}[3,{n}]
+  return %y, %z, %q, %w
+}}"
+            );
+            check_cluster(&cluster(&src), n as u64 + 17);
+        }
+    }
+    // In a reduction's windows: `sum(exp(x - b))`, and the softmax divide step alone.
+    for n in [5, 512, 1029, 4100] {
+        let src = format!(
+            "func @f(%x: f32[2,{n}], %b: f32[2]) -> (f32[2], f32[2,{n}]) {{
+  %bb = broadcast_in_dim %b, dims=[0] : f32[2,{n}]
+  %d = sub %x, %bb : f32[2,{n}]
+  %e = exp %d : f32[2,{n}]
+  %s = reduce_sum %e, axes=[1] : f32[2]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[2,{n}]
+  %y = div %x, %sb : f32[2,{n}]
+  return %s, %y
+}}"
+        );
+        check_cluster_finite(&cluster(&src), n as u64 + 23);
+    }
+}
+
+#[test]
+fn only_divisions_and_math_operands_are_staged() {
+    let calls = |src: &str, tag: &str| clif(&cluster(src), tag).matches("call_indirect").count();
+    let w = usize::from(wide());
+    // The divide step of softmax: one call per window, straight from `e` into `y`.
+    let divide = "func @f(%e: f32[2,700], %s: f32[2]) -> f32[2,700] {
+  %sb = broadcast_in_dim %s, dims=[0] : f32[2,700]
+  %y = div %e, %sb : f32[2,700]
+  return %y
+}";
+    assert_eq!(calls(divide, "div"), w);
+    // `exp(x - m)`: the subtraction and the exponential, block to block.
+    let shifted = "func @f(%x: f32[2,700], %m: f32[2]) -> f32[2,700] {
+  %mb = broadcast_in_dim %m, dims=[0] : f32[2,700]
+  %d = sub %x, %mb : f32[2,700]
+  %e = exp %d : f32[2,700]
+  return %e
+}";
+    assert_eq!(calls(shifted, "sub"), 2 * w);
+    // A subtraction no transcendental reads stays in emitted code (a call would cost more
+    // than the one `subps` per four elements), as does a division by a varying value.
+    let plain = "func @f(%x: f32[2,700], %m: f32[2]) -> (f32[2,700], f32[2,700]) {
+  %mb = broadcast_in_dim %m, dims=[0] : f32[2,700]
+  %d = sub %x, %mb : f32[2,700]
+  %k = constant 2.0 : f32[2,700]
+  %y = mul %d, %k : f32[2,700]
+  %q = div %k, %x : f32[2,700]
+  return %y, %q
+}";
+    assert_eq!(calls(plain, "plain"), 0);
+}

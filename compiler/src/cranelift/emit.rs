@@ -143,6 +143,9 @@ pub fn emit_kernel(
     Ok(())
 }
 
+/// The unrolled stages of a staging loop: (copies per iteration, lanes per copy).
+const STAGES: [(i64, Lanes); 3] = [(4, Lanes::Vector), (1, Lanes::Vector), (1, Lanes::One)];
+
 /// Loop and reduction structure around a [`ValueEmitter`].
 struct Emitter<'x, 'a, 'b> {
     b: &'x mut FunctionBuilder<'b>,
@@ -212,14 +215,16 @@ impl Emitter<'_, '_, '_> {
         let start = vars[inner];
         self.ve.begin_window(self.b, vars)?;
         for n in self.ve.staged_nodes() {
-            if self.ve.direct_operand(n) {
+            if self.ve.operand_ready(n) {
                 self.ve.finish_staged(self.b, n, count)?;
                 continue;
             }
             let j = self.b.declare_var(types::I64);
             let zero = self.b.ins().iconst(types::I64, 0);
             self.b.def_var(j, zero);
-            for lanes in [Lanes::Vector, Lanes::One] {
+            // Four vectors per iteration first (the window is usually whole vectors), then
+            // one, then single lanes; every stage computes an element the same way.
+            for (copies, lanes) in STAGES {
                 if lanes == Lanes::Vector && !vector {
                     continue;
                 }
@@ -227,15 +232,23 @@ impl Emitter<'_, '_, '_> {
                     Lanes::Vector => i64::from(self.ve.width),
                     Lanes::One => 1,
                 };
-                let blocks = self.stepped_loop_begin(j, step, count);
-                let jv = self.b.use_var(j);
-                let mut at = vars.to_vec();
-                at[inner] = self.b.ins().iadd(start, jv);
-                self.ve.reset();
-                let (a, addr) = self.ve.staged_slot(self.b, n, jv)?;
-                let x = self.ve.node(self.b, a, &at, lanes)?;
-                ValueEmitter::store_at(self.b, x, addr);
-                self.stepped_loop_end(j, step, blocks);
+                let width = copies * step;
+                let blocks = self.stepped_loop_begin(j, width, count);
+                let j0 = self.b.use_var(j);
+                let c0 = self.b.ins().iadd(start, j0);
+                let (a, addr) = self.ve.staged_slot(self.b, n, j0)?;
+                let bytes = self.ve.scalar_type(self.ve.dtype(n)).bytes() as i64;
+                for copy in 0..copies {
+                    let delta = copy * step;
+                    let mut at = vars.to_vec();
+                    at[inner] = self.b.ins().iadd_imm_s(c0, delta);
+                    self.ve.reset();
+                    self.ve.set_step(Some((at[inner], c0, delta)));
+                    let x = self.ve.node(self.b, a, &at, lanes)?;
+                    ValueEmitter::store_at(self.b, x, addr, (delta * bytes) as i32);
+                }
+                self.ve.set_step(None);
+                self.stepped_loop_end(j, width, blocks);
             }
             self.ve.finish_staged(self.b, n, count)?;
         }
@@ -293,11 +306,13 @@ impl Emitter<'_, '_, '_> {
             };
             let width = copies * step;
             let blocks = self.stepped_loop_begin(col, width, end);
+            let c = self.b.use_var(col);
             for copy in 0..copies {
-                let c = self.b.use_var(col);
                 vars[inner] = self.b.ins().iadd_imm_s(c, copy * step);
+                self.ve.set_step(Some((vars[inner], c, copy * step)));
                 self.stores(&vars, lanes)?;
             }
+            self.ve.set_step(None);
             self.stepped_loop_end(col, width, blocks);
         }
         self.b.ins().jump(done, &[]);
@@ -577,12 +592,15 @@ impl Emitter<'_, '_, '_> {
         };
         let acc = |s: &mut Self, j0: Value| -> Result<(), String> {
             for (a, &acc) in accs.iter().enumerate() {
-                let j = s.b.ins().iadd_imm_s(j0, (a * step) as i64);
+                let delta = (a * step) as i64;
+                let j = s.b.ins().iadd_imm_s(j0, delta);
+                s.ve.set_step(Some((j, j0, delta)));
                 let x = s.element(src, j, lanes)?;
                 let cur = s.b.use_var(acc);
                 let y = s.ve.combine(s.b, dt, kind, cur, x);
                 s.b.def_var(acc, y);
             }
+            s.ve.set_step(None);
             Ok(())
         };
         if windows > 0 {

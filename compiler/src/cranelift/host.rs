@@ -1,4 +1,5 @@
-//! Host functions compiled kernels call: the float remainder and block math.
+//! Host functions compiled kernels call: the float remainder and block math (transcendental
+//! ops, and subtraction or division by one value per block).
 //!
 //! Kernels reach them through [`HOST_TABLE`], whose address the executable passes in the
 //! argument slot after the partials buffer ([`host_slot`]); the entry block loads the
@@ -20,6 +21,8 @@ pub(super) struct HostTable {
     fmod: extern "C" fn(f64, f64) -> f64,
     math_f32: extern "C" fn(u32, *const f32, *mut f32, i64),
     math_f64: extern "C" fn(u32, *const f64, *mut f64, i64),
+    scalar_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64),
+    scalar_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64),
 }
 
 /// The one table every kernel's host calls go through.
@@ -28,6 +31,8 @@ pub(super) static HOST_TABLE: HostTable = HostTable {
     fmod: kiln_fmod,
     math_f32: kiln_math_block_f32,
     math_f64: kiln_math_block_f64,
+    scalar_f32: kiln_scalar_block_f32,
+    scalar_f64: kiln_scalar_block_f64,
 };
 
 /// The table's address, for the argument array.
@@ -70,21 +75,62 @@ fn math_block<T>(
     n: i64,
     f: fn(kiln_ir::UnaryOp, Option<&[T]>, &mut [T]) -> bool,
 ) {
-    let (Some(&op), Ok(n)) = (kiln_interp::MATH_OPS.get(op as usize), usize::try_from(n)) else {
+    let Some(&op) = kiln_interp::MATH_OPS.get(op as usize) else {
+        return;
+    };
+    with_block(src, dst, n, |src, out| f(op, src, out));
+}
+
+/// Block math with one operand per block ([`HostCalls::scalar`]): `dst[i] =
+/// SCALAR_OPS[op](src[i], c)` for `i < n`, with the interpreter's own loop (one IEEE
+/// operation per element, AVX2 where the CPU has it). `src` and `dst` as for
+/// [`kiln_math_block_f32`].
+extern "C" fn kiln_scalar_block_f32(op: u32, src: *const f32, c: f32, dst: *mut f32, n: i64) {
+    scalar_block(op, src, c, dst, n, kiln_interp::scalar_f32);
+}
+
+/// The `f64` version of [`kiln_scalar_block_f32`].
+extern "C" fn kiln_scalar_block_f64(op: u32, src: *const f64, c: f64, dst: *mut f64, n: i64) {
+    scalar_block(op, src, c, dst, n, kiln_interp::scalar_f64);
+}
+
+fn scalar_block<T>(
+    op: u32,
+    src: *const T,
+    c: T,
+    dst: *mut T,
+    n: i64,
+    f: fn(BinaryOp, Option<&[T]>, T, &mut [T]) -> bool,
+) {
+    let Some(&op) = kiln_interp::SCALAR_OPS.get(op as usize) else {
+        return;
+    };
+    with_block(src, dst, n, |src, out| f(op, src, c, out));
+}
+
+/// Runs `f` on the `n`-element blocks at `src` (`None` when it is `dst`: in place) and
+/// `dst`; nothing for null pointers or `n ≤ 0`.
+fn with_block<T>(
+    src: *const T,
+    dst: *mut T,
+    n: i64,
+    f: impl FnOnce(Option<&[T]>, &mut [T]) -> bool,
+) {
+    let Ok(n) = usize::try_from(n) else {
         return;
     };
     if src.is_null() || dst.is_null() || n == 0 {
         return;
     }
-    // SAFETY: the emitted caller passes `n` valid elements at `src` (a buffer or its staging
+    // SAFETY: the emitted caller passes `n` valid elements at `src` (a buffer or a staging
     // block) and `n` writable ones at `dst` (its staging block or the stored positions of
     // an output it alone writes); the two are the same block or disjoint.
     unsafe {
         let out = std::slice::from_raw_parts_mut(dst, n);
         if std::ptr::eq(src, dst) {
-            f(op, None, out);
+            f(None, out);
         } else {
-            f(op, Some(std::slice::from_raw_parts(src, n)), out);
+            f(Some(std::slice::from_raw_parts(src, n)), out);
         }
     }
 }
@@ -118,6 +164,10 @@ pub struct HostCalls {
     /// Block math (`fn(op, src, dst, n)`, `dst[i] = kiln_interp::MATH_OPS[op](src[i])`),
     /// when wide math is on and the kernel has such a node (see [`kernel_has_math`]).
     pub math: Option<HostFns>,
+    /// Block math with one second operand (`fn(op, src, c, dst, n)`, `dst[i] =
+    /// kiln_interp::SCALAR_OPS[op](src[i], c)`), when wide math is on and the kernel has
+    /// such a node (see [`kernel_has_scalar_op`]).
+    pub scalar: Option<HostFns>,
 }
 
 /// Whether kernel `k` computes a float `rem`: a call to [`kiln_fmodf`]/[`kiln_fmod`],
@@ -134,6 +184,20 @@ pub fn math_op(op: UnaryOp) -> Option<usize> {
     kiln_interp::MATH_OPS.iter().position(|&m| m == op)
 }
 
+/// The index of `op` in `kiln_interp::SCALAR_OPS`.
+pub fn scalar_op(op: BinaryOp) -> Option<usize> {
+    kiln_interp::SCALAR_OPS.iter().position(|&m| m == op)
+}
+
+/// Whether kernel `k` has a float binary node of `kiln_interp::SCALAR_OPS` (staged when
+/// its second operand is the same for a whole window).
+pub fn kernel_has_scalar_op(k: &Kernel) -> bool {
+    k.nodes.iter().any(|n| {
+        matches!(n.kind, NodeKind::Binary(op, _, _) if scalar_op(op).is_some())
+            && n.dtype.is_float()
+    })
+}
+
 /// Whether kernel `k` has a float node that block math can compute.
 pub fn kernel_has_math(k: &Kernel) -> bool {
     k.nodes.iter().any(|n| {
@@ -143,7 +207,7 @@ pub fn kernel_has_math(k: &Kernel) -> bool {
 
 /// Loads, at the current position (the entry block), the host functions kernel `k` of `p`
 /// calls: the float remainder if it has one, block math if `wide_math` and it has a math
-/// node.
+/// node (or a [`kernel_has_scalar_op`] node).
 pub fn import(
     b: &mut FunctionBuilder,
     args: Value,
@@ -153,7 +217,8 @@ pub fn import(
 ) -> HostCalls {
     let fmod = kernel_has_float_rem(k);
     let math = wide_math && kernel_has_math(k);
-    if !fmod && !math {
+    let scalar = wide_math && kernel_has_scalar_op(k);
+    if !fmod && !math && !scalar {
         return HostCalls::default();
     }
     let call_conv = b.func.signature.call_conv;
@@ -194,5 +259,10 @@ pub fn import(
             )
         }),
         math: math.then(|| pair(b, 2, [&block, &block], false)),
+        scalar: scalar.then(|| {
+            let f32_sig = [types::I32, types::I64, types::F32, types::I64, types::I64];
+            let f64_sig = [types::I32, types::I64, types::F64, types::I64, types::I64];
+            pair(b, 4, [&f32_sig, &f64_sig], false)
+        }),
     }
 }

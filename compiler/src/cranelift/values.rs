@@ -5,7 +5,8 @@
 //! Loads whose offset grows by one per inner step are single vector loads, invariant ones
 //! a splat, anything else four scalar loads.
 
-use super::host::{math_op, HostCalls};
+use super::arith::{float_min_max, MinMax};
+use super::host::{math_op, scalar_op, HostCalls};
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -42,6 +43,17 @@ enum Pinned {
     },
 }
 
+/// One copy of an unrolled loop body: the inner variable's value `at` is `base + delta`.
+/// Addresses affine in the inner variable are computed from `base` and carry
+/// `coefficient · delta · size` as the instruction's displacement, so the copies of a body
+/// share one address computation (x86 folds the displacement into the load or store).
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    at: Value,
+    base: Value,
+    delta: i64,
+}
+
 /// The DAG emitter of one kernel.
 pub struct ValueEmitter<'a> {
     p: &'a Program,
@@ -57,6 +69,8 @@ pub struct ValueEmitter<'a> {
     pin_slots: Vec<Option<StackSlot>>,
     /// The reduction result, once computed (for [`NodeKind::ReduceResult`]).
     pub reduce_result: Option<Value>,
+    /// The current copy of an unrolled loop body (see [`ValueEmitter::set_step`]).
+    step: Option<Step>,
     /// Per node: the once-per-call seed work of a [`NodeKind::Random`] (entry block).
     rng: Vec<Option<super::random::RandomState>>,
     /// Host functions imported into this kernel's function.
@@ -67,6 +81,9 @@ pub struct ValueEmitter<'a> {
     /// Per node: in the current window, the address of its block's first element and,
     /// when its operand is read straight from a buffer, that operand's first element.
     window_addrs: Vec<Option<(Value, Option<Value>)>>,
+    /// Per staged binary node: in the current window, its second operand (one value for
+    /// the whole window).
+    window_scalars: Vec<Option<Value>>,
     /// Per node: whether its block holds the current window's values.
     ready: Vec<bool>,
     /// Inner position of the current window's first element.
@@ -121,6 +138,14 @@ pub fn arg_slot(p: &Program, b: BufRef) -> usize {
     }
 }
 
+/// `elements · size` bytes as an instruction displacement, if it fits one (the copies of
+/// an unrolled body are a few vectors apart).
+fn displacement(elements: i64, size: u32) -> Option<i32> {
+    elements
+        .checked_mul(i64::from(size))
+        .and_then(|d| i32::try_from(d).ok())
+}
+
 fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
@@ -163,10 +188,12 @@ impl<'a> ValueEmitter<'a> {
             pinned: vec![None; k.nodes.len()],
             pin_slots: vec![None; k.nodes.len()],
             reduce_result: None,
+            step: None,
             rng: vec![None; k.nodes.len()],
             calls: HostCalls::default(),
             staged: vec![None; k.nodes.len()],
             window_addrs: vec![None; k.nodes.len()],
+            window_scalars: vec![None; k.nodes.len()],
             ready: vec![false; k.nodes.len()],
             window: None,
             width: 4,
@@ -229,6 +256,27 @@ impl<'a> ValueEmitter<'a> {
             }
         }
         seed_only
+    }
+
+    /// Declares that, until the next call, the inner variable value `at` is `base + delta`
+    /// (one copy of an unrolled body); `None` ends it. Only addressing changes: every
+    /// element's address is the same, computed with fewer instructions.
+    pub fn set_step(&mut self, step: Option<(Value, Value, i64)>) {
+        self.step = step.map(|(at, base, delta)| Step { at, base, delta });
+    }
+
+    /// `vars` with the inner variable replaced by the current step's base, and the step's
+    /// delta, when `vars`' inner variable is the step's value; else `vars` and 0.
+    fn step_split(&self, vars: &[Value]) -> (Vec<Value>, i64) {
+        let inner = Self::inner(vars);
+        let mut vs = vars.to_vec();
+        match self.step {
+            Some(st) if vars.get(inner) == Some(&st.at) => {
+                vs[inner] = st.base;
+                (vs, st.delta)
+            }
+            _ => (vs, 0),
+        }
     }
 
     /// Forgets emitted values (call when moving to a block they may not dominate).
@@ -313,13 +361,20 @@ impl<'a> ValueEmitter<'a> {
     }
 
     /// Chooses the nodes whose values are staged: computed a window of inner positions at
-    /// a time by one block-math call (see [`HostCalls::math`]) instead of by emitted code,
-    /// and read back from their block wherever the window's positions are evaluated. Those
-    /// are the float nodes of `kiln_interp::MATH_OPS` that depend on loop variable `var`
-    /// and that `roots` use, at the lanes of this kernel. None when the kernel has random
-    /// nodes (their per-loop caches assume one evaluation per position). `pointwise`: the
-    /// window runs along the stores (not a reduction's sequence), so a stored node may keep
-    /// its block in the stored buffer. Returns whether any node is staged.
+    /// a time by one block-math call (see [`HostCalls::math`], [`HostCalls::scalar`])
+    /// instead of by emitted code, and read back from their block wherever the window's
+    /// positions are evaluated. Those are the float nodes that depend on loop variable
+    /// `var`, that `roots` use, at the lanes of this kernel, and that are
+    /// - a unary op of `kiln_interp::MATH_OPS`, or
+    /// - a division by a value that does not depend on `var` (one per window; 8-lane
+    ///   division issues as fast as 4-lane), or
+    /// - such a subtraction whose result a staged unary op reads (`exp(x - max)`: the host
+    ///   then computes the whole chain, block to block).
+    ///
+    /// None when the kernel has random nodes (their per-loop caches assume one evaluation
+    /// per position). `pointwise`: the window runs along the stores (not a reduction's
+    /// sequence), so a stored node may keep its block in the stored buffer. Returns whether
+    /// any node is staged.
     pub fn plan_staging(
         &mut self,
         b: &mut FunctionBuilder,
@@ -329,7 +384,7 @@ impl<'a> ValueEmitter<'a> {
         pointwise: bool,
     ) -> bool {
         let k = self.k;
-        if self.calls.math.is_none() || k.has_random() {
+        if (self.calls.math.is_none() && self.calls.scalar.is_none()) || k.has_random() {
             return false;
         }
         let variant = self.variant_nodes(var);
@@ -361,14 +416,32 @@ impl<'a> ValueEmitter<'a> {
                 .iter()
                 .any(|n| matches!(n.kind, NodeKind::Load { buf: l, .. } if l == buf))
         };
+        let math = |op: UnaryOp| self.calls.math.is_some() && math_op(op).is_some();
+        let math_user = |n: usize| {
+            k.nodes.iter().any(|m| {
+                matches!(m.kind, NodeKind::Unary(op, x) if x == n && math(op))
+                    && m.dtype.is_float()
+            })
+        };
         let mut any = false;
         for (n, node) in k.nodes.iter().enumerate() {
-            let NodeKind::Unary(op, a) = node.kind else {
-                continue;
+            let a = match node.kind {
+                NodeKind::Unary(op, a) if math(op) => a,
+                NodeKind::Binary(op, a, c)
+                    if self.calls.scalar.is_some()
+                        && !variant[c]
+                        && match op {
+                            BinaryOp::Div => true,
+                            BinaryOp::Sub => math_user(n),
+                            _ => false,
+                        } =>
+                {
+                    a
+                }
+                _ => continue,
             };
             let lanes_ok = !vector || self.lane_dtype(node.dtype);
-            if math_op(op).is_none()
-                || !node.dtype.is_float()
+            if !node.dtype.is_float()
                 || !used[n]
                 || !variant[n]
                 || !lanes_ok
@@ -420,6 +493,22 @@ impl<'a> ValueEmitter<'a> {
         self.staged[n].is_some_and(|s| s.direct_operand)
     }
 
+    /// Whether staged node `n`'s block math can run now without staging its operand first:
+    /// the operand is read straight from a buffer, or is a staged node whose block already
+    /// holds this window's values.
+    pub fn operand_ready(&self, n: usize) -> bool {
+        self.direct_operand(n) || self.staged_operand(n).is_ok_and(|a| self.ready[a])
+    }
+
+    /// The operand of staged node `n` that varies along the window (a binary node's
+    /// second operand is one value per window).
+    fn staged_operand(&self, n: usize) -> Result<usize, String> {
+        match self.k.nodes[n].kind {
+            NodeKind::Unary(_, a) | NodeKind::Binary(_, a, _) => Ok(a),
+            _ => Err(format!("staged node v{n} is neither unary nor binary")),
+        }
+    }
+
     /// Starts a window at the inner position of `vars` (the last variable): no staged
     /// node's block is ready yet. Computes each block's address (and each direct operand's)
     /// at the window's first position.
@@ -434,18 +523,25 @@ impl<'a> ValueEmitter<'a> {
                 Block::Stack(slot) => b.ins().stack_addr(types::I64, slot, 0),
                 Block::Store(i) => {
                     let offset = self.store_offset();
-                    self.address(b, k.stores[i].buf, &offset, vars)?
+                    self.address_value(b, k.stores[i].buf, &offset, vars)?
                 }
             };
-            let operand = match (&k.nodes[n].kind, st.direct_operand) {
-                (NodeKind::Unary(_, a), true) => match &k.nodes[*a].kind {
-                    NodeKind::Load { buf, offset } => Some(self.address(b, *buf, offset, vars)?),
+            let operand = match (self.staged_operand(n)?, st.direct_operand) {
+                (a, true) => match &k.nodes[a].kind {
+                    NodeKind::Load { buf, offset } => {
+                        Some(self.address_value(b, *buf, offset, vars)?)
+                    }
                     _ => return Err(format!("v{n}'s direct operand is not a load")),
                 },
                 _ => None,
             };
             self.window_addrs[n] = Some((block, operand));
+            if let NodeKind::Binary(_, _, c) = k.nodes[n].kind {
+                // The same value at every position of the window.
+                self.window_scalars[n] = Some(self.node(b, c, vars, Lanes::One)?);
+            }
         }
+        self.reset();
         Ok(())
     }
 
@@ -454,6 +550,7 @@ impl<'a> ValueEmitter<'a> {
         self.window = None;
         self.ready.iter_mut().for_each(|r| *r = false);
         self.window_addrs.iter_mut().for_each(|a| *a = None);
+        self.window_scalars.iter_mut().for_each(|a| *a = None);
         self.reset();
     }
 
@@ -466,17 +563,16 @@ impl<'a> ValueEmitter<'a> {
         j: Value,
     ) -> Result<(usize, Value), String> {
         let (base, _) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
-        let NodeKind::Unary(_, a) = self.k.nodes[n].kind else {
-            return Err(format!("staged node v{n} is not unary"));
-        };
+        let a = self.staged_operand(n)?;
         let bytes = self.scalar_type(self.dtype(n)).bytes();
         let off = b.ins().imul_imm_s(j, i64::from(bytes));
         Ok((a, b.ins().iadd(base, off)))
     }
 
     /// Applies staged node `n`'s op to `count` elements with one block-math call: from its
-    /// direct operand, or from its block (which then holds the operand), into its block;
-    /// from here on the window reads `n` from the block.
+    /// direct operand, from its operand's block (a staged node already computed in this
+    /// window), or from its own block (which then holds the operand), into its block; from
+    /// here on the window reads `n` from the block.
     pub fn finish_staged(
         &mut self,
         b: &mut FunctionBuilder,
@@ -484,18 +580,42 @@ impl<'a> ValueEmitter<'a> {
         count: Value,
     ) -> Result<(), String> {
         let node = &self.k.nodes[n];
-        let NodeKind::Unary(op, _) = node.kind else {
-            return Err(format!("staged node v{n} is not unary"));
-        };
-        let index = math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
-        let math = self
-            .calls
-            .math
-            .ok_or("staging without a block-math import")?;
         let (block, operand) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
+        let a = self.staged_operand(n)?;
+        let src = match operand {
+            Some(direct) => direct,
+            None if self.ready[a] => {
+                self.window_addrs[a]
+                    .ok_or_else(|| format!("v{a} has no window"))?
+                    .0
+            }
+            None => block,
+        };
         let f64 = node.dtype == DType::F64;
-        let op = b.ins().iconst(types::I32, index as i64);
-        math.call(b, f64, &[op, operand.unwrap_or(block), block, count]);
+        match node.kind {
+            NodeKind::Unary(op, _) => {
+                let index =
+                    math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
+                let math = self
+                    .calls
+                    .math
+                    .ok_or("staging without a block-math import")?;
+                let op = b.ins().iconst(types::I32, index as i64);
+                math.call(b, f64, &[op, src, block, count]);
+            }
+            NodeKind::Binary(op, _, _) => {
+                let index =
+                    scalar_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
+                let scalar = self
+                    .calls
+                    .scalar
+                    .ok_or("staging without a scalar block-math import")?;
+                let c = self.window_scalars[n].ok_or_else(|| format!("v{n} has no scalar"))?;
+                let op = b.ins().iconst(types::I32, index as i64);
+                scalar.call(b, f64, &[op, src, c, block, count]);
+            }
+            _ => return Err(format!("staged node v{n} is neither unary nor binary")),
+        }
         self.ready[n] = true;
         self.reset();
         Ok(())
@@ -526,9 +646,9 @@ impl<'a> ValueEmitter<'a> {
             })
     }
 
-    /// Stores `v` (one lane or a vector) at `addr`.
-    pub fn store_at(b: &mut FunctionBuilder, v: Value, addr: Value) {
-        b.ins().store(flags(), v, addr, 0);
+    /// Stores `v` (one lane or a vector) at `addr + disp` bytes.
+    pub fn store_at(b: &mut FunctionBuilder, v: Value, addr: Value, disp: i32) {
+        b.ins().store(flags(), v, addr, disp);
     }
 
     /// The dtype of node `n`.
@@ -708,8 +828,8 @@ impl<'a> ValueEmitter<'a> {
         match (dt, kind) {
             (DType::F32 | DType::F64, Sum) => b.ins().fadd(a, x),
             (DType::F32 | DType::F64, Prod) => b.ins().fmul(a, x),
-            (DType::F32 | DType::F64, Max) => b.ins().fmax(a, x),
-            (DType::F32 | DType::F64, Min) => b.ins().fmin(a, x),
+            (DType::F32 | DType::F64, Max) => float_min_max(b, MinMax::Max, a, x),
+            (DType::F32 | DType::F64, Min) => float_min_max(b, MinMax::Min, a, x),
             (DType::Bool, Max) => b.ins().bor(a, x),
             (DType::Bool, _) => b.ins().band(a, x),
             (_, Sum) => b.ins().iadd(a, x),
@@ -788,18 +908,42 @@ impl<'a> ValueEmitter<'a> {
         v.unwrap_or_else(|| b.ins().iconst(types::I32, 0))
     }
 
+    /// The address of element `offset` of `buf` at `vars`, as a base and a displacement
+    /// (nonzero in a copy of an unrolled body whose offset is affine in the inner variable;
+    /// see [`ValueEmitter::set_step`]).
     fn address(
         &self,
         b: &mut FunctionBuilder,
         buf: BufRef,
         offset: &IExpr,
         vars: &[Value],
-    ) -> Result<Value, String> {
-        let size = i64::from(self.scalar_type(buf_dtype(self.p, buf)).bytes());
+    ) -> Result<(Value, i32), String> {
+        let size = self.scalar_type(buf_dtype(self.p, buf)).bytes();
         let base = self.base(buf)?;
-        let off = Self::iexpr(b, offset, vars);
-        let off = b.ins().imul_imm_s(off, size);
-        Ok(b.ins().iadd(base, off))
+        let split = offset.coefficient(Self::inner(vars)).and_then(|c| {
+            let (vs, delta) = self.step_split(vars);
+            Some((vs, displacement(c.checked_mul(delta)?, size)?))
+        });
+        let (vs, disp) = split.unwrap_or_else(|| (vars.to_vec(), 0));
+        let off = Self::iexpr(b, offset, &vs);
+        let off = b.ins().imul_imm_s(off, i64::from(size));
+        Ok((b.ins().iadd(base, off), disp))
+    }
+
+    /// [`ValueEmitter::address`] as one value.
+    fn address_value(
+        &self,
+        b: &mut FunctionBuilder,
+        buf: BufRef,
+        offset: &IExpr,
+        vars: &[Value],
+    ) -> Result<Value, String> {
+        let (a, d) = self.address(b, buf, offset, vars)?;
+        Ok(if d == 0 {
+            a
+        } else {
+            b.ins().iadd_imm_s(a, i64::from(d))
+        })
     }
 
     fn load(
@@ -814,16 +958,16 @@ impl<'a> ValueEmitter<'a> {
         let inner = Self::inner(vars);
         match (lanes, offset.coefficient(inner)) {
             (Lanes::One, _) => {
-                let a = self.address(b, buf, offset, vars)?;
-                Ok(b.ins().load(st, flags(), a, 0))
+                let (a, d) = self.address(b, buf, offset, vars)?;
+                Ok(b.ins().load(st, flags(), a, d))
             }
             (Lanes::Vector, Some(1)) => {
-                let a = self.address(b, buf, offset, vars)?;
-                Ok(b.ins().load(st.by(self.width).unwrap_or(st), flags(), a, 0))
+                let (a, d) = self.address(b, buf, offset, vars)?;
+                Ok(b.ins().load(st.by(self.width).unwrap_or(st), flags(), a, d))
             }
             (Lanes::Vector, Some(0)) => {
-                let a = self.address(b, buf, offset, vars)?;
-                let s = b.ins().load(st, flags(), a, 0);
+                let (a, d) = self.address(b, buf, offset, vars)?;
+                let s = b.ins().load(st, flags(), a, d);
                 Ok(b.ins().splat(st.by(self.width).unwrap_or(st), s))
             }
             (Lanes::Vector, _) => {
@@ -831,8 +975,8 @@ impl<'a> ValueEmitter<'a> {
                 for l in 0..self.width as u8 {
                     let mut vs = vars.to_vec();
                     vs[inner] = b.ins().iadd_imm_s(vars[inner], i64::from(l));
-                    let a = self.address(b, buf, offset, &vs)?;
-                    let x = b.ins().load(st, flags(), a, 0);
+                    let (a, d) = self.address(b, buf, offset, &vs)?;
+                    let x = b.ins().load(st, flags(), a, d);
                     v = Some(match v {
                         None => b.ins().splat(st.by(self.width).unwrap_or(st), x),
                         Some(v) => b.ins().insertlane(v, x, l),
@@ -863,8 +1007,8 @@ impl<'a> ValueEmitter<'a> {
                     return Err("vector store to a non-contiguous position".into())
                 }
                 _ => {
-                    let a = self.address(b, st.buf, &offset, vars)?;
-                    b.ins().store(flags(), v, a, 0);
+                    let (a, d) = self.address(b, st.buf, &offset, vars)?;
+                    b.ins().store(flags(), v, a, d);
                 }
             }
         }
@@ -905,10 +1049,17 @@ impl<'a> ValueEmitter<'a> {
         if let (true, Some(start)) = (self.ready[n], self.window) {
             // In a window after its block-math call: the value is in its block.
             let inner = Self::inner(vars);
-            let j = b.ins().isub(vars[inner], start);
+            let bytes = self.scalar_type(self.dtype(n)).bytes();
+            let (vs, disp) = match self.step_split(vars) {
+                (vs, delta) => match displacement(delta, bytes) {
+                    Some(d) => (vs, d),
+                    None => (vars.to_vec(), 0),
+                },
+            };
+            let j = b.ins().isub(vs[inner], start);
             let (_, addr) = self.staged_slot(b, n, j)?;
             let t = self.vtype(self.dtype(n), lanes);
-            let v = b.ins().load(t, flags(), addr, 0);
+            let v = b.ins().load(t, flags(), addr, disp);
             self.memo[n] = Some(v);
             return Ok(v);
         }

@@ -77,6 +77,39 @@ pub fn math_f64(op: UnaryOp, src: Option<&[f64]>, out: &mut [f64]) -> bool {
     math(op, src, out)
 }
 
+/// The float binary ops whose work compiled kernels may hand to [`scalar_f32`] /
+/// [`scalar_f64`] when the second operand is one value for the whole block: division (a
+/// 4-lane `divps` issues no faster than an 8-lane one) and subtraction (so a staged
+/// transcendental's operand `x - c` is also computed by the host, as in softmax's
+/// `exp(x - max)`).
+pub const SCALAR_OPS: [BinaryOp; 2] = [BinaryOp::Sub, BinaryOp::Div];
+
+/// `out[i] = op(src[i], c)` for every element (`op` one of [`SCALAR_OPS`]), or applied to
+/// `out` in place when `src` is `None`; on the calling thread, with AVX2 where the CPU has
+/// it (see [`crate::hw`]). One IEEE operation per element, exactly the interpreter's
+/// `a - b` / `a / b`, so the bits are the fallback's. Returns false, writing nothing, for
+/// any other op or when the lengths differ.
+pub fn scalar_f32(op: BinaryOp, src: Option<&[f32]>, c: f32, out: &mut [f32]) -> bool {
+    scalar_op(op, src, c, out)
+}
+
+/// The `f64` version of [`scalar_f32`].
+pub fn scalar_f64(op: BinaryOp, src: Option<&[f64]>, c: f64, out: &mut [f64]) -> bool {
+    scalar_op(op, src, c, out)
+}
+
+fn scalar_op<T: Float>(op: BinaryOp, src: Option<&[T]>, c: T, out: &mut [T]) -> bool {
+    if src.is_some_and(|s| s.len() != out.len()) {
+        return false;
+    }
+    match op {
+        BinaryOp::Sub => with_simd(|| fill_from(src, out, &|a: T| a - c)),
+        BinaryOp::Div => with_simd(|| fill_from(src, out, &|a: T| a / c)),
+        _ => return false,
+    }
+    true
+}
+
 #[inline(always)]
 fn fill_from<T: Copy>(src: Option<&[T]>, out: &mut [T], f: &impl Fn(T) -> T) {
     match src {

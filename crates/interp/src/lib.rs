@@ -28,7 +28,7 @@ mod run;
 mod scalar;
 mod shape;
 
-pub use elementwise::{math_f32, math_f64, MATH_OPS};
+pub use elementwise::{math_f32, math_f64, scalar_f32, scalar_f64, MATH_OPS, SCALAR_OPS};
 pub use error::InterpError;
 /// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will

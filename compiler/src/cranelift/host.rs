@@ -19,10 +19,10 @@ use kiln_ir::{BinaryOp, UnaryOp};
 pub(super) struct HostTable {
     fmodf: extern "C" fn(f32, f32) -> f32,
     fmod: extern "C" fn(f64, f64) -> f64,
-    math_f32: extern "C" fn(u32, *const f32, *mut f32, i64),
-    math_f64: extern "C" fn(u32, *const f64, *mut f64, i64),
-    scalar_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64),
-    scalar_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64),
+    math_f32: extern "C" fn(u32, *const f32, *mut f32, i64, i64),
+    math_f64: extern "C" fn(u32, *const f64, *mut f64, i64, i64),
+    scalar_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64, i64),
+    scalar_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64, i64),
 }
 
 /// The one table every kernel's host calls go through.
@@ -59,13 +59,15 @@ extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
 /// Block math ([`super::cpu::CpuOptions::wide_math`]): `dst[i] = MATH_OPS[op](src[i])` for
 /// `i < n`, with the interpreter's own AVX2 build of `kiln_math` — the fallback's operation,
 /// so the bits are the fallback's. `src` and `dst` are equal (in place) or do not overlap.
-extern "C" fn kiln_math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
-    math_block(op, src, dst, n, kiln_interp::math_f32);
+/// `ahead` (bytes, 0 for none): first prefetch the `n` elements that far past `src` (see
+/// [`with_block`]).
+extern "C" fn kiln_math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64, ahead: i64) {
+    math_block(op, src, dst, n, ahead, kiln_interp::math_f32);
 }
 
 /// The `f64` version of [`kiln_math_block_f32`].
-extern "C" fn kiln_math_block_f64(op: u32, src: *const f64, dst: *mut f64, n: i64) {
-    math_block(op, src, dst, n, kiln_interp::math_f64);
+extern "C" fn kiln_math_block_f64(op: u32, src: *const f64, dst: *mut f64, n: i64, ahead: i64) {
+    math_block(op, src, dst, n, ahead, kiln_interp::math_f64);
 }
 
 fn math_block<T>(
@@ -73,25 +75,40 @@ fn math_block<T>(
     src: *const T,
     dst: *mut T,
     n: i64,
+    ahead: i64,
     f: fn(kiln_ir::UnaryOp, Option<&[T]>, &mut [T]) -> bool,
 ) {
     let Some(&op) = kiln_interp::MATH_OPS.get(op as usize) else {
         return;
     };
-    with_block(src, dst, n, |src, out| f(op, src, out));
+    with_block(src, dst, n, ahead, |src, out| f(op, src, out));
 }
 
 /// Block math with one operand per block ([`HostCalls::scalar`]): `dst[i] =
 /// SCALAR_OPS[op](src[i], c)` for `i < n`, with the interpreter's own loop (one IEEE
 /// operation per element, AVX2 where the CPU has it). `src` and `dst` as for
 /// [`kiln_math_block_f32`].
-extern "C" fn kiln_scalar_block_f32(op: u32, src: *const f32, c: f32, dst: *mut f32, n: i64) {
-    scalar_block(op, src, c, dst, n, kiln_interp::scalar_f32);
+extern "C" fn kiln_scalar_block_f32(
+    op: u32,
+    src: *const f32,
+    c: f32,
+    dst: *mut f32,
+    n: i64,
+    ahead: i64,
+) {
+    scalar_block(op, src, c, dst, n, ahead, kiln_interp::scalar_f32);
 }
 
 /// The `f64` version of [`kiln_scalar_block_f32`].
-extern "C" fn kiln_scalar_block_f64(op: u32, src: *const f64, c: f64, dst: *mut f64, n: i64) {
-    scalar_block(op, src, c, dst, n, kiln_interp::scalar_f64);
+extern "C" fn kiln_scalar_block_f64(
+    op: u32,
+    src: *const f64,
+    c: f64,
+    dst: *mut f64,
+    n: i64,
+    ahead: i64,
+) {
+    scalar_block(op, src, c, dst, n, ahead, kiln_interp::scalar_f64);
 }
 
 fn scalar_block<T>(
@@ -100,20 +117,28 @@ fn scalar_block<T>(
     c: T,
     dst: *mut T,
     n: i64,
+    ahead: i64,
     f: fn(BinaryOp, Option<&[T]>, T, &mut [T]) -> bool,
 ) {
     let Some(&op) = kiln_interp::SCALAR_OPS.get(op as usize) else {
         return;
     };
-    with_block(src, dst, n, |src, out| f(op, src, c, out));
+    with_block(src, dst, n, ahead, |src, out| f(op, src, c, out));
 }
 
 /// Runs `f` on the `n`-element blocks at `src` (`None` when it is `dst`: in place) and
 /// `dst`; nothing for null pointers or `n ≤ 0`.
+///
+/// With `ahead ≠ 0`, first prefetches the `n` elements `ahead` bytes past `src`: in the
+/// row-blocked schedule a window read straight from an input prefetches the same window of
+/// the next block of rows (see `ValueEmitter::prefetch_distance`), whose first kernel
+/// would otherwise wait on memory with nothing to compute. A prefetch never faults, so
+/// past the last block it is only wasted.
 fn with_block<T>(
     src: *const T,
     dst: *mut T,
     n: i64,
+    ahead: i64,
     f: impl FnOnce(Option<&[T]>, &mut [T]) -> bool,
 ) {
     let Ok(n) = usize::try_from(n) else {
@@ -121,6 +146,12 @@ fn with_block<T>(
     };
     if src.is_null() || dst.is_null() || n == 0 {
         return;
+    }
+    if ahead != 0 {
+        prefetch(
+            (src as *const u8).wrapping_offset(ahead as isize),
+            n * std::mem::size_of::<T>(),
+        );
     }
     // SAFETY: the emitted caller passes `n` valid elements at `src` (a buffer or a staging
     // block) and `n` writable ones at `dst` (its staging block or the stored positions of
@@ -133,6 +164,21 @@ fn with_block<T>(
             f(Some(std::slice::from_raw_parts(src, n)), out);
         }
     }
+}
+
+/// Prefetches the cache lines of `bytes` bytes at `p` into the data caches.
+fn prefetch(p: *const u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        for off in (0..bytes).step_by(64) {
+            // SAFETY: a prefetch is a hint: it never faults and reads nothing back, whatever
+            // the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off) as *const i8) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, bytes);
 }
 
 /// A pair of host functions (`f32`, `f64`) with their signatures, loaded in the entry block.
@@ -161,10 +207,10 @@ pub struct HostCalls {
     /// The float remainder (`fn(x, y) -> x % y`), when the kernel has a float `rem` (see
     /// [`kernel_has_float_rem`]).
     pub fmod: Option<HostFns>,
-    /// Block math (`fn(op, src, dst, n)`, `dst[i] = kiln_interp::MATH_OPS[op](src[i])`),
+    /// Block math (`fn(op, src, dst, n, ahead)`, `dst[i] = kiln_interp::MATH_OPS[op](src[i])`),
     /// when wide math is on and the kernel has such a node (see [`kernel_has_math`]).
     pub math: Option<HostFns>,
-    /// Block math with one second operand (`fn(op, src, c, dst, n)`, `dst[i] =
+    /// Block math with one second operand (`fn(op, src, c, dst, n, ahead)`, `dst[i] =
     /// kiln_interp::SCALAR_OPS[op](src[i], c)`), when wide math is on and the kernel has
     /// such a node (see [`kernel_has_scalar_op`]).
     pub scalar: Option<HostFns>,
@@ -248,7 +294,7 @@ pub fn import(
             ptrs: (fns[0].1, fns[1].1),
         }
     };
-    let block = [types::I32, types::I64, types::I64, types::I64];
+    let block = [types::I32, types::I64, types::I64, types::I64, types::I64];
     HostCalls {
         fmod: fmod.then(|| {
             pair(
@@ -260,8 +306,16 @@ pub fn import(
         }),
         math: math.then(|| pair(b, 2, [&block, &block], false)),
         scalar: scalar.then(|| {
-            let f32_sig = [types::I32, types::I64, types::F32, types::I64, types::I64];
-            let f64_sig = [types::I32, types::I64, types::F64, types::I64, types::I64];
+            let f32_sig = [
+                types::I32,
+                types::I64,
+                types::F32,
+                types::I64,
+                types::I64,
+                types::I64,
+            ];
+            let mut f64_sig = f32_sig;
+            f64_sig[2] = types::F64;
             pair(b, 4, [&f32_sig, &f64_sig], false)
         }),
     }

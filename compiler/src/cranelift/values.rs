@@ -419,8 +419,7 @@ impl<'a> ValueEmitter<'a> {
         let math = |op: UnaryOp| self.calls.math.is_some() && math_op(op).is_some();
         let math_user = |n: usize| {
             k.nodes.iter().any(|m| {
-                matches!(m.kind, NodeKind::Unary(op, x) if x == n && math(op))
-                    && m.dtype.is_float()
+                matches!(m.kind, NodeKind::Unary(op, x) if x == n && math(op)) && m.dtype.is_float()
             })
         };
         let mut any = false;
@@ -592,6 +591,13 @@ impl<'a> ValueEmitter<'a> {
             None => block,
         };
         let f64 = node.dtype == DType::F64;
+        let ahead = match &self.k.nodes[a].kind {
+            NodeKind::Load { buf, offset } if operand.is_some() => {
+                self.prefetch_distance(*buf, offset)
+            }
+            _ => 0,
+        };
+        let ahead = b.ins().iconst(types::I64, ahead);
         match node.kind {
             NodeKind::Unary(op, _) => {
                 let index =
@@ -601,7 +607,7 @@ impl<'a> ValueEmitter<'a> {
                     .math
                     .ok_or("staging without a block-math import")?;
                 let op = b.ins().iconst(types::I32, index as i64);
-                math.call(b, f64, &[op, src, block, count]);
+                math.call(b, f64, &[op, src, block, count, ahead]);
             }
             NodeKind::Binary(op, _, _) => {
                 let index =
@@ -612,13 +618,31 @@ impl<'a> ValueEmitter<'a> {
                     .ok_or("staging without a scalar block-math import")?;
                 let c = self.window_scalars[n].ok_or_else(|| format!("v{n} has no scalar"))?;
                 let op = b.ins().iconst(types::I32, index as i64);
-                scalar.call(b, f64, &[op, src, c, block, count]);
+                scalar.call(b, f64, &[op, src, c, block, count, ahead]);
             }
             _ => return Err(format!("staged node v{n} is neither unary nor binary")),
         }
         self.ready[n] = true;
         self.reset();
         Ok(())
+    }
+
+    /// How far (bytes) block math reading `buf` at `offset` straight from memory prefetches
+    /// past its window: one block of rows of the row-blocked schedule
+    /// ([`super::schedule::row_blocking`]), when `buf` is an input (read from memory, not a
+    /// cached scratch or output) laid out as those rows and `offset` steps through them;
+    /// else 0.
+    fn prefetch_distance(&self, buf: BufRef, offset: &IExpr) -> i64 {
+        let (BufRef::Input(i), Some((d0, per))) = (buf, super::schedule::row_blocking(self.p))
+        else {
+            return 0;
+        };
+        let t = &self.p.inputs[i];
+        let row = t.num_elements() / d0.max(1);
+        if t.shape.first() != Some(&d0) || offset.coefficient(0) != Some(row as i64) {
+            return 0;
+        }
+        (per * row * t.dtype.size_bytes()) as i64
     }
 
     /// Whether store `i` is written by block math (its value is a staged node kept in the

@@ -259,3 +259,62 @@ pub(crate) fn select(pred: &Buffer, a: &Buffer, b: &Buffer) -> Result<Buffer, St
         _ => return Err(mixed(a, b)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALUES: [f32; 10] = [
+        0.0,
+        -0.0,
+        1.5,
+        -3.25,
+        1e-40,
+        3e38,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        7.0,
+    ];
+
+    #[test]
+    fn scalar_ops_are_one_ieee_operation_per_element() {
+        // Lengths past one 8-lane vector, so the AVX2 loop and its tail both run.
+        let src: Vec<f32> = (0..37).map(|i| VALUES[i % VALUES.len()] * 1.1).collect();
+        for &c in &VALUES {
+            for (op, f) in [
+                (BinaryOp::Sub, (|a, b| a - b) as fn(f32, f32) -> f32),
+                (BinaryOp::Div, |a, b| a / b),
+            ] {
+                let want: Vec<u32> = src.iter().map(|&a| f(a, c).to_bits()).collect();
+                let mut out = vec![0.0; src.len()];
+                assert!(scalar_f32(op, Some(&src), c, &mut out));
+                let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "{op:?} by {c}");
+                let mut inplace = src.clone();
+                assert!(scalar_f32(op, None, c, &mut inplace));
+                let got: Vec<u32> = inplace.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "{op:?} by {c} in place");
+            }
+            let wide: Vec<f64> = src.iter().map(|&a| f64::from(a)).collect();
+            let mut out = vec![0.0; wide.len()];
+            assert!(scalar_f64(
+                BinaryOp::Div,
+                Some(&wide),
+                f64::from(c),
+                &mut out
+            ));
+            for (o, a) in out.iter().zip(&wide) {
+                assert_eq!(o.to_bits(), (a / f64::from(c)).to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn scalar_ops_refuse_other_ops_and_mismatched_lengths() {
+        let mut out = vec![5.0f32; 4];
+        assert!(!scalar_f32(BinaryOp::Mul, None, 2.0, &mut out));
+        assert!(!scalar_f32(BinaryOp::Div, Some(&[1.0; 3]), 2.0, &mut out));
+        assert_eq!(out, [5.0; 4], "nothing written");
+    }
+}

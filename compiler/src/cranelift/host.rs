@@ -111,15 +111,10 @@ extern "C" fn kiln_scalar_block_f64(
     scalar_block(op, src, c, dst, n, ahead, kiln_interp::scalar_f64);
 }
 
-fn scalar_block<T>(
-    op: u32,
-    src: *const T,
-    c: T,
-    dst: *mut T,
-    n: i64,
-    ahead: i64,
-    f: fn(BinaryOp, Option<&[T]>, T, &mut [T]) -> bool,
-) {
+/// `kiln_interp::scalar_f32` / `scalar_f64`.
+type ScalarFn<T> = fn(BinaryOp, Option<&[T]>, T, &mut [T]) -> bool;
+
+fn scalar_block<T>(op: u32, src: *const T, c: T, dst: *mut T, n: i64, ahead: i64, f: ScalarFn<T>) {
     let Some(&op) = kiln_interp::SCALAR_OPS.get(op as usize) else {
         return;
     };

@@ -1074,11 +1074,10 @@ impl<'a> ValueEmitter<'a> {
             // In a window after its block-math call: the value is in its block.
             let inner = Self::inner(vars);
             let bytes = self.scalar_type(self.dtype(n)).bytes();
-            let (vs, disp) = match self.step_split(vars) {
-                (vs, delta) => match displacement(delta, bytes) {
-                    Some(d) => (vs, d),
-                    None => (vars.to_vec(), 0),
-                },
+            let (vs, delta) = self.step_split(vars);
+            let (vs, disp) = match displacement(delta, bytes) {
+                Some(d) => (vs, d),
+                None => (vars.to_vec(), 0),
             };
             let j = b.ins().isub(vs[inner], start);
             let (_, addr) = self.staged_slot(b, n, j)?;

@@ -269,6 +269,24 @@ fn division_and_subtraction_by_one_value_per_window() {
             check_cluster(&cluster(&src), n as u64 + 17);
         }
     }
+    // The difference also read by emitted code, and a shifted `log` of a scaled operand
+    // (the operand staged by emitted code first); shifts by constants.
+    for n in [7, 512, 1029] {
+        let src = format!(
+            "func @f(%x: f32[3,{n}], %b: f32[3]) -> (f32[3,{n}], f32[3,{n}]) {{
+  %bb = broadcast_in_dim %b, dims=[0] : f32[3,{n}]
+  %d = sub %x, %bb : f32[3,{n}]
+  %e = tanh %d : f32[3,{n}]
+  %y = mul %d, %e : f32[3,{n}]
+  %k = constant 0.5 : f32[3,{n}]
+  %s = mul %x, %x : f32[3,{n}]
+  %t = sub %s, %k : f32[3,{n}]
+  %l = log1p %t : f32[3,{n}]
+  return %y, %l
+}}"
+        );
+        check_cluster(&cluster(&src), n as u64 + 31);
+    }
     // In a reduction's windows: `sum(exp(x - b))`, and the softmax divide step alone.
     for n in [5, 512, 1029, 4100] {
         let src = format!(
@@ -297,14 +315,22 @@ fn only_divisions_and_math_operands_are_staged() {
   return %y
 }";
     assert_eq!(calls(divide, "div"), w);
-    // `exp(x - m)`: the subtraction and the exponential, block to block.
+    // `exp(x - m)`: one shifted call from `x` into `e`, the difference never stored.
     let shifted = "func @f(%x: f32[2,700], %m: f32[2]) -> f32[2,700] {
   %mb = broadcast_in_dim %m, dims=[0] : f32[2,700]
   %d = sub %x, %mb : f32[2,700]
   %e = exp %d : f32[2,700]
   return %e
 }";
-    assert_eq!(calls(shifted, "sub"), 2 * w);
+    assert_eq!(calls(shifted, "sub"), w);
+    // `exp(x - y)` with `y` varying along the row: the difference is staged by emitted
+    // code, then one plain call.
+    let varying = "func @f(%x: f32[2,700], %y: f32[2,700]) -> f32[2,700] {
+  %d = sub %x, %y : f32[2,700]
+  %e = exp %d : f32[2,700]
+  return %e
+}";
+    assert_eq!(calls(varying, "varying"), w);
     // A subtraction no transcendental reads stays in emitted code (a call would cost more
     // than the one `subps` per four elements), as does a division by a varying value.
     let plain = "func @f(%x: f32[2,700], %m: f32[2]) -> (f32[2,700], f32[2,700]) {
@@ -373,4 +399,75 @@ fn row_blocked_windows_prefetch_the_next_block_of_inputs() {
         "no-prefetch",
     );
     assert!(!i64_constants(&text).contains(&distance), "{text}");
+}
+
+#[test]
+fn max_and_min_rows_in_one_host_call() {
+    use kiln_ir::Tensor;
+    // Rows whose extremum is a zero of either sign (the sign decided by which zeros are
+    // present), rows with infinities and NaN, and ordinary rows; lengths around the
+    // 32-lane block and past a canonical chunk.
+    for n in [1usize, 2, 31, 33, 1029, 4100] {
+        let mut v = Vec::with_capacity(6 * n);
+        for r in 0..6 {
+            for i in 0..n {
+                v.push(match r {
+                    0 => {
+                        if i % 3 == 0 {
+                            -0.0
+                        } else {
+                            -2.0
+                        }
+                    }
+                    1 => {
+                        if i == n / 2 {
+                            0.0
+                        } else if i % 2 == 0 {
+                            -0.0
+                        } else {
+                            -1.0
+                        }
+                    }
+                    2 => {
+                        if i % 2 == 0 {
+                            0.0
+                        } else {
+                            5.0
+                        }
+                    }
+                    3 => {
+                        if i == n - 1 {
+                            f32::INFINITY
+                        } else {
+                            i as f32
+                        }
+                    }
+                    4 => {
+                        if i == n / 3 {
+                            f32::NAN
+                        } else {
+                            -(i as f32)
+                        }
+                    }
+                    _ => ((i * 7919) % 1000) as f32 * 0.01 - 3.0,
+                });
+            }
+        }
+        let x = Tensor::from_f32(vec![6, n], v).expect("tensor");
+        for (kind, tag) in [("reduce_max", "max"), ("reduce_min", "min")] {
+            let src = format!(
+                "func @f(%x: f32[6,{n}]) -> f32[6] {{\n  %m = {kind} %x, axes=[1] : f32[6]\n  return %m\n}}"
+            );
+            let c = cluster(&src);
+            common::check_with_inputs(&c, std::slice::from_ref(&x));
+            if n == 1029 {
+                let text = clif(&c, tag);
+                assert_eq!(
+                    text.matches("call_indirect").count(),
+                    usize::from(wide()),
+                    "{text}"
+                );
+            }
+        }
+    }
 }

@@ -331,6 +331,9 @@ impl Emitter<'_, '_, '_> {
         vector: bool,
     ) -> Result<Value, String> {
         let dt = self.ve.dtype(value);
+        if let Some(r) = self.host_extremum(kind, len, value, vars)? {
+            return Ok(r);
+        }
         let vector = vector && self.ve.vector_reducible(dt, kind);
         if len <= CHUNK {
             return self.canon_chunk(
@@ -361,6 +364,36 @@ impl Emitter<'_, '_, '_> {
         let all = self.b.ins().iconst(types::I64, chunks as i64);
         self.partials(kind, len, value, vars, vector, zero, base, zero, all)?;
         self.combine_partials(kind, len, value, zero, base, vector)
+    }
+
+    /// A float max or min of a unit-stride load over the whole sequence as one host call
+    /// ([`super::host::HostCalls::extremum`], the interpreter's 256-bit loop): both are
+    /// exact and order-free, so the result has the canonical order's bits. `None` when the
+    /// kernel has no such call or the reduction is of anything else.
+    fn host_extremum(
+        &mut self,
+        kind: ReduceKind,
+        len: usize,
+        value: usize,
+        vars: &[Value],
+    ) -> Result<Option<Value>, String> {
+        let (Some(call), Some(index)) = (
+            self.ve.calls.extremum,
+            super::host::EXTREMA.iter().position(|&e| e == kind),
+        ) else {
+            return Ok(None);
+        };
+        let dt = self.ve.dtype(value);
+        let Some(row) = self.ve.unit_stride_address(self.b, value, vars)? else {
+            return Ok(None);
+        };
+        if len == 0 || !dt.is_float() {
+            return Ok(None);
+        }
+        let kind = self.b.ins().iconst(types::I32, index as i64);
+        let n = self.b.ins().iconst(types::I64, len as i64);
+        let r = call.call(self.b, dt == kiln_ir::DType::F64, &[kind, row, n]);
+        Ok(r.first().copied())
     }
 
     /// The partials buffer of a split reduction: argument `slot` of `args`.

@@ -1,5 +1,6 @@
 //! Host functions compiled kernels call: the float remainder and block math (transcendental
-//! ops, and subtraction or division by one value per block).
+//! ops, of an operand or of the operand minus one value per block, and division by one value
+//! per block).
 //!
 //! Kernels reach them through [`HOST_TABLE`], whose address the executable passes in the
 //! argument slot after the partials buffer ([`host_slot`]); the entry block loads the
@@ -23,6 +24,10 @@ pub(super) struct HostTable {
     math_f64: extern "C" fn(u32, *const f64, *mut f64, i64, i64),
     scalar_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64, i64),
     scalar_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64, i64),
+    shifted_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64, i64),
+    shifted_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64, i64),
+    extremum_f32: extern "C" fn(u32, *const f32, i64) -> f32,
+    extremum_f64: extern "C" fn(u32, *const f64, i64) -> f64,
 }
 
 /// The one table every kernel's host calls go through.
@@ -33,6 +38,10 @@ pub(super) static HOST_TABLE: HostTable = HostTable {
     math_f64: kiln_math_block_f64,
     scalar_f32: kiln_scalar_block_f32,
     scalar_f64: kiln_scalar_block_f64,
+    shifted_f32: kiln_shifted_block_f32,
+    shifted_f64: kiln_shifted_block_f64,
+    extremum_f32: kiln_extremum_f32,
+    extremum_f64: kiln_extremum_f64,
 };
 
 /// The table's address, for the argument array.
@@ -82,6 +91,82 @@ fn math_block<T>(
         return;
     };
     with_block(src, dst, n, ahead, |src, out| f(op, src, out));
+}
+
+/// Block math of a shifted operand ([`HostCalls::shifted`]): `dst[i] =
+/// MATH_OPS[op](src[i] - c)` for `i < n`, with the interpreter's own loop (its `sub`, then
+/// its `op`: the bits of the two nodes). `src`, `dst` and `ahead` as for
+/// [`kiln_math_block_f32`].
+extern "C" fn kiln_shifted_block_f32(
+    op: u32,
+    src: *const f32,
+    c: f32,
+    dst: *mut f32,
+    n: i64,
+    ahead: i64,
+) {
+    shifted_block(op, src, c, dst, n, ahead, kiln_interp::math_shifted_f32);
+}
+
+/// The `f64` version of [`kiln_shifted_block_f32`].
+extern "C" fn kiln_shifted_block_f64(
+    op: u32,
+    src: *const f64,
+    c: f64,
+    dst: *mut f64,
+    n: i64,
+    ahead: i64,
+) {
+    shifted_block(op, src, c, dst, n, ahead, kiln_interp::math_shifted_f64);
+}
+
+/// `kiln_interp::math_shifted_f32` / `math_shifted_f64`.
+type ShiftedFn<T> = fn(kiln_ir::UnaryOp, Option<&[T]>, T, &mut [T]) -> bool;
+
+fn shifted_block<T>(
+    op: u32,
+    src: *const T,
+    c: T,
+    dst: *mut T,
+    n: i64,
+    ahead: i64,
+    f: ShiftedFn<T>,
+) {
+    let Some(&op) = kiln_interp::MATH_OPS.get(op as usize) else {
+        return;
+    };
+    with_block(src, dst, n, ahead, |src, out| f(op, src, c, out));
+}
+
+/// The reductions [`HostCalls::extremum`] computes, by index.
+pub const EXTREMA: [kiln_ir::ReduceKind; 2] = [kiln_ir::ReduceKind::Max, kiln_ir::ReduceKind::Min];
+
+/// A whole sequence's float max or min ([`HostCalls::extremum`]): `EXTREMA[kind]` of the `n`
+/// elements at `src`, by the interpreter's own 256-bit loop (`kiln_interp::extremum_f32`;
+/// both are exact and order-free, so the bits are the canonical order's). The identity
+/// (`-inf` / `+inf`) for `n ≤ 0`, NaN for an unknown `kind`.
+extern "C" fn kiln_extremum_f32(kind: u32, src: *const f32, n: i64) -> f32 {
+    extremum(kind, src, n, kiln_interp::extremum_f32).unwrap_or(f32::NAN)
+}
+
+/// The `f64` version of [`kiln_extremum_f32`].
+extern "C" fn kiln_extremum_f64(kind: u32, src: *const f64, n: i64) -> f64 {
+    extremum(kind, src, n, kiln_interp::extremum_f64).unwrap_or(f64::NAN)
+}
+
+fn extremum<T>(
+    kind: u32,
+    src: *const T,
+    n: i64,
+    f: fn(kiln_ir::ReduceKind, &[T]) -> Option<T>,
+) -> Option<T> {
+    let kind = *EXTREMA.get(kind as usize)?;
+    let n = usize::try_from(n).unwrap_or(0);
+    if n == 0 || src.is_null() {
+        return f(kind, &[]);
+    }
+    // SAFETY: the emitted caller passes `n` valid elements at `src` (one row of a buffer).
+    f(kind, unsafe { std::slice::from_raw_parts(src, n) })
 }
 
 /// Block math with one operand per block ([`HostCalls::scalar`]): `dst[i] =
@@ -209,6 +294,13 @@ pub struct HostCalls {
     /// kiln_interp::SCALAR_OPS[op](src[i], c)`), when wide math is on and the kernel has
     /// such a node (see [`kernel_has_scalar_op`]).
     pub scalar: Option<HostFns>,
+    /// Block math of a shifted operand (`fn(op, src, c, dst, n, ahead)`, `dst[i] =
+    /// kiln_interp::MATH_OPS[op](src[i] - c)`), when wide math is on and a math node of
+    /// the kernel reads a subtraction (see [`kernel_has_shifted_math`]).
+    pub shifted: Option<HostFns>,
+    /// A sequence's max or min (`fn(kind, src, n) -> value`, `kind` indexing [`EXTREMA`]),
+    /// when wide math is on and the kernel reduces a float by max or min.
+    pub extremum: Option<HostFns>,
 }
 
 /// Whether kernel `k` computes a float `rem`: a call to [`kiln_fmodf`]/[`kiln_fmod`],
@@ -239,6 +331,19 @@ pub fn kernel_has_scalar_op(k: &Kernel) -> bool {
     })
 }
 
+/// Whether kernel `k` has a float block-math node whose operand is a subtraction (staged
+/// as one shifted call when the subtrahend is the same for a whole window).
+pub fn kernel_has_shifted_math(k: &Kernel) -> bool {
+    k.nodes.iter().any(|n| match n.kind {
+        NodeKind::Unary(op, a) => {
+            math_op(op).is_some()
+                && n.dtype.is_float()
+                && matches!(k.nodes[a].kind, NodeKind::Binary(BinaryOp::Sub, _, _))
+        }
+        _ => false,
+    })
+}
+
 /// Whether kernel `k` has a float node that block math can compute.
 pub fn kernel_has_math(k: &Kernel) -> bool {
     k.nodes.iter().any(|n| {
@@ -259,7 +364,12 @@ pub fn import(
     let fmod = kernel_has_float_rem(k);
     let math = wide_math && kernel_has_math(k);
     let scalar = wide_math && kernel_has_scalar_op(k);
-    if !fmod && !math && !scalar {
+    let shifted = wide_math && kernel_has_shifted_math(k);
+    let extremum = wide_math
+        && k.reduce.as_ref().is_some_and(|r| {
+            EXTREMA.contains(&r.kind) && k.nodes.get(r.value).is_some_and(|n| n.dtype.is_float())
+        });
+    if !fmod && !math && !scalar && !shifted && !extremum {
         return HostCalls::default();
     }
     let call_conv = b.func.signature.call_conv;
@@ -269,49 +379,56 @@ pub fn import(
         args,
         (host_slot(p) * 8) as i32,
     );
-    let pair = |b: &mut FunctionBuilder, field: i32, params: [&[Type]; 2], ret: bool| {
-        let mut fns = Vec::new();
-        for (i, ps) in params.iter().enumerate() {
-            let mut sig = Signature::new(call_conv);
-            sig.params.extend(ps.iter().map(|&t| AbiParam::new(t)));
-            if ret {
-                sig.returns.push(AbiParam::new(ps[0]));
+    // The `f32` and `f64` functions at table fields `field` and `field + 1`: parameters and
+    // (optional) result of each.
+    let pair =
+        |b: &mut FunctionBuilder, field: i32, params: [&[Type]; 2], rets: [Option<Type>; 2]| {
+            let mut fns = Vec::new();
+            for (i, (ps, ret)) in params.iter().zip(rets).enumerate() {
+                let mut sig = Signature::new(call_conv);
+                sig.params.extend(ps.iter().map(|&t| AbiParam::new(t)));
+                if let Some(r) = ret {
+                    sig.returns.push(AbiParam::new(r));
+                }
+                let sig = b.import_signature(sig);
+                let off = (field + i as i32) * 8;
+                let ptr = b
+                    .ins()
+                    .load(types::I64, MemFlagsData::trusted(), table, off);
+                fns.push((sig, ptr));
             }
-            let sig = b.import_signature(sig);
-            let off = (field + i as i32) * 8;
-            let ptr = b
-                .ins()
-                .load(types::I64, MemFlagsData::trusted(), table, off);
-            fns.push((sig, ptr));
-        }
-        HostFns {
-            sigs: (fns[0].0, fns[1].0),
-            ptrs: (fns[0].1, fns[1].1),
-        }
-    };
+            HostFns {
+                sigs: (fns[0].0, fns[1].0),
+                ptrs: (fns[0].1, fns[1].1),
+            }
+        };
     let block = [types::I32, types::I64, types::I64, types::I64, types::I64];
+    // (op, src, value, dst, n, ahead).
+    let with_value_f32 = [
+        types::I32,
+        types::I64,
+        types::F32,
+        types::I64,
+        types::I64,
+        types::I64,
+    ];
+    let mut with_value_f64 = with_value_f32;
+    with_value_f64[2] = types::F64;
     HostCalls {
         fmod: fmod.then(|| {
             pair(
                 b,
                 0,
                 [&[types::F32, types::F32], &[types::F64, types::F64]],
-                true,
+                [Some(types::F32), Some(types::F64)],
             )
         }),
-        math: math.then(|| pair(b, 2, [&block, &block], false)),
-        scalar: scalar.then(|| {
-            let f32_sig = [
-                types::I32,
-                types::I64,
-                types::F32,
-                types::I64,
-                types::I64,
-                types::I64,
-            ];
-            let mut f64_sig = f32_sig;
-            f64_sig[2] = types::F64;
-            pair(b, 4, [&f32_sig, &f64_sig], false)
+        math: math.then(|| pair(b, 2, [&block, &block], [None; 2])),
+        scalar: scalar.then(|| pair(b, 4, [&with_value_f32, &with_value_f64], [None; 2])),
+        shifted: shifted.then(|| pair(b, 6, [&with_value_f32, &with_value_f64], [None; 2])),
+        extremum: extremum.then(|| {
+            let seq = [types::I32, types::I64, types::I64];
+            pair(b, 8, [&seq, &seq], [Some(types::F32), Some(types::F64)])
         }),
     }
 }

@@ -107,6 +107,12 @@ struct Staged {
     /// The operand is a load with unit stride along the window: the block math reads it
     /// from that buffer, and no operand is staged first.
     direct_operand: bool,
+    /// The node the block math reads (a unary node's operand, a division's dividend, or
+    /// `x` of a unary node's operand `x - c`).
+    operand: usize,
+    /// For a unary node of `x - c` with `c` the same for the whole window: `c`, subtracted
+    /// by the block math itself (one shifted call, the subtraction never stored).
+    shift: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -367,9 +373,10 @@ impl<'a> ValueEmitter<'a> {
     /// `var`, that `roots` use, at the lanes of this kernel, and that are
     /// - a unary op of `kiln_interp::MATH_OPS`, or
     /// - a division by a value that does not depend on `var` (one per window; 8-lane
-    ///   division issues as fast as 4-lane), or
-    /// - such a subtraction whose result a staged unary op reads (`exp(x - max)`: the host
-    ///   then computes the whole chain, block to block).
+    ///   division issues as fast as 4-lane).
+    ///
+    /// A unary op of `x - c` with such a `c` reads `x` and subtracts `c` itself (softmax's
+    /// `exp(x - max)` is one call from the input to the scratch row).
     ///
     /// None when the kernel has random nodes (their per-loop caches assume one evaluation
     /// per position). `pointwise`: the window runs along the stores (not a reduction's
@@ -417,25 +424,23 @@ impl<'a> ValueEmitter<'a> {
                 .any(|n| matches!(n.kind, NodeKind::Load { buf: l, .. } if l == buf))
         };
         let math = |op: UnaryOp| self.calls.math.is_some() && math_op(op).is_some();
-        let math_user = |n: usize| {
-            k.nodes.iter().any(|m| {
-                matches!(m.kind, NodeKind::Unary(op, x) if x == n && math(op)) && m.dtype.is_float()
-            })
-        };
         let mut any = false;
         for (n, node) in k.nodes.iter().enumerate() {
-            let a = match node.kind {
-                NodeKind::Unary(op, a) if math(op) => a,
+            let (a, shift) = match node.kind {
+                NodeKind::Unary(op, a) if math(op) => match k.nodes[a].kind {
+                    NodeKind::Binary(BinaryOp::Sub, x, c)
+                        if self.calls.shifted.is_some()
+                            && !variant[c]
+                            && k.nodes[a].dtype == node.dtype =>
+                    {
+                        (x, Some(c))
+                    }
+                    _ => (a, None),
+                },
                 NodeKind::Binary(op, a, c)
-                    if self.calls.scalar.is_some()
-                        && !variant[c]
-                        && match op {
-                            BinaryOp::Div => true,
-                            BinaryOp::Sub => math_user(n),
-                            _ => false,
-                        } =>
+                    if self.calls.scalar.is_some() && !variant[c] && scalar_op(op).is_some() =>
                 {
-                    a
+                    (a, None)
                 }
                 _ => continue,
             };
@@ -469,6 +474,8 @@ impl<'a> ValueEmitter<'a> {
             self.staged[n] = Some(Staged {
                 block,
                 direct_operand,
+                operand: a,
+                shift,
             });
             any = true;
         }
@@ -499,13 +506,11 @@ impl<'a> ValueEmitter<'a> {
         self.direct_operand(n) || self.staged_operand(n).is_ok_and(|a| self.ready[a])
     }
 
-    /// The operand of staged node `n` that varies along the window (a binary node's
-    /// second operand is one value per window).
+    /// The node staged node `n`'s block math reads (see [`Staged::operand`]).
     fn staged_operand(&self, n: usize) -> Result<usize, String> {
-        match self.k.nodes[n].kind {
-            NodeKind::Unary(_, a) | NodeKind::Binary(_, a, _) => Ok(a),
-            _ => Err(format!("staged node v{n} is neither unary nor binary")),
-        }
+        self.staged[n]
+            .map(|s| s.operand)
+            .ok_or_else(|| format!("v{n} is not staged"))
     }
 
     /// Starts a window at the inner position of `vars` (the last variable): no staged
@@ -535,7 +540,11 @@ impl<'a> ValueEmitter<'a> {
                 _ => None,
             };
             self.window_addrs[n] = Some((block, operand));
-            if let NodeKind::Binary(_, _, c) = k.nodes[n].kind {
+            let value = match k.nodes[n].kind {
+                NodeKind::Binary(_, _, c) => Some(c),
+                _ => st.shift,
+            };
+            if let Some(c) = value {
                 // The same value at every position of the window.
                 self.window_scalars[n] = Some(self.node(b, c, vars, Lanes::One)?);
             }
@@ -598,7 +607,19 @@ impl<'a> ValueEmitter<'a> {
             _ => 0,
         };
         let ahead = b.ins().iconst(types::I64, ahead);
+        let shifted = self.staged[n].and_then(|s| s.shift).is_some();
         match node.kind {
+            NodeKind::Unary(op, _) if shifted => {
+                let index =
+                    math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
+                let call = self
+                    .calls
+                    .shifted
+                    .ok_or("staging without a shifted block-math import")?;
+                let c = self.window_scalars[n].ok_or_else(|| format!("v{n} has no shift"))?;
+                let op = b.ins().iconst(types::I32, index as i64);
+                call.call(b, f64, &[op, src, c, block, count, ahead]);
+            }
             NodeKind::Unary(op, _) => {
                 let index =
                     math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
@@ -952,6 +973,22 @@ impl<'a> ValueEmitter<'a> {
         let off = Self::iexpr(b, offset, &vs);
         let off = b.ins().imul_imm_s(off, i64::from(size));
         Ok((b.ins().iadd(base, off), disp))
+    }
+
+    /// The address of node `n` at `vars` when it is a load whose offset steps by one element
+    /// per step of the inner (last) variable: the start of a contiguous run.
+    pub fn unit_stride_address(
+        &self,
+        b: &mut FunctionBuilder,
+        n: usize,
+        vars: &[Value],
+    ) -> Result<Option<Value>, String> {
+        match &self.k.nodes[n].kind {
+            NodeKind::Load { buf, offset } if offset.coefficient(Self::inner(vars)) == Some(1) => {
+                self.address_value(b, *buf, offset, vars).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// [`ValueEmitter::address`] as one value.

@@ -69,26 +69,36 @@ pub const MATH_OPS: [UnaryOp; 9] = [
 /// see [`crate::hw`]): the results are the fallback's bits. Returns false, writing nothing,
 /// for any other op or when the lengths differ.
 pub fn math_f32(op: UnaryOp, src: Option<&[f32]>, out: &mut [f32]) -> bool {
-    math(op, src, out)
+    math(op, src, out, |x| x)
 }
 
 /// The `f64` version of [`math_f32`].
 pub fn math_f64(op: UnaryOp, src: Option<&[f64]>, out: &mut [f64]) -> bool {
-    math(op, src, out)
+    math(op, src, out, |x| x)
+}
+
+/// `out[i] = op(src[i] - c)` (in place when `src` is `None`), as [`math_f32`] computes
+/// `op`: the subtraction is one IEEE operation, the interpreter's `sub`, so the bits are
+/// those of `sub` then `op` — softmax's `exp(x - max)` in one pass over the block.
+pub fn math_shifted_f32(op: UnaryOp, src: Option<&[f32]>, c: f32, out: &mut [f32]) -> bool {
+    math(op, src, out, move |x| x - c)
+}
+
+/// The `f64` version of [`math_shifted_f32`].
+pub fn math_shifted_f64(op: UnaryOp, src: Option<&[f64]>, c: f64, out: &mut [f64]) -> bool {
+    math(op, src, out, move |x| x - c)
 }
 
 /// The float binary ops whose work compiled kernels may hand to [`scalar_f32`] /
 /// [`scalar_f64`] when the second operand is one value for the whole block: division (a
-/// 4-lane `divps` issues no faster than an 8-lane one) and subtraction (so a staged
-/// transcendental's operand `x - c` is also computed by the host, as in softmax's
-/// `exp(x - max)`).
-pub const SCALAR_OPS: [BinaryOp; 2] = [BinaryOp::Sub, BinaryOp::Div];
+/// 4-lane `divps` issues no faster than an 8-lane one).
+pub const SCALAR_OPS: [BinaryOp; 1] = [BinaryOp::Div];
 
 /// `out[i] = op(src[i], c)` for every element (`op` one of [`SCALAR_OPS`]), or applied to
 /// `out` in place when `src` is `None`; on the calling thread, with AVX2 where the CPU has
 /// it (see [`crate::hw`]). One IEEE operation per element, exactly the interpreter's
-/// `a - b` / `a / b`, so the bits are the fallback's. Returns false, writing nothing, for
-/// any other op or when the lengths differ.
+/// `a / b`, so the bits are the fallback's. Returns false, writing nothing, for any other
+/// op or when the lengths differ.
 pub fn scalar_f32(op: BinaryOp, src: Option<&[f32]>, c: f32, out: &mut [f32]) -> bool {
     scalar_op(op, src, c, out)
 }
@@ -103,7 +113,6 @@ fn scalar_op<T: Float>(op: BinaryOp, src: Option<&[T]>, c: T, out: &mut [T]) -> 
         return false;
     }
     match op {
-        BinaryOp::Sub => with_simd(|| fill_from(src, out, &|a: T| a - c)),
         BinaryOp::Div => with_simd(|| fill_from(src, out, &|a: T| a / c)),
         _ => return false,
     }
@@ -122,21 +131,28 @@ fn fill_from<T: Copy>(src: Option<&[T]>, out: &mut [T], f: &impl Fn(T) -> T) {
     }
 }
 
-fn math<T: Float>(op: UnaryOp, src: Option<&[T]>, out: &mut [T]) -> bool {
+/// `op(pre(x))` over the block (`pre`: the identity, or a shift).
+#[inline(always)]
+fn math<T: Float>(
+    op: UnaryOp,
+    src: Option<&[T]>,
+    out: &mut [T],
+    pre: impl Fn(T) -> T + Copy,
+) -> bool {
     use UnaryOp::*;
     if src.is_some_and(|s| s.len() != out.len()) {
         return false;
     }
     match op {
-        Exp => with_simd(|| fill_from(src, out, &T::exp)),
-        Expm1 => with_simd(|| fill_from(src, out, &T::expm1)),
-        Log => with_simd(|| fill_from(src, out, &T::log)),
-        Log1p => with_simd(|| fill_from(src, out, &T::log1p)),
-        Tanh => with_simd(|| fill_from(src, out, &T::tanh)),
-        Logistic => with_simd(|| fill_from(src, out, &T::logistic)),
-        Erf => with_simd(|| fill_from(src, out, &T::erf)),
-        Sin => with_simd(|| fill_from(src, out, &T::sin)),
-        Cos => with_simd(|| fill_from(src, out, &T::cos)),
+        Exp => with_simd(|| fill_from(src, out, &|x| T::exp(pre(x)))),
+        Expm1 => with_simd(|| fill_from(src, out, &|x| T::expm1(pre(x)))),
+        Log => with_simd(|| fill_from(src, out, &|x| T::log(pre(x)))),
+        Log1p => with_simd(|| fill_from(src, out, &|x| T::log1p(pre(x)))),
+        Tanh => with_simd(|| fill_from(src, out, &|x| T::tanh(pre(x)))),
+        Logistic => with_simd(|| fill_from(src, out, &|x| T::logistic(pre(x)))),
+        Erf => with_simd(|| fill_from(src, out, &|x| T::erf(pre(x)))),
+        Sin => with_simd(|| fill_from(src, out, &|x| T::sin(pre(x)))),
+        Cos => with_simd(|| fill_from(src, out, &|x| T::cos(pre(x)))),
         _ => return false,
     }
     true
@@ -282,20 +298,15 @@ mod tests {
         // Lengths past one 8-lane vector, so the AVX2 loop and its tail both run.
         let src: Vec<f32> = (0..37).map(|i| VALUES[i % VALUES.len()] * 1.1).collect();
         for &c in &VALUES {
-            for (op, f) in [
-                (BinaryOp::Sub, (|a, b| a - b) as fn(f32, f32) -> f32),
-                (BinaryOp::Div, |a, b| a / b),
-            ] {
-                let want: Vec<u32> = src.iter().map(|&a| f(a, c).to_bits()).collect();
-                let mut out = vec![0.0; src.len()];
-                assert!(scalar_f32(op, Some(&src), c, &mut out));
-                let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
-                assert_eq!(got, want, "{op:?} by {c}");
-                let mut inplace = src.clone();
-                assert!(scalar_f32(op, None, c, &mut inplace));
-                let got: Vec<u32> = inplace.iter().map(|v| v.to_bits()).collect();
-                assert_eq!(got, want, "{op:?} by {c} in place");
-            }
+            let want: Vec<u32> = src.iter().map(|&a| (a / c).to_bits()).collect();
+            let mut out = vec![0.0; src.len()];
+            assert!(scalar_f32(BinaryOp::Div, Some(&src), c, &mut out));
+            let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "division by {c}");
+            let mut inplace = src.clone();
+            assert!(scalar_f32(BinaryOp::Div, None, c, &mut inplace));
+            let got: Vec<u32> = inplace.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "division by {c} in place");
             let wide: Vec<f64> = src.iter().map(|&a| f64::from(a)).collect();
             let mut out = vec![0.0; wide.len()];
             assert!(scalar_f64(
@@ -311,9 +322,44 @@ mod tests {
     }
 
     #[test]
+    fn shifted_math_is_the_subtraction_then_the_op() {
+        let src: Vec<f32> = (0..37).map(|i| VALUES[i % VALUES.len()] * 0.7).collect();
+        for &c in &VALUES {
+            for op in MATH_OPS {
+                let mut diff: Vec<f32> = src.iter().map(|&a| a - c).collect();
+                assert!(math_f32(op, None, &mut diff));
+                let mut got = vec![0.0; src.len()];
+                assert!(math_shifted_f32(op, Some(&src), c, &mut got));
+                for (g, d) in got.iter().zip(&diff) {
+                    assert!(
+                        g.to_bits() == d.to_bits() || (g.is_nan() && d.is_nan()),
+                        "{op:?} {c}"
+                    );
+                }
+                let mut inplace = src.clone();
+                assert!(math_shifted_f32(op, None, c, &mut inplace));
+                assert_eq!(
+                    inplace.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+            }
+        }
+        let wide: Vec<f64> = src.iter().map(|&a| f64::from(a)).collect();
+        let mut got = vec![0.0; wide.len()];
+        assert!(math_shifted_f64(UnaryOp::Exp, Some(&wide), 1.25, &mut got));
+        for (g, a) in got.iter().zip(&wide) {
+            let mut want = [a - 1.25];
+            assert!(math_f64(UnaryOp::Exp, None, &mut want));
+            assert!(g.to_bits() == want[0].to_bits() || (g.is_nan() && want[0].is_nan()));
+        }
+    }
+
+    #[test]
     fn scalar_ops_refuse_other_ops_and_mismatched_lengths() {
         let mut out = vec![5.0f32; 4];
         assert!(!scalar_f32(BinaryOp::Mul, None, 2.0, &mut out));
+        assert!(!scalar_f32(BinaryOp::Sub, None, 2.0, &mut out));
+        assert!(!math_shifted_f32(UnaryOp::Neg, None, 2.0, &mut out));
         assert!(!scalar_f32(BinaryOp::Div, Some(&[1.0; 3]), 2.0, &mut out));
         assert_eq!(out, [5.0; 4], "nothing written");
     }

@@ -426,8 +426,146 @@ where
     out.copy_from_slice(&acc[..w]);
 }
 
+/// The float max or min of `src` (`kind` `Max` or `Min`; `None` for the others), with
+/// XLA's semantics (NaN if any element is NaN, -0 < +0; `-inf` / `+inf` when empty). Both
+/// are exact and order-free, so the result has the bits of any evaluation order — the
+/// canonical one included — and compiled kernels hand a whole row to it: 32 accumulators
+/// that the AVX2 build (see [`crate::hw`]) keeps in four 8-lane registers.
+pub fn extremum_f32(kind: ReduceKind, src: &[f32]) -> Option<f32> {
+    extremum(kind, src, f32::NEG_INFINITY, f32::INFINITY)
+}
+
+/// The `f64` version of [`extremum_f32`].
+pub fn extremum_f64(kind: ReduceKind, src: &[f64]) -> Option<f64> {
+    extremum(kind, src, f64::NEG_INFINITY, f64::INFINITY)
+}
+
+fn extremum<T: Float>(kind: ReduceKind, src: &[T], neg_inf: T, inf: T) -> Option<T> {
+    match kind {
+        ReduceKind::Max => Some(with_simd(|| {
+            quick_extremum(src, neg_inf, |a, x| if a > x { a } else { x })
+                .unwrap_or_else(|| fold_lanes(src, neg_inf, fmax::<T>))
+        })),
+        ReduceKind::Min => Some(with_simd(|| {
+            quick_extremum(src, inf, |a, x| if a < x { a } else { x })
+                .unwrap_or_else(|| fold_lanes(src, inf, fmin::<T>))
+        })),
+        ReduceKind::Sum | ReduceKind::Prod => None,
+    }
+}
+
+/// The extremum by the bare hardware comparison (`pick`: one `maxps`/`minps`), exact when
+/// every element is finite and the result is not zero: it then has a single value, and
+/// only ±0 have two encodings of one value. `None` otherwise (an infinity or NaN — found by
+/// a running sum of `0 · x`, which is NaN from the first non-finite element on — or a zero
+/// result); the caller then folds with XLA's `max`/`min`.
+#[inline(always)]
+fn quick_extremum<T: Float>(src: &[T], id: T, pick: impl Fn(T, T) -> T + Copy) -> Option<T> {
+    let mut acc = [id; 32];
+    let mut probe = [T::ZERO; 32];
+    let mut chunks = src.chunks_exact(32);
+    for c in &mut chunks {
+        // New arrays per step, as in `fold_lanes`.
+        acc = std::array::from_fn(|i| pick(acc[i], c[i]));
+        probe = std::array::from_fn(|i| probe[i] + c[i] * T::ZERO);
+    }
+    for ((a, p), &x) in acc.iter_mut().zip(probe.iter_mut()).zip(chunks.remainder()) {
+        *a = pick(*a, x);
+        *p = *p + x * T::ZERO;
+    }
+    let finite = probe.into_iter().fold(T::ZERO, |s, p| s + p) == T::ZERO;
+    let r = acc.into_iter().fold(id, pick);
+    (finite && r != T::ZERO).then_some(r)
+}
+
+#[inline(always)]
+fn fold_lanes<T: Float>(src: &[T], id: T, f: impl Fn(T, T) -> T + Copy) -> T {
+    let mut acc = [id; 32];
+    let mut chunks = src.chunks_exact(32);
+    for c in &mut chunks {
+        // A new array per step (not updates in place), so the accumulators stay in
+        // registers: updating in place, LLVM turns the select into masked stores.
+        acc = std::array::from_fn(|i| f(acc[i], c[i]));
+    }
+    for (a, &x) in acc.iter_mut().zip(chunks.remainder()) {
+        *a = f(*a, x);
+    }
+    acc.into_iter().fold(id, f)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn extremum_matches_the_reduction_for_every_order_of_specials() {
+        let specials = [
+            0.0f32,
+            -0.0,
+            1.5,
+            -2.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            3e38,
+            1e-40,
+        ];
+        let mut state = 7u64;
+        for n in [0usize, 1, 5, 31, 32, 33, 100, 1000] {
+            for trial in 0..20 {
+                let v: Vec<f32> = (0..n)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        specials[(state >> 33) as usize % specials.len()]
+                    })
+                    .collect();
+                let mut v = v;
+                if trial % 5 == 4 && n > 0 {
+                    v[(state >> 20) as usize % n] = f32::NAN;
+                }
+                for (kind, id) in [
+                    (ReduceKind::Max, f32::NEG_INFINITY),
+                    (ReduceKind::Min, f32::INFINITY),
+                ] {
+                    let f = if kind == ReduceKind::Max {
+                        fmax::<f32>
+                    } else {
+                        fmin::<f32>
+                    };
+                    let want = v.iter().fold(id, |a, &b| f(a, b));
+                    let got = extremum_f32(kind, &v).expect("max and min");
+                    assert_eq!(got.to_bits(), want.to_bits(), "{kind:?} of {v:?}");
+                }
+            }
+        }
+        // Zero results: the sign depends on which zeros are present, not on their order.
+        for n in [2usize, 33, 100] {
+            for lead in [0.0f32, -0.0] {
+                let mut v: Vec<f32> = (0..n)
+                    .map(|i| if i % 3 == 0 { -0.0 } else { -2.0 })
+                    .collect();
+                v[n / 2] = lead;
+                let max = v.iter().fold(f32::NEG_INFINITY, |a, &b| fmax(a, b));
+                assert_eq!(
+                    extremum_f32(ReduceKind::Max, &v).map(f32::to_bits),
+                    Some(max.to_bits())
+                );
+                let w: Vec<f32> = v.iter().map(|x| -x).collect();
+                let min = w.iter().fold(f32::INFINITY, |a, &b| fmin(a, b));
+                assert_eq!(
+                    extremum_f32(ReduceKind::Min, &w).map(f32::to_bits),
+                    Some(min.to_bits())
+                );
+            }
+        }
+        assert_eq!(extremum_f32(ReduceKind::Sum, &[1.0]), None);
+        let w = [1.0f64, -0.0, 0.0, -7.5];
+        assert_eq!(extremum_f64(ReduceKind::Max, &w), Some(1.0));
+        assert_eq!(
+            extremum_f64(ReduceKind::Min, &w).map(f64::to_bits),
+            Some((-7.5f64).to_bits())
+        );
+    }
+
     use super::*;
 
     #[test]

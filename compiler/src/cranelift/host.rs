@@ -105,7 +105,15 @@ extern "C" fn kiln_shifted_block_f32(
     n: i64,
     ahead: i64,
 ) {
-    shifted_block(op, src, c, dst, n, ahead, kiln_interp::math_shifted_f32);
+    value_block(
+        kiln_interp::MATH_OPS.get(op as usize).copied(),
+        src,
+        c,
+        dst,
+        n,
+        ahead,
+        kiln_interp::math_shifted_f32,
+    );
 }
 
 /// The `f64` version of [`kiln_shifted_block_f32`].
@@ -117,25 +125,15 @@ extern "C" fn kiln_shifted_block_f64(
     n: i64,
     ahead: i64,
 ) {
-    shifted_block(op, src, c, dst, n, ahead, kiln_interp::math_shifted_f64);
-}
-
-/// `kiln_interp::math_shifted_f32` / `math_shifted_f64`.
-type ShiftedFn<T> = fn(kiln_ir::UnaryOp, Option<&[T]>, T, &mut [T]) -> bool;
-
-fn shifted_block<T>(
-    op: u32,
-    src: *const T,
-    c: T,
-    dst: *mut T,
-    n: i64,
-    ahead: i64,
-    f: ShiftedFn<T>,
-) {
-    let Some(&op) = kiln_interp::MATH_OPS.get(op as usize) else {
-        return;
-    };
-    with_block(src, dst, n, ahead, |src, out| f(op, src, c, out));
+    value_block(
+        kiln_interp::MATH_OPS.get(op as usize).copied(),
+        src,
+        c,
+        dst,
+        n,
+        ahead,
+        kiln_interp::math_shifted_f64,
+    );
 }
 
 /// The reductions [`HostCalls::extremum`] computes, by index.
@@ -181,7 +179,15 @@ extern "C" fn kiln_scalar_block_f32(
     n: i64,
     ahead: i64,
 ) {
-    scalar_block(op, src, c, dst, n, ahead, kiln_interp::scalar_f32);
+    value_block(
+        kiln_interp::SCALAR_OPS.get(op as usize).copied(),
+        src,
+        c,
+        dst,
+        n,
+        ahead,
+        kiln_interp::scalar_f32,
+    );
 }
 
 /// The `f64` version of [`kiln_scalar_block_f32`].
@@ -193,14 +199,31 @@ extern "C" fn kiln_scalar_block_f64(
     n: i64,
     ahead: i64,
 ) {
-    scalar_block(op, src, c, dst, n, ahead, kiln_interp::scalar_f64);
+    value_block(
+        kiln_interp::SCALAR_OPS.get(op as usize).copied(),
+        src,
+        c,
+        dst,
+        n,
+        ahead,
+        kiln_interp::scalar_f64,
+    );
 }
 
-/// `kiln_interp::scalar_f32` / `scalar_f64`.
-type ScalarFn<T> = fn(BinaryOp, Option<&[T]>, T, &mut [T]) -> bool;
+/// A block op with one value per block (`kiln_interp::scalar_f32`, `math_shifted_f32`, ...);
+/// `op` is the caller's index looked up in the op's table (nothing done for `None`).
+type ValueFn<Op, T> = fn(Op, Option<&[T]>, T, &mut [T]) -> bool;
 
-fn scalar_block<T>(op: u32, src: *const T, c: T, dst: *mut T, n: i64, ahead: i64, f: ScalarFn<T>) {
-    let Some(&op) = kiln_interp::SCALAR_OPS.get(op as usize) else {
+fn value_block<Op, T>(
+    op: Option<Op>,
+    src: *const T,
+    c: T,
+    dst: *mut T,
+    n: i64,
+    ahead: i64,
+    f: ValueFn<Op, T>,
+) {
+    let Some(op) = op else {
         return;
     };
     with_block(src, dst, n, ahead, |src, out| f(op, src, c, out));

@@ -608,41 +608,23 @@ impl<'a> ValueEmitter<'a> {
         };
         let ahead = b.ins().iconst(types::I64, ahead);
         let shifted = self.staged[n].and_then(|s| s.shift).is_some();
-        match node.kind {
-            NodeKind::Unary(op, _) if shifted => {
-                let index =
-                    math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
-                let call = self
-                    .calls
-                    .shifted
-                    .ok_or("staging without a shifted block-math import")?;
-                let c = self.window_scalars[n].ok_or_else(|| format!("v{n} has no shift"))?;
-                let op = b.ins().iconst(types::I32, index as i64);
-                call.call(b, f64, &[op, src, c, block, count, ahead]);
-            }
-            NodeKind::Unary(op, _) => {
-                let index =
-                    math_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
-                let math = self
-                    .calls
-                    .math
-                    .ok_or("staging without a block-math import")?;
-                let op = b.ins().iconst(types::I32, index as i64);
-                math.call(b, f64, &[op, src, block, count, ahead]);
-            }
-            NodeKind::Binary(op, _, _) => {
-                let index =
-                    scalar_op(op).ok_or_else(|| format!("{} has no block math", op.name()))?;
-                let scalar = self
-                    .calls
-                    .scalar
-                    .ok_or("staging without a scalar block-math import")?;
-                let c = self.window_scalars[n].ok_or_else(|| format!("v{n} has no scalar"))?;
-                let op = b.ins().iconst(types::I32, index as i64);
-                scalar.call(b, f64, &[op, src, c, block, count, ahead]);
-            }
+        // The call, its op's index in the call's table and its one value per window:
+        // `op(src)`, `op(src - c)` or `src op c`.
+        let (call, index, value) = match node.kind {
+            NodeKind::Unary(op, _) if shifted => (self.calls.shifted, math_op(op), true),
+            NodeKind::Unary(op, _) => (self.calls.math, math_op(op), false),
+            NodeKind::Binary(op, _, _) => (self.calls.scalar, scalar_op(op), true),
             _ => return Err(format!("staged node v{n} is neither unary nor binary")),
+        };
+        let call = call.ok_or_else(|| format!("v{n} is staged without its block-math import"))?;
+        let index = index.ok_or_else(|| format!("v{n}'s op has no block math"))?;
+        let op = b.ins().iconst(types::I32, index as i64);
+        let mut args = vec![op, src];
+        if value {
+            args.push(self.window_scalars[n].ok_or_else(|| format!("v{n} has no value"))?);
         }
+        args.extend([block, count, ahead]);
+        call.call(b, f64, &args);
         self.ready[n] = true;
         self.reset();
         Ok(())

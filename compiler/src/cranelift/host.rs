@@ -210,10 +210,11 @@ extern "C" fn kiln_scalar_block_f64(
     );
 }
 
-/// A block op with one value per block (`kiln_interp::scalar_f32`, `math_shifted_f32`, ...);
-/// `op` is the caller's index looked up in the op's table (nothing done for `None`).
+/// A block op with one value per block (`kiln_interp::scalar_f32`, `math_shifted_f32`, ...).
 type ValueFn<Op, T> = fn(Op, Option<&[T]>, T, &mut [T]) -> bool;
 
+/// Runs `f(op, src, c, dst)` over the block; `op` is the caller's index looked up in the
+/// op's table (nothing done for `None`: an index no kernel emits).
 fn value_block<Op, T>(
     op: Option<Op>,
     src: *const T,

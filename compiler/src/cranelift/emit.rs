@@ -384,12 +384,12 @@ impl Emitter<'_, '_, '_> {
             return Ok(None);
         };
         let dt = self.ve.dtype(value);
-        let Some(row) = self.ve.unit_stride_address(self.b, value, vars)? else {
-            return Ok(None);
-        };
         if len == 0 || !dt.is_float() {
             return Ok(None);
         }
+        let Some(row) = self.ve.unit_stride_address(self.b, value, vars)? else {
+            return Ok(None);
+        };
         let kind = self.b.ins().iconst(types::I32, index as i64);
         let n = self.b.ins().iconst(types::I64, len as i64);
         let r = call.call(self.b, dt == kiln_ir::DType::F64, &[kind, row, n]);

@@ -93,48 +93,51 @@ fn math_block<T>(
     with_block(src, dst, n, ahead, |src, out| f(op, src, out));
 }
 
-/// Block math of a shifted operand ([`HostCalls::shifted`]): `dst[i] =
-/// MATH_OPS[op](src[i] - c)` for `i < n`, with the interpreter's own loop (its `sub`, then
-/// its `op`: the bits of the two nodes). `src`, `dst` and `ahead` as for
-/// [`kiln_math_block_f32`].
-extern "C" fn kiln_shifted_block_f32(
-    op: u32,
-    src: *const f32,
-    c: f32,
-    dst: *mut f32,
-    n: i64,
-    ahead: i64,
-) {
-    value_block(
-        kiln_interp::MATH_OPS.get(op as usize).copied(),
-        src,
-        c,
-        dst,
-        n,
-        ahead,
-        kiln_interp::math_shifted_f32,
-    );
+/// Defines an `extern "C" fn(op, src, c, dst, n, ahead)` host function over `value_block`:
+/// `op` indexes the table `$ops`, `$f` is the interpreter's block function.
+macro_rules! value_block_fn {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $ops:path, $f:path) => {
+        $(#[$doc])*
+        extern "C" fn $name(op: u32, src: *const $t, c: $t, dst: *mut $t, n: i64, ahead: i64) {
+            value_block($ops.get(op as usize).copied(), src, c, dst, n, ahead, $f);
+        }
+    };
 }
 
-/// The `f64` version of [`kiln_shifted_block_f32`].
-extern "C" fn kiln_shifted_block_f64(
-    op: u32,
-    src: *const f64,
-    c: f64,
-    dst: *mut f64,
-    n: i64,
-    ahead: i64,
-) {
-    value_block(
-        kiln_interp::MATH_OPS.get(op as usize).copied(),
-        src,
-        c,
-        dst,
-        n,
-        ahead,
-        kiln_interp::math_shifted_f64,
-    );
-}
+value_block_fn!(
+    /// Block math of a shifted operand ([`HostCalls::shifted`]): `dst[i] =
+    /// MATH_OPS[op](src[i] - c)` for `i < n`, with the interpreter's own loop (its `sub`,
+    /// then its `op`: the bits of the two nodes). `src`, `dst` and `ahead` as for
+    /// [`kiln_math_block_f32`].
+    kiln_shifted_block_f32,
+    f32,
+    kiln_interp::MATH_OPS,
+    kiln_interp::math_shifted_f32
+);
+value_block_fn!(
+    /// The `f64` version of [`kiln_shifted_block_f32`].
+    kiln_shifted_block_f64,
+    f64,
+    kiln_interp::MATH_OPS,
+    kiln_interp::math_shifted_f64
+);
+value_block_fn!(
+    /// Block math with one operand per block ([`HostCalls::scalar`]): `dst[i] =
+    /// SCALAR_OPS[op](src[i], c)` for `i < n`, with the interpreter's own loop (one IEEE
+    /// operation per element, AVX2 where the CPU has it). `src` and `dst` as for
+    /// [`kiln_math_block_f32`].
+    kiln_scalar_block_f32,
+    f32,
+    kiln_interp::SCALAR_OPS,
+    kiln_interp::scalar_f32
+);
+value_block_fn!(
+    /// The `f64` version of [`kiln_scalar_block_f32`].
+    kiln_scalar_block_f64,
+    f64,
+    kiln_interp::SCALAR_OPS,
+    kiln_interp::scalar_f64
+);
 
 /// The reductions [`HostCalls::extremum`] computes, by index.
 pub const EXTREMA: [kiln_ir::ReduceKind; 2] = [kiln_ir::ReduceKind::Max, kiln_ir::ReduceKind::Min];
@@ -165,49 +168,6 @@ fn extremum<T>(
     }
     // SAFETY: the emitted caller passes `n` valid elements at `src` (one row of a buffer).
     f(kind, unsafe { std::slice::from_raw_parts(src, n) })
-}
-
-/// Block math with one operand per block ([`HostCalls::scalar`]): `dst[i] =
-/// SCALAR_OPS[op](src[i], c)` for `i < n`, with the interpreter's own loop (one IEEE
-/// operation per element, AVX2 where the CPU has it). `src` and `dst` as for
-/// [`kiln_math_block_f32`].
-extern "C" fn kiln_scalar_block_f32(
-    op: u32,
-    src: *const f32,
-    c: f32,
-    dst: *mut f32,
-    n: i64,
-    ahead: i64,
-) {
-    value_block(
-        kiln_interp::SCALAR_OPS.get(op as usize).copied(),
-        src,
-        c,
-        dst,
-        n,
-        ahead,
-        kiln_interp::scalar_f32,
-    );
-}
-
-/// The `f64` version of [`kiln_scalar_block_f32`].
-extern "C" fn kiln_scalar_block_f64(
-    op: u32,
-    src: *const f64,
-    c: f64,
-    dst: *mut f64,
-    n: i64,
-    ahead: i64,
-) {
-    value_block(
-        kiln_interp::SCALAR_OPS.get(op as usize).copied(),
-        src,
-        c,
-        dst,
-        n,
-        ahead,
-        kiln_interp::scalar_f64,
-    );
 }
 
 /// A block op with one value per block (`kiln_interp::scalar_f32`, `math_shifted_f32`, ...).

@@ -45,15 +45,29 @@ pub(crate) fn poly<A: Arith>(a: &mut A, x: A::F, coeffs: &[f64]) -> A::F {
     p
 }
 
-/// `coeffs[0] + x * (coeffs[1] + x * (...))` by Horner's rule with one `fma` per step
-/// (one rounding per coefficient instead of two).
+/// `coeffs[0] + coeffs[1] x + coeffs[2] x^2 + ...` in `fma`s by Estrin's scheme: the
+/// pairs `coeffs[2i] + coeffs[2i+1] x` are independent, then Horner's rule in `xx = x^2`
+/// (which the caller has anyway) combines them. For five coefficients the chain of
+/// dependent `fma`s is three long instead of Horner's four: the same number of
+/// operations, a quarter less latency per element.
 #[inline(always)]
-pub(crate) fn poly_fma<A: Arith>(a: &mut A, x: A::F, coeffs: &[f64]) -> A::F {
-    let (last, rest) = coeffs.split_last().expect("non-empty polynomial");
-    let mut p = c(a, *last);
-    for &k in rest.iter().rev() {
-        let kc = c(a, k);
-        p = a.fma(p, x, kc);
+pub(crate) fn poly_fma_estrin<A: Arith>(a: &mut A, x: A::F, xx: A::F, coeffs: &[f64]) -> A::F {
+    let pair = |a: &mut A, i: usize| {
+        let lo = c(a, coeffs[2 * i]);
+        match coeffs.get(2 * i + 1) {
+            Some(&hi) => {
+                let hi = c(a, hi);
+                a.fma(hi, x, lo)
+            }
+            None => lo,
+        }
+    };
+    let pairs = coeffs.len().div_ceil(2);
+    assert!(pairs > 0, "non-empty polynomial");
+    let mut p = pair(a, pairs - 1);
+    for i in (0..pairs - 1).rev() {
+        let q = pair(a, i);
+        p = a.fma(p, xx, q);
     }
     p
 }
@@ -83,6 +97,18 @@ pub(crate) fn round_small<A: Arith>(a: &mut A, v: A::F) -> (A::F, A::U) {
     (r, a.isub(tb, mb))
 }
 
+/// `x * m` rounded to the nearest integer (ties to even) with one rounding, as a float and
+/// as a signed integer: [`round_small`] of the exact product, `fma(x, m, magic)`.
+#[inline(always)]
+pub(crate) fn round_product<A: Arith>(a: &mut A, x: A::F, m: A::F) -> (A::F, A::U) {
+    let magic = c(a, 1.5 * (2f64).powi(A::FORMAT.mantissa_bits() as i32));
+    let t = a.fma(x, m, magic);
+    let r = a.sub(t, magic);
+    let tb = a.to_bits(t);
+    let mb = a.to_bits(magic);
+    (r, a.isub(tb, mb))
+}
+
 /// `2^n` for an integer `n` in the normal exponent range, built from the exponent field.
 #[inline(always)]
 pub(crate) fn pow2i<A: Arith>(a: &mut A, n: A::U) -> A::F {
@@ -103,6 +129,22 @@ pub(crate) fn scale_pow2<A: Arith>(a: &mut A, y: A::F, n: A::U) -> A::F {
     let p1 = pow2i(a, n1);
     let p2 = pow2i(a, n2);
     let t = a.mul(y, p1);
+    a.mul(t, p2)
+}
+
+/// `(1 + s) * 2^n` for `|s| < 1/2`, with the bits of `scale_pow2(1 + s, n)`: `1 + s` is
+/// scaled by the first power of two inside one `fma` (`s * 2^n1 + 2^n1`). That product is
+/// normal, so it is `2^n1` times the rounded `1 + s`, exactly what the separate addition
+/// and (exact) multiplication give; the second factor then rounds a subnormal or
+/// overflowing result once, as in [`scale_pow2`]. One operation and one rounding step fewer
+/// on the critical path.
+#[inline(always)]
+pub(crate) fn scale_pow2_one_plus<A: Arith>(a: &mut A, s: A::F, n: A::U) -> A::F {
+    let n1 = a.ashr(n, 1);
+    let n2 = a.isub(n, n1);
+    let p1 = pow2i(a, n1);
+    let p2 = pow2i(a, n2);
+    let t = a.fma(s, p1, p1);
     a.mul(t, p2)
 }
 

@@ -9,7 +9,10 @@
 
 use crate::arith::Format;
 use crate::arith::{Arith, FloatCC, IntCC};
-use crate::bits::{c, clamp, cmp_c, ic, pick, poly, poly_fma, pow2i, round_small, scale_pow2};
+use crate::bits::{
+    c, clamp, cmp_c, ic, pick, poly, poly_fma_estrin, pow2i, round_product, round_small,
+    scale_pow2, scale_pow2_one_plus,
+};
 
 /// Constants of the fdlibm `exp`, per format.
 struct ExpConsts {
@@ -78,28 +81,28 @@ pub fn exp<A: Arith>(a: &mut A, x: A::F) -> A::F {
     scale_pow2(a, y, k)
 }
 
-/// The f32 `e^x`: `x = k ln2 + r` (`k ln2_hi` exact, so `x - k ln2_hi` is too), then
-/// `2^k (1 + (r + r^2 P(r)))` with [`EXP_POLY_F32`] by Horner's rule in `fma`s. The only
-/// roundings that matter are those of `r`, of `r + r^2 P` and of the final `1 + ...`, so
-/// the result stays within 1 ulp of `e^x` without the fdlibm division, which costs as much as
-/// the rest of the function on every backend.
+/// The f32 `e^x`: `x = k ln2 + r` (`k` is `x / ln2` rounded in one `fma`; `k ln2_hi` is
+/// exact, so `x - k ln2_hi` is too), then `2^k (1 + (r + r^2 P(r)))` with [`EXP_POLY_F32`]
+/// by Estrin's scheme in `fma`s, and `1 + ...` scaled inside one `fma`
+/// ([`scale_pow2_one_plus`]). The only roundings that matter are those of `r`, of
+/// `r + r^2 P` and of the final `1 + ...`, so the result stays within 1 ulp of `e^x`
+/// without the fdlibm division, which costs as much as the rest of the function on every
+/// backend. Every step is chosen for a short dependency chain: the loops that call it are
+/// bound by how many elements' chains the CPU keeps in flight, not by operation count.
 #[inline(always)]
 fn exp_f32<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let k = &EXP_F32;
     let x = clamp(a, x, k.min, k.max);
     let inv_ln2 = c(a, k.inv_ln2);
-    let t = a.mul(x, inv_ln2);
-    let (kf, ki) = round_small(a, t);
+    let (kf, ki) = round_product(a, x, inv_ln2);
     let neg_ln2_hi = c(a, -k.ln2_hi);
     let hi = a.fma(kf, neg_ln2_hi, x); // exact: as fdlibm's x - k * ln2_hi
     let neg_ln2_lo = c(a, -k.ln2_lo);
     let r = a.fma(kf, neg_ln2_lo, hi);
     let rr = a.mul(r, r);
-    let p = poly_fma(a, r, &EXP_POLY_F32);
+    let p = poly_fma_estrin(a, r, rr, &EXP_POLY_F32);
     let s = a.fma(rr, p, r);
-    let one = c(a, 1.0);
-    let y = a.add(one, s);
-    scale_pow2(a, y, ki)
+    scale_pow2_one_plus(a, s, ki)
 }
 
 /// `e^x = 2^k (1 + t)` with `t` and `k` returned unevaluated, so callers can carry the

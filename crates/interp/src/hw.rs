@@ -4,7 +4,9 @@
 //!   default x86-64 target has neither, so without this every `mul_add` in kiln-math would
 //!   be a libm call and every loop 128 bits wide. Rust never contracts `a*b+c` on its own
 //!   and IEEE operations round the same at every vector width, so both versions return
-//!   identical bits; only the speed differs.
+//!   identical bits; only the speed differs. Everything the loop calls must be inlined into
+//!   it: a closure with a large body (`sin`, `pow`) that LLVM leaves out of line is compiled
+//!   for the baseline target and called per element (`elementwise.rs`'s `inlined!`).
 //! - [`zeroed`] allocates output buffers; large ones are advised onto transparent huge pages
 //!   (as numpy does), which removes most of the page-fault cost of touching fresh memory.
 

@@ -124,12 +124,20 @@ pub(crate) fn pow2i<A: Arith>(a: &mut A, n: A::U) -> A::F {
 /// subnormal or overflowing result is rounded only once, by the second.
 #[inline(always)]
 pub(crate) fn scale_pow2<A: Arith>(a: &mut A, y: A::F, n: A::U) -> A::F {
+    let (p1, p2) = pow2_halves(a, n);
+    let t = a.mul(y, p1);
+    a.mul(t, p2)
+}
+
+/// `2^(n >> 1)` and `2^(n - (n >> 1))`, both normal for `n` up to about twice the exponent
+/// range: their product is `2^n`.
+#[inline(always)]
+fn pow2_halves<A: Arith>(a: &mut A, n: A::U) -> (A::F, A::F) {
     let n1 = a.ashr(n, 1);
     let n2 = a.isub(n, n1);
     let p1 = pow2i(a, n1);
     let p2 = pow2i(a, n2);
-    let t = a.mul(y, p1);
-    a.mul(t, p2)
+    (p1, p2)
 }
 
 /// `(1 + s) * 2^n` for `|s| < 1/2`, with the bits of `scale_pow2(1 + s, n)`: `1 + s` is
@@ -140,10 +148,7 @@ pub(crate) fn scale_pow2<A: Arith>(a: &mut A, y: A::F, n: A::U) -> A::F {
 /// on the critical path.
 #[inline(always)]
 pub(crate) fn scale_pow2_one_plus<A: Arith>(a: &mut A, s: A::F, n: A::U) -> A::F {
-    let n1 = a.ashr(n, 1);
-    let n2 = a.isub(n, n1);
-    let p1 = pow2i(a, n1);
-    let p2 = pow2i(a, n2);
+    let (p1, p2) = pow2_halves(a, n);
     let t = a.fma(s, p1, p1);
     a.mul(t, p2)
 }

@@ -38,17 +38,25 @@ fn avx2_fma() -> bool {
     false
 }
 
-/// Best of five passes of `f` over `input`, in ns per element.
-/// A closure that is always inlined into the timed loop, as the interpreter's are
-/// (`kiln_interp`'s `inlined!`): a function item with a large body (`sin`, `pow`) would be
-/// compiled on its own, for the baseline target, and called per element.
-macro_rules! inlined {
-    (|$x:ident| $body:expr) => {
-        #[inline(always)]
-        |$x| $body
+/// Prints one line: `$name` and the time of `$f` over `$input`, called through a closure
+/// that is always inlined into the timed loop, as the interpreter's are (`kiln_interp`'s
+/// `inlined!`): a function item with a large body (`sin`, `pow`) would be compiled on its
+/// own, for the baseline target, and called per element.
+macro_rules! report {
+    ($name:literal, $f:expr, $input:expr) => {
+        println!(
+            "  {:<9} {:6.2}",
+            $name,
+            time(
+                #[inline(always)]
+                |x| $f(x),
+                $input
+            )
+        )
     };
 }
 
+/// Best of five passes of `f` over `input`, in ns per element.
 fn time<T: Copy + Default, F: Fn(T) -> T>(f: F, input: &[T]) -> f64 {
     let mut out = vec![T::default(); input.len()];
     let mut best = f64::INFINITY;
@@ -88,60 +96,21 @@ fn main() {
     let pos: Vec<f32> = uniform(N, 0.0, 1000.0).iter().map(|&v| v as f32).collect();
     let build = if avx2_fma() { "AVX2 + FMA" } else { "baseline" };
     println!("f32, {N} elements, one thread, {build} build, ns/element:");
-    println!("  copy      {:6.2}", time(|x: f32| x, &wide));
-    println!(
-        "  exp       {:6.2}",
-        time(inlined!(|x| f32s::exp(x)), &wide)
-    );
-    println!(
-        "  tanh      {:6.2}",
-        time(inlined!(|x| f32s::tanh(x)), &unit)
-    );
-    println!(
-        "  expm1     {:6.2}",
-        time(inlined!(|x| f32s::expm1(x)), &unit)
-    );
-    println!(
-        "  logistic  {:6.2}",
-        time(inlined!(|x| f32s::logistic(x)), &unit)
-    );
-    println!("  log       {:6.2}", time(inlined!(|x| f32s::log(x)), &pos));
-    println!(
-        "  log1p     {:6.2}",
-        time(inlined!(|x| f32s::log1p(x)), &pos)
-    );
-    println!(
-        "  erf       {:6.2}",
-        time(inlined!(|x| f32s::erf(x)), &unit)
-    );
-    println!(
-        "  sin       {:6.2}",
-        time(inlined!(|x| f32s::sin(x)), &wide)
-    );
-    println!(
-        "  cos       {:6.2}",
-        time(inlined!(|x| f32s::cos(x)), &wide)
-    );
-    println!(
-        "  rsqrt     {:6.2}",
-        time(inlined!(|x| f32s::rsqrt(x)), &pos)
-    );
-    println!(
-        "  pow       {:6.2}",
-        time(inlined!(|x| f32s::pow(x, 1.7)), &pos)
-    );
+    report!("copy", |x: f32| x, &wide);
+    report!("exp", f32s::exp, &wide);
+    report!("tanh", f32s::tanh, &unit);
+    report!("expm1", f32s::expm1, &unit);
+    report!("logistic", f32s::logistic, &unit);
+    report!("log", f32s::log, &pos);
+    report!("log1p", f32s::log1p, &pos);
+    report!("erf", f32s::erf, &unit);
+    report!("sin", f32s::sin, &wide);
+    report!("cos", f32s::cos, &wide);
+    report!("rsqrt", f32s::rsqrt, &pos);
+    report!("pow", |x| f32s::pow(x, 1.7), &pos);
     let wide64: Vec<f64> = uniform(N / 4, -80.0, 80.0);
     println!("f64, {} elements, one thread, ns/element:", N / 4);
-    println!(
-        "  exp       {:6.2}",
-        time(inlined!(|x| f64s::exp(x)), &wide64)
-    );
-    println!(
-        "  tanh      {:6.2}",
-        time(inlined!(|x| f64s::tanh(x)), &wide64)
-    );
-    println!(
-        "  sin       {:6.2}",
-        time(inlined!(|x| f64s::sin(x)), &wide64)
-    );
+    report!("exp", f64s::exp, &wide64);
+    report!("tanh", f64s::tanh, &wide64);
+    report!("sin", f64s::sin, &wide64);
 }

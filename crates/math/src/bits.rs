@@ -89,20 +89,25 @@ pub(crate) fn clamp<A: Arith>(a: &mut A, x: A::F, lo: f64, hi: f64) -> A::F {
 /// in the low significand bits, so the rounding is the addition's own (exact, IEEE) rounding.
 #[inline(always)]
 pub(crate) fn round_small<A: Arith>(a: &mut A, v: A::F) -> (A::F, A::U) {
-    let magic = c(a, 1.5 * (2f64).powi(A::FORMAT.mantissa_bits() as i32));
-    let t = a.add(v, magic);
-    let r = a.sub(t, magic);
-    let tb = a.to_bits(t);
-    let mb = a.to_bits(magic);
-    (r, a.isub(tb, mb))
+    round_with_magic(a, |a, magic| a.add(v, magic))
 }
 
 /// `x * m` rounded to the nearest integer (ties to even) with one rounding, as a float and
 /// as a signed integer: [`round_small`] of the exact product, `fma(x, m, magic)`.
 #[inline(always)]
 pub(crate) fn round_product<A: Arith>(a: &mut A, x: A::F, m: A::F) -> (A::F, A::U) {
+    round_with_magic(a, |a, magic| a.fma(x, m, magic))
+}
+
+/// The rounding of [`round_small`] and [`round_product`]: `add_magic` returns the value plus
+/// `1.5 * 2^mantissa_bits`, rounded once; the integer is then the low significand bits.
+#[inline(always)]
+fn round_with_magic<A: Arith>(
+    a: &mut A,
+    add_magic: impl FnOnce(&mut A, A::F) -> A::F,
+) -> (A::F, A::U) {
     let magic = c(a, 1.5 * (2f64).powi(A::FORMAT.mantissa_bits() as i32));
-    let t = a.fma(x, m, magic);
+    let t = add_magic(a, magic);
     let r = a.sub(t, magic);
     let tb = a.to_bits(t);
     let mb = a.to_bits(magic);

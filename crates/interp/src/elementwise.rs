@@ -4,7 +4,7 @@
 //! (see [`crate::par`]); no per-element matching, so LLVM vectorises what it can.
 
 use crate::hw::with_simd;
-use crate::par::{fill1, map1, map2, map3};
+use crate::par::{fill1, fill_staged, map1, map1_staged, map2, map3};
 use crate::scalar::{fmax, fmin, fsign, Float, Int};
 use kiln_ir::{BinaryOp, Buffer, CompareDir, UnaryOp};
 
@@ -18,6 +18,12 @@ macro_rules! inlined {
         #[inline(always)]
         |$($x: T),+| $body
     };
+}
+
+/// The second half of `exp` ([`Float::exp_start`]), always inlined.
+#[inline(always)]
+fn exp_finish<T: Float>(t: T, k: T::Bits) -> T {
+    T::exp_finish(t, k)
 }
 
 fn undefined(op: &str, b: &Buffer) -> String {
@@ -42,7 +48,7 @@ fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
     Some(match op {
         Neg => map1(v, |x: T| -x),
         Abs => map1(v, T::abs),
-        Exp => map1(v, inlined!(|x| T::exp(x))),
+        Exp => map1_staged(v, inlined!(|x| x.exp_start()), exp_finish),
         Expm1 => map1(v, inlined!(|x| T::expm1(x))),
         Log => map1(v, inlined!(|x| T::log(x))),
         Log1p => map1(v, inlined!(|x| T::log1p(x))),
@@ -156,7 +162,10 @@ fn math<T: Float>(
         return false;
     }
     match op {
-        Exp => with_simd(|| fill_from(src, out, inlined!(|x| T::exp(pre(x))))),
+        Exp => with_simd(
+            #[inline(always)]
+            || fill_staged(src, out, inlined!(|x| pre(x).exp_start()), exp_finish),
+        ),
         Expm1 => with_simd(|| fill_from(src, out, inlined!(|x| T::expm1(pre(x))))),
         Log => with_simd(|| fill_from(src, out, inlined!(|x| T::log(pre(x))))),
         Log1p => with_simd(|| fill_from(src, out, inlined!(|x| T::log1p(pre(x))))),

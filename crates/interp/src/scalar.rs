@@ -26,7 +26,12 @@ pub(crate) trait Float:
     const ONE: Self;
     /// The default NaN.
     const NAN: Self;
-    fn exp(self) -> Self;
+    /// The integer of the same width (the second half of [`Float::exp_start`]'s result).
+    type Bits: Copy + Default + Send + Sync;
+    /// `exp` in two halves for software-pipelined loops ([`crate::par::fill_staged`]):
+    /// `Float::exp_finish(x.exp_start())` has the bits of `x.exp()` (see `kiln_math::exp_start`).
+    fn exp_start(self) -> (Self, Self::Bits);
+    fn exp_finish(t: Self, k: Self::Bits) -> Self;
     fn expm1(self) -> Self;
     fn log(self) -> Self;
     fn log1p(self) -> Self;
@@ -50,14 +55,19 @@ pub(crate) trait Float:
 }
 
 macro_rules! impl_float {
-    ($t:ty, $m:ident) => {
+    ($t:ty, $u:ty, $m:ident) => {
         impl Float for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAN: Self = <$t>::NAN;
+            type Bits = $u;
             #[inline(always)]
-            fn exp(self) -> Self {
-                kiln_math::$m::exp(self)
+            fn exp_start(self) -> (Self, $u) {
+                kiln_math::$m::exp_start(self)
+            }
+            #[inline(always)]
+            fn exp_finish(t: Self, k: $u) -> Self {
+                kiln_math::$m::exp_finish(t, k)
             }
             #[inline(always)]
             fn expm1(self) -> Self {
@@ -135,8 +145,8 @@ macro_rules! impl_float {
     };
 }
 
-impl_float!(f32, f32s);
-impl_float!(f64, f64s);
+impl_float!(f32, u32, f32s);
+impl_float!(f64, u64, f64s);
 
 /// XLA's float maximum: NaN if either operand is NaN, `max(-0, +0) = +0`.
 ///

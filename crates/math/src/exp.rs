@@ -67,30 +67,52 @@ const EXP_POLY_F32: [f64; 5] = [
 /// `e^x`; `exp(-inf) = 0`, `exp(+inf) = inf`, NaN in NaN out, overflow to inf, gradual
 /// underflow into subnormals.
 ///
-/// f32: a polynomial evaluated with `fma` and no division ([`exp_f32`]); f64: fdlibm's
-/// rational form. Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly rounded
-/// result); f64 0.82 ulp (sampled, vs the exact value).
+/// f32: a polynomial evaluated with `fma` and no division ([`exp_f32_reduce`]); f64:
+/// fdlibm's rational form. Measured error: f32 1 ulp (all 2^32 inputs, vs the correctly
+/// rounded result); f64 0.82 ulp (sampled, vs the exact value).
 #[inline(always)]
 pub fn exp<A: Arith>(a: &mut A, x: A::F) -> A::F {
+    let (t, k) = exp_start(a, x);
+    exp_finish(a, t, k)
+}
+
+/// The first half of [`exp`]: `exp(x) == exp_finish(exp_start(x))`, bit for bit, in every
+/// format. The split is for software-pipelined loops (`kiln_interp`'s block math), which
+/// start one group of elements while finishing the previous group: an `exp` loop is bound
+/// by how many elements' dependency chains the CPU keeps in flight, and two half chains
+/// from different iterations overlap where one whole chain would wait. f32 splits after
+/// the argument reduction (about half the chain), f64 before its final scaling.
+#[inline(always)]
+pub fn exp_start<A: Arith>(a: &mut A, x: A::F) -> (A::F, A::U) {
     if A::FORMAT == Format::F32 {
-        return exp_f32(a, x);
+        exp_f32_reduce(a, x)
+    } else {
+        exp_reduced(a, x)
     }
-    let (t, k) = exp_reduced(a, x);
+}
+
+/// The second half of [`exp`], applied to what [`exp_start`] returned.
+#[inline(always)]
+pub fn exp_finish<A: Arith>(a: &mut A, t: A::F, k: A::U) -> A::F {
+    if A::FORMAT == Format::F32 {
+        return exp_f32_finish(a, t, k);
+    }
     let one = c(a, 1.0);
     let y = a.add(one, t);
     scale_pow2(a, y, k)
 }
 
-/// The f32 `e^x`: `x = k ln2 + r` (`k` is `x / ln2` rounded in one `fma`; `k ln2_hi` is
-/// exact, so `x - k ln2_hi` is too), then `2^k (1 + (r + r^2 P(r)))` with [`EXP_POLY_F32`]
-/// by Estrin's scheme in `fma`s, and `1 + ...` scaled inside one `fma`
-/// ([`scale_pow2_one_plus`]). The only roundings that matter are those of `r`, of
-/// `r + r^2 P` and of the final `1 + ...`, so the result stays within 1 ulp of `e^x`
-/// without the fdlibm division, which costs as much as the rest of the function on every
-/// backend. Every step is chosen for a short dependency chain: the loops that call it are
-/// bound by how many elements' chains the CPU keeps in flight, not by operation count.
+/// The f32 `e^x`, first half: `x = k ln2 + r` (`k` is `x / ln2` rounded in one `fma`;
+/// `k ln2_hi` is exact, so `x - k ln2_hi` is too); returns `(r, k)`. [`exp_f32_finish`]
+/// then computes `2^k (1 + (r + r^2 P(r)))` with [`EXP_POLY_F32`] by Estrin's scheme in
+/// `fma`s, and `1 + ...` scaled inside one `fma` ([`scale_pow2_one_plus`]). The only
+/// roundings that matter are those of `r`, of `r + r^2 P` and of the final `1 + ...`, so
+/// the result stays within 1 ulp of `e^x` without the fdlibm division, which costs as much
+/// as the rest of the function on every backend. Every step is chosen for a short
+/// dependency chain: the loops that call it are bound by how many elements' chains the CPU
+/// keeps in flight, not by operation count.
 #[inline(always)]
-fn exp_f32<A: Arith>(a: &mut A, x: A::F) -> A::F {
+fn exp_f32_reduce<A: Arith>(a: &mut A, x: A::F) -> (A::F, A::U) {
     let k = &EXP_F32;
     let x = clamp(a, x, k.min, k.max);
     let inv_ln2 = c(a, k.inv_ln2);
@@ -99,6 +121,12 @@ fn exp_f32<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let hi = a.fma(kf, neg_ln2_hi, x); // exact: as fdlibm's x - k * ln2_hi
     let neg_ln2_lo = c(a, -k.ln2_lo);
     let r = a.fma(kf, neg_ln2_lo, hi);
+    (r, ki)
+}
+
+/// The f32 `e^x`, second half (see [`exp_f32_reduce`]).
+#[inline(always)]
+fn exp_f32_finish<A: Arith>(a: &mut A, r: A::F, ki: A::U) -> A::F {
     let rr = a.mul(r, r);
     let p = poly_fma_estrin(a, r, rr, &EXP_POLY_F32);
     let s = a.fma(rr, p, r);

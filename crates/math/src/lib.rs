@@ -38,7 +38,7 @@ mod trig;
 
 pub use arith::{Arith, FloatCC, Format, IntCC};
 pub use erf::erf;
-pub use exp::{exp, expm1};
+pub use exp::{exp, exp_finish, exp_start, expm1};
 pub use hyperbolic::{logistic, tanh};
 pub use log::{log, log1p};
 pub use pow::{pow, rsqrt};
@@ -47,7 +47,7 @@ pub use trig::{cos, sin};
 
 /// Defines the convenience module of plain functions for one scalar format.
 macro_rules! scalar_functions {
-    ($(#[$doc:meta])* $module:ident, $t:ty, $arith:ident) => {
+    ($(#[$doc:meta])* $module:ident, $t:ty, $u:ty, $arith:ident) => {
         $(#[$doc])*
         pub mod $module {
             use crate::$arith;
@@ -56,6 +56,16 @@ macro_rules! scalar_functions {
             #[inline]
             pub fn exp(x: $t) -> $t {
                 crate::exp(&mut $arith, x)
+            }
+            /// The first half of [`exp`]; see [`crate::exp_start`].
+            #[inline]
+            pub fn exp_start(x: $t) -> ($t, $u) {
+                crate::exp_start(&mut $arith, x)
+            }
+            /// The second half of [`exp`]; see [`crate::exp_finish`].
+            #[inline]
+            pub fn exp_finish(t: $t, k: $u) -> $t {
+                crate::exp_finish(&mut $arith, t, k)
             }
             /// `e^x - 1`; see [`crate::expm1`].
             #[inline]
@@ -115,11 +125,13 @@ scalar_functions!(
     /// The math functions on plain `f32` values (what the interpreter calls per element).
     f32s,
     f32,
+    u32,
     ScalarF32
 );
 scalar_functions!(
     /// The math functions on plain `f64` values (what the interpreter calls per element).
     f64s,
     f64,
+    u64,
     ScalarF64
 );

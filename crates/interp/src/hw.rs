@@ -9,6 +9,8 @@
 //!   for the baseline target and called per element (`elementwise.rs`'s `inlined!`).
 //! - [`zeroed`] allocates output buffers; large ones are advised onto transparent huge pages
 //!   (as numpy does), which removes most of the page-fault cost of touching fresh memory.
+//! - [`retain_freed_memory`] (opt-in, process-wide) keeps freed large buffers in the process,
+//!   so the next call's outputs reuse them instead of fresh pages the kernel must clear.
 
 /// Outputs at least this large (in bytes) are advised onto huge pages.
 const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
@@ -148,6 +150,45 @@ pub(crate) fn copy_buffer(b: &kiln_ir::Buffer) -> kiln_ir::Buffer {
         Buffer::I64(v) => Buffer::I64(copy(v)),
         Buffer::U32(v) => Buffer::U32(copy(v)),
         Buffer::Bool(v) => Buffer::Bool(copy(v)),
+    }
+}
+
+/// Makes the C allocator keep freed memory for reuse instead of returning large blocks to
+/// the operating system; returns whether it took effect (glibc on Linux only).
+///
+/// By default glibc serves every allocation of 32 MiB or more (a 16M-element f32 tensor is
+/// 64 MiB) with its own `mmap` and unmaps it on free, so each call's output lands on fresh
+/// pages that the kernel must fault in and clear: about a fifth of a 16M-element GELU's
+/// time on a 2-core machine. This raises glibc's mmap and trim thresholds to 2 GiB (what
+/// `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=…:glibc.malloc.trim_threshold=…` does), so
+/// freed blocks stay in the heap and the next allocation of that size reuses them, already
+/// mapped — what a pooling allocator (TensorFlow's BFC) achieves.
+///
+/// - Cost: the process keeps its peak heap instead of shrinking after large frees.
+/// - Reach: every block made on the main thread; on other threads, blocks below 64 MiB
+///   (glibc's per-thread arenas still map larger ones on their own).
+/// - Process-wide, so it is the application's choice: the `kiln` binary makes it at
+///   start-up; the library never does.
+pub fn retain_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::ffi::c_int;
+        extern "C" {
+            fn mallopt(param: c_int, value: c_int) -> c_int;
+        }
+        // glibc's <malloc.h>.
+        const M_TRIM_THRESHOLD: c_int = -1;
+        const M_MMAP_THRESHOLD: c_int = -3;
+        // SAFETY: mallopt only adjusts allocator parameters; it returns 0 for a value this
+        // glibc does not accept (older ones cap the mmap threshold at 32 MiB) and changes
+        // nothing then.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, c_int::MAX) == 1 && mallopt(M_TRIM_THRESHOLD, c_int::MAX) == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
     }
 }
 

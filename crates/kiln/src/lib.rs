@@ -23,6 +23,7 @@ mod session;
 pub use error::KilnError;
 pub use function::{Function, Signature, Static};
 pub use generator::{Generator, TracedGenerator};
+pub use kiln_interp::retain_freed_memory;
 pub use kiln_ir::{
     parse_module, print_func, verify_func, Buffer, DType, Func, Module, Scalar, Tensor, TensorType,
     Tracer,

@@ -52,6 +52,10 @@ pub fn main() -> Result<ExitCode, KilnError> {
     let cli = Cli::parse();
     let flags = kiln::config::flags()?;
     kiln_flags::init_logging(&flags);
+    // The binary is the application, so the process-wide allocator choice is its to make:
+    // large outputs reuse freed memory instead of fresh pages (see the function's docs).
+    let retained = kiln::retain_freed_memory();
+    tracing::debug!("freed large buffers kept for reuse: {retained}");
     match cli.command {
         Command::Run(a) => run::run(a, &flags),
         Command::Check(a) => check::check(a),

@@ -65,6 +65,33 @@ fn static_arguments_are_part_of_the_signature_and_control_flow_is_baked_in() {
 }
 
 #[test]
+fn placed_calls_take_static_arguments_as_part_of_the_signature() {
+    let s = kiln::Session::from_env().unwrap();
+    let f = Function::with_session("scale", s.clone(), |a: &[Tracer], st: &[Static]| {
+        &a[0] * st[0].as_f64().unwrap()
+    })
+    .unwrap();
+    let x = vec_f32(4, |i| i as f32);
+    let placed = s.place(&x).unwrap();
+    for k in [2, 3, 2] {
+        let out = f
+            .call_placed_static(std::slice::from_ref(&placed), &[Static::Int(k)])
+            .unwrap();
+        let host = f
+            .call_static(std::slice::from_ref(&x), &[Static::Int(k)])
+            .unwrap();
+        let got = s.fetch(&out[0]).unwrap();
+        assert!(got.bit_eq(&host[0]), "static {k}");
+        assert_eq!(got.as_f32().unwrap()[3], 3.0 * k as f32);
+    }
+    assert_eq!(
+        f.trace_count(),
+        2,
+        "one trace per static value, placed or not"
+    );
+}
+
+#[test]
 fn dtype_is_part_of_the_signature() {
     let f = Function::new("neg", |a: &[Tracer]| -&a[0]).unwrap();
     f.call(&[vec_f32(2, |_| 1.0)]).unwrap();

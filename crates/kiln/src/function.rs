@@ -228,9 +228,19 @@ impl Function {
     /// training step feeding the next) copies nothing between calls, as with `jax.jit` on
     /// committed arrays. [`Session::fetch`] copies a result to the host.
     pub fn call_placed(&self, args: &[Placed]) -> Result<Vec<Placed>, KilnError> {
+        self.call_placed_static(args, &[])
+    }
+
+    /// [`Function::call_placed`] with static arguments, which are part of the signature as in
+    /// [`Function::call_static`] (`jax.jit` with `static_argnums` on committed arrays).
+    pub fn call_placed_static(
+        &self,
+        args: &[Placed],
+        statics: &[Static],
+    ) -> Result<Vec<Placed>, KilnError> {
         let sig = Signature {
             tensors: args.iter().map(Placed::ty).collect(),
-            statics: Vec::new(),
+            statics: statics.to_vec(),
         };
         let t = self.traced(&sig)?;
         let mut all = args.to_vec();

@@ -236,29 +236,28 @@ mod tests {
     /// Across parallel blocks, in both formats. NaN compares by `is_nan` only: payloads and
     /// signs are not part of the contract (`kiln_math::Arith`), and LLVM may swap the
     /// operands of a commutative operation, which decides the sign of a propagated NaN.
+    /// `map1_staged` of `$m::exp`'s halves over `$src` against `$m::exp` per element.
+    macro_rules! check_exp_blocks {
+        ($src:expr, $m:ident) => {
+            let src = $src;
+            let out = map1_staged(&src, kiln_math::$m::exp_start, kiln_math::$m::exp_finish);
+            for (i, (&x, y)) in src.iter().zip(out).enumerate() {
+                let want = kiln_math::$m::exp(x);
+                let same = y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan());
+                assert!(
+                    same,
+                    "{} element {i}: exp({x}) = {y}, want {want}",
+                    stringify!($m)
+                );
+            }
+        };
+    }
+
     #[test]
     fn map1_staged_matches_exp_across_blocks() {
         let src = inputs(2 * BLOCK + 37);
-        let out = map1_staged(
-            &src,
-            kiln_math::f32s::exp_start,
-            kiln_math::f32s::exp_finish,
-        );
-        for (i, (&x, y)) in src.iter().zip(out).enumerate() {
-            let want = kiln_math::f32s::exp(x);
-            let same = y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan());
-            assert!(same, "f32 element {i}: exp({x}) = {y}, want {want}");
-        }
-        let src: Vec<f64> = src.iter().map(|&x| f64::from(x) * 7.5).collect();
-        let out = map1_staged(
-            &src,
-            kiln_math::f64s::exp_start,
-            kiln_math::f64s::exp_finish,
-        );
-        for (i, (&x, y)) in src.iter().zip(out).enumerate() {
-            let want = kiln_math::f64s::exp(x);
-            let same = y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan());
-            assert!(same, "f64 element {i}: exp({x}) = {y}, want {want}");
-        }
+        let wide: Vec<f64> = src.iter().map(|&x| f64::from(x) * 7.5).collect();
+        check_exp_blocks!(src, f32s);
+        check_exp_blocks!(wide, f64s);
     }
 }

@@ -43,7 +43,7 @@ pub use hyperbolic::{logistic, tanh};
 pub use log::{log, log1p};
 pub use pow::{pow, rsqrt};
 pub use scalar::{ScalarF32, ScalarF64};
-pub use trig::{cos, sin};
+pub use trig::{cos, sin, sincos};
 
 /// Defines the convenience module of plain functions for one scalar format.
 macro_rules! scalar_functions {
@@ -101,6 +101,11 @@ macro_rules! scalar_functions {
             #[inline]
             pub fn sin(x: $t) -> $t {
                 crate::sin(&mut $arith, x)
+            }
+            /// `(sin x, cos x)` from one reduction; see [`crate::sincos`].
+            #[inline]
+            pub fn sincos(x: $t) -> ($t, $t) {
+                crate::sincos(&mut $arith, x)
             }
             /// Cosine; see [`crate::cos`].
             #[inline]

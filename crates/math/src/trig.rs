@@ -145,6 +145,20 @@ fn nan_unless_finite<A: Arith>(a: &mut A, ax: A::F, y: A::F) -> A::F {
 #[inline(always)]
 pub fn sin<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let r = sincos_reduced(a, x);
+    sin_of(a, &r)
+}
+
+/// `(sin x, cos x)` from one argument reduction, each with the bits of [`sin`] and [`cos`]
+/// (the same operations; the reduction, the costly part, is shared).
+#[inline(always)]
+pub fn sincos<A: Arith>(a: &mut A, x: A::F) -> (A::F, A::F) {
+    let r = sincos_reduced(a, x);
+    (sin_of(a, &r), cos_of(a, &r))
+}
+
+/// `sin x` from the reduced argument.
+#[inline(always)]
+fn sin_of<A: Arith>(a: &mut A, r: &Reduced<A>) -> A::F {
     let odd = bit_set(a, r.q, 1);
     let y = a.select(odd, r.cos, r.sin);
     let qs = quadrant_sign(a, r.q);
@@ -160,6 +174,12 @@ pub fn sin<A: Arith>(a: &mut A, x: A::F) -> A::F {
 #[inline(always)]
 pub fn cos<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let r = sincos_reduced(a, x);
+    cos_of(a, &r)
+}
+
+/// `cos x` from the reduced argument.
+#[inline(always)]
+fn cos_of<A: Arith>(a: &mut A, r: &Reduced<A>) -> A::F {
     let odd = bit_set(a, r.q, 1);
     let y = a.select(odd, r.sin, r.cos);
     let one = a.uconst(1);

@@ -234,3 +234,42 @@ macro_rules! pow_table {
 
 pow_table!(pow_special_cases_f32, f32s, f32);
 pow_table!(pow_special_cases_f64, f64s, f64);
+
+/// `sincos` shares `sin`'s and `cos`'s reduction and returns their exact bits: on special
+/// values, across the quadrants and on huge arguments (Payne–Hanek), in both formats.
+macro_rules! sincos_is_sin_and_cos {
+    ($test:ident, $m:ident, $t:ty) => {
+        #[test]
+        fn $test() {
+            use kiln_math::$m::{cos, sin, sincos};
+            let specials: [$t; 8] = [
+                0.0,
+                -0.0,
+                <$t>::INFINITY,
+                -<$t>::INFINITY,
+                <$t>::NAN,
+                <$t>::MIN_POSITIVE,
+                <$t>::MAX,
+                -<$t>::MAX,
+            ];
+            let sweep = (0..20_000).map(|i| (i as $t - 10_000.0) * 0.0137);
+            let huge = (0..2_000).map(|i| (1.0 + i as $t * 1e-3) * (10.0 as $t).powi(i % 38));
+            for x in specials.into_iter().chain(sweep).chain(huge) {
+                let (s, c) = sincos(x);
+                assert!(
+                    same(s, sin(x)),
+                    "sincos({x:?}).0 = {s:?}, sin = {:?}",
+                    sin(x)
+                );
+                assert!(
+                    same(c, cos(x)),
+                    "sincos({x:?}).1 = {c:?}, cos = {:?}",
+                    cos(x)
+                );
+            }
+        }
+    };
+}
+
+sincos_is_sin_and_cos!(sincos_is_sin_and_cos_f32, f32s, f32);
+sincos_is_sin_and_cos!(sincos_is_sin_and_cos_f64, f64s, f64);

@@ -120,7 +120,7 @@ fn radial_times_sincos<A: Arith>(a: &mut A, u1: A::F, v1: A::F) -> (A::F, A::F) 
     let r = a.sqrt(l);
     let (s, c) = match A::FORMAT {
         Format::F32 => sincos_angle(a, v1),
-        Format::F64 => (kiln_math::sin(a, v1), kiln_math::cos(a, v1)),
+        Format::F64 => kiln_math::sincos(a, v1),
     };
     let z0 = a.mul(s, r);
     let z1 = a.mul(c, r);

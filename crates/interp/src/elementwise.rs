@@ -20,12 +20,6 @@ macro_rules! inlined {
     };
 }
 
-/// The second half of `exp` ([`Float::exp_start`]), always inlined.
-#[inline(always)]
-fn exp_finish<T: Float>(t: T, k: T::Bits) -> T {
-    T::exp_finish(t, k)
-}
-
 fn undefined(op: &str, b: &Buffer) -> String {
     format!("{op} is not defined for {}", b.dtype())
 }
@@ -48,7 +42,7 @@ fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
     Some(match op {
         Neg => map1(v, |x: T| -x),
         Abs => map1(v, T::abs),
-        Exp => map1_staged(v, inlined!(|x| x.exp_start()), exp_finish),
+        Exp => map1_staged(v, inlined!(|x| x.exp_start()), T::exp_finish),
         Expm1 => map1(v, inlined!(|x| T::expm1(x))),
         Log => map1(v, inlined!(|x| T::log(x))),
         Log1p => map1(v, inlined!(|x| T::log1p(x))),
@@ -164,7 +158,7 @@ fn math<T: Float>(
     match op {
         Exp => with_simd(
             #[inline(always)]
-            || fill_staged(src, out, inlined!(|x| pre(x).exp_start()), exp_finish),
+            || fill_staged(src, out, inlined!(|x| pre(x).exp_start()), T::exp_finish),
         ),
         Expm1 => with_simd(|| fill_from(src, out, inlined!(|x| T::expm1(pre(x))))),
         Log => with_simd(|| fill_from(src, out, inlined!(|x| T::log(pre(x))))),

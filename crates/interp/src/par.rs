@@ -110,7 +110,8 @@ where
     A: Copy + Sync,
     R: Copy + Send + Default,
 {
-    // Fresh zero pages: allocating costs no pass over memory.
+    // Fresh zero pages cost no pass over memory; a recycled block (the heap's, or one kept
+    // by `retain_freed_memory`) costs one `memset`, less than faulting in fresh pages.
     let mut out = zeroed(a.len());
     if a.len() < PAR_MIN {
         with_simd(|| fill1(&mut out, a, &f));
@@ -234,10 +235,10 @@ mod tests {
         }
     }
 
-    /// Across parallel blocks, in both formats. NaN compares by `is_nan` only: payloads and
-    /// signs are not part of the contract (`kiln_math::Arith`), and LLVM may swap the
-    /// operands of a commutative operation, which decides the sign of a propagated NaN.
-    /// `map1_staged` of `$m::exp`'s halves over `$src` against `$m::exp` per element.
+    /// `map1_staged` of `$m::exp`'s halves over `$src` against `$m::exp` per element. NaN
+    /// compares by `is_nan` only: payloads and signs are not part of the contract
+    /// (`kiln_math::Arith`), and LLVM may swap the operands of a commutative operation,
+    /// which decides the sign of a propagated NaN.
     macro_rules! check_exp_blocks {
         ($src:expr, $m:ident) => {
             let src = $src;
@@ -254,6 +255,7 @@ mod tests {
         };
     }
 
+    /// Across parallel blocks, in both formats.
     #[test]
     fn map1_staged_matches_exp_across_blocks() {
         let src = inputs(2 * BLOCK + 37);

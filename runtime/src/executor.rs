@@ -63,7 +63,9 @@ struct State {
     /// Content keys already computed, by cluster id: each with the body it was computed
     /// for. Printing and hashing a body costs microseconds on every call; comparing it with
     /// the remembered body costs far less, and a different body (a re-traced function
-    /// under the same name) still gets its own key.
+    /// under the same name) still gets its own key. Bodies are compared bit for bit
+    /// ([`Func::bit_eq`]): a body whose constant is `-0.0` where the remembered one has
+    /// `0.0` computes other bits, and a NaN constant must still match itself.
     content_keys: HashMap<String, Vec<(Func, String)>>,
     in_flight: usize,
     total_compile_time: Duration,
@@ -793,7 +795,7 @@ const MAX_BODIES_PER_ID: usize = 4;
 /// [`content_key`] of `c`, remembered per cluster id with the body it belongs to.
 fn remembered_content_key(st: &mut State, id: &str, c: &Cluster, backend: &str) -> String {
     if let Some(known) = st.content_keys.get(id) {
-        if let Some((_, key)) = known.iter().find(|(body, _)| *body == c.body) {
+        if let Some((_, key)) = known.iter().find(|(body, _)| body.bit_eq(&c.body)) {
             return key.clone();
         }
     }

@@ -391,3 +391,40 @@ fn a_retraced_function_with_the_same_names_runs_its_own_body() {
     }
     assert_eq!(backend.compiles.load(Ordering::SeqCst), 2);
 }
+
+#[test]
+fn bodies_that_differ_only_in_the_sign_of_a_zero_constant_are_told_apart() {
+    // `0.0 == -0.0` as floats, but not as bits: a runtime that compared remembered bodies
+    // with float equality ran the first body's executable for the second (x / 0 is +inf,
+    // x / -0 is -inf). A NaN constant, never float-equal to itself, must still be
+    // recognised as the same body (one compile, however many calls).
+    let n = 64;
+    let body = |z: &str| {
+        let src = format!(
+            "func @f(%x: f32[{n}]) -> f32[{n}] {{\n  %z = constant {z} : f32[]\n  %zb = broadcast_in_dim %z, dims=[] : f32[{n}]\n  %a = exp %x : f32[{n}]\n  %b = div %a, %zb : f32[{n}]\n  %c = tanh %b : f32[{n}]\n  %d = add %c, %x : f32[{n}]\n  return %d\n}}\n"
+        );
+        let mut f = parse_func(&src, "zero.kir").unwrap();
+        run_pipeline(&mut f, &Options::from_flags(&Flags::default())).unwrap();
+        f
+    };
+    let (pos, neg, nan) = (body("0.0"), body("-0.0"), body("nan"));
+    let backend = Arc::new(TestBackend::default());
+    let rt = runtime(
+        backend.clone(),
+        PolicyConfig {
+            compile_threshold: 0,
+            ..PolicyConfig::default()
+        },
+    );
+    let interp = kiln_interp::Interpreter::new(1).unwrap();
+    for f in [&pos, &neg, &pos, &neg, &nan, &nan, &nan] {
+        let want = interp.run(f, &[input(n)]).unwrap();
+        let got = rt.run(f, &[input(n)]).unwrap();
+        assert!(
+            got.iter().zip(&want).all(|(g, w)| g.bit_eq(w)),
+            "{}",
+            kiln_ir::print_func(f)
+        );
+    }
+    assert_eq!(backend.compiles.load(Ordering::SeqCst), 3);
+}

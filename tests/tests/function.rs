@@ -164,3 +164,29 @@ fn jit_compile_marks_the_whole_function_even_with_auto_jit_off() {
         assert_eq!(out[0].shape(), &[8]);
     }
 }
+
+#[test]
+fn a_static_zero_and_minus_zero_trace_and_run_different_graphs() {
+    // Both traces are named after the function, so their clusters share ids; the runtime
+    // must still tell `exp(x) / 0.0` from `exp(x) / -0.0` once both are compiled.
+    let f = Function::with_static("over_zero", |a: &[Tracer], s: &[Static]| {
+        let z = s[0].as_f64().unwrap();
+        (&(&a[0].exp() / z).tanh() + &a[0]).tanh()
+    })
+    .unwrap();
+    let x = vec_f32(16, |i| i as f32 * 0.125 - 1.0);
+    for _ in 0..6 {
+        for (z, sign) in [(0.0, 1.0f32), (-0.0, -1.0)] {
+            let out = f.call_static(std::slice::from_ref(&x), &[Static::float(z)]);
+            let out = out.unwrap();
+            let want: Vec<f32> = x
+                .as_f32()
+                .unwrap()
+                .iter()
+                .map(|&v| kiln_math_tanh(sign + v))
+                .collect();
+            assert_eq!(out[0].as_f32().unwrap(), &want[..], "static {z:?}");
+        }
+    }
+    assert_eq!(f.trace_count(), 2);
+}

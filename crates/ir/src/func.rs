@@ -78,6 +78,30 @@ pub struct Func {
 }
 
 impl Func {
+    /// Equality with constants compared bit for bit, so two functions that compute
+    /// different bits are never equal (derived `==` compares constants as floats, where
+    /// `0.0 == -0.0` and a NaN constant makes a function unequal to itself). Everything
+    /// else, names and source positions included, is compared as by `==`.
+    pub fn bit_eq(&self, other: &Func) -> bool {
+        self.name == other.name
+            && self.params == other.params
+            && self.results == other.results
+            && self.values == other.values
+            && self.next_auto_name == other.next_auto_name
+            && self.insts.len() == other.insts.len()
+            && self.insts.iter().zip(&other.insts).all(|(a, b)| {
+                let ops = match (&a.op, &b.op) {
+                    (Op::Constant(x), Op::Constant(y)) => x.bit_eq(y),
+                    (Op::Cluster(x), Op::Cluster(y)) => x.name == y.name && x.body.bit_eq(&y.body),
+                    (x, y) => x == y,
+                };
+                ops && a.args == b.args
+                    && a.results == b.results
+                    && a.loc == b.loc
+                    && a.scope == b.scope
+            })
+    }
+
     /// An empty function.
     pub fn new(name: impl Into<String>) -> Func {
         Func {

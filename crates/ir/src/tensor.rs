@@ -342,9 +342,19 @@ impl Tensor {
 
     /// Bitwise equality of dtype, shape and every element (NaNs with equal payloads are equal).
     pub fn bit_eq(&self, other: &Tensor) -> bool {
+        fn same<T: Copy, B: PartialEq>(a: &[T], b: &[T], bits: impl Fn(T) -> B) -> bool {
+            a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| bits(x) == bits(y))
+        }
         self.shape == other.shape
-            && self.dtype() == other.dtype()
-            && (0..self.num_elements()).all(|i| self.data.get(i).same_bits(other.data.get(i)))
+            && match (&self.data, &other.data) {
+                (Buffer::F32(a), Buffer::F32(b)) => same(a, b, f32::to_bits),
+                (Buffer::F64(a), Buffer::F64(b)) => same(a, b, f64::to_bits),
+                (Buffer::I32(a), Buffer::I32(b)) => a == b,
+                (Buffer::I64(a), Buffer::I64(b)) => a == b,
+                (Buffer::U32(a), Buffer::U32(b)) => a == b,
+                (Buffer::Bool(a), Buffer::Bool(b)) => a == b,
+                _ => false,
+            }
     }
 }
 
@@ -369,5 +379,18 @@ mod tests {
         assert_eq!(Scalar::F64(f64::NAN).to_string(), "nan");
         let x = 0.1f32 + 0.2f32;
         assert_eq!(Scalar::F32(x).to_string().parse::<f32>().unwrap(), x);
+    }
+
+    #[test]
+    fn bit_eq_compares_bits_not_float_values() {
+        let t = |v: Vec<f32>| Tensor::from_f32([v.len()], v).unwrap();
+        assert!(t(vec![1.0, f32::NAN]).bit_eq(&t(vec![1.0, f32::NAN])));
+        assert!(!t(vec![1.0, 0.0]).bit_eq(&t(vec![1.0, -0.0])));
+        assert!(!t(vec![f32::NAN]).bit_eq(&t(vec![f32::from_bits(0x7fc0_0001)])));
+        assert!(!t(vec![1.0, 2.0]).bit_eq(&t(vec![1.0, 3.0])));
+        let reshaped = Tensor::from_f32([2, 1], vec![1.0, 2.0]).unwrap();
+        assert!(!t(vec![1.0, 2.0]).bit_eq(&reshaped), "shapes differ");
+        let ints = Tensor::new([2], Buffer::U32(vec![1, 2])).unwrap();
+        assert!(!ints.bit_eq(&t(vec![1.0, 2.0])), "dtypes differ");
     }
 }

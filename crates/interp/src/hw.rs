@@ -7,8 +7,11 @@
 //!   identical bits; only the speed differs. Everything the loop calls must be inlined into
 //!   it: a closure with a large body (`sin`, `pow`) that LLVM leaves out of line is compiled
 //!   for the baseline target and called per element (`elementwise.rs`'s `inlined!`).
-//! - [`zeroed`] allocates output buffers; large ones are advised onto transparent huge pages
-//!   (as numpy does), which removes most of the page-fault cost of touching fresh memory.
+//! - [`zeroed`] and [`with_capacity_advised`] allocate output buffers; large ones are
+//!   advised onto transparent huge pages (as numpy does), which removes most of the
+//!   page-fault cost of touching fresh memory. Outputs whose every element a loop writes
+//!   (the elementwise maps, `par::collect`) are not cleared first: a recycled block would
+//!   cost a `memset` (a quarter of a fallback `exp` loop's time before this).
 //! - [`retain_freed_memory`] (opt-in, process-wide) keeps freed large buffers in the process,
 //!   so the next call's outputs reuse them instead of fresh pages the kernel must clear.
 
@@ -63,6 +66,18 @@ pub(crate) fn zeroed<T: Default + Clone>(n: usize) -> Vec<T> {
     v
 }
 
+/// An empty vector with room for `len` elements, advised onto huge pages like [`zeroed`]
+/// when large: for outputs whose every element is written before use, which need no
+/// clearing pass (a recycled block would otherwise cost a `memset`).
+pub(crate) fn with_capacity_advised<T>(len: usize) -> Vec<T> {
+    let v: Vec<T> = Vec::with_capacity(len);
+    let bytes = len * std::mem::size_of::<T>();
+    if bytes >= HUGE_PAGE_MIN_BYTES {
+        advise_huge_pages_raw(v.as_ptr() as *const u8, bytes);
+    }
+    v
+}
+
 /// A zero-filled buffer of `len` elements of `dtype`, allocated like [`zeroed`].
 pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
     use kiln_ir::{Buffer, DType};
@@ -88,23 +103,15 @@ pub unsafe fn filled_buffers(
     fill: impl FnOnce(&[*mut u8]),
 ) -> Vec<kiln_ir::Buffer> {
     use kiln_ir::{Buffer, DType};
-    fn alloc<T>(len: usize) -> Vec<T> {
-        let v: Vec<T> = Vec::with_capacity(len);
-        let bytes = len * std::mem::size_of::<T>();
-        if bytes >= HUGE_PAGE_MIN_BYTES {
-            advise_huge_pages_raw(v.as_ptr() as *const u8, bytes);
-        }
-        v
-    }
     let mut bufs: Vec<Buffer> = specs
         .iter()
         .map(|&(dtype, len)| match dtype {
-            DType::F32 => Buffer::F32(alloc(len)),
-            DType::F64 => Buffer::F64(alloc(len)),
-            DType::I32 => Buffer::I32(alloc(len)),
-            DType::I64 => Buffer::I64(alloc(len)),
-            DType::U32 => Buffer::U32(alloc(len)),
-            DType::Bool => Buffer::Bool(alloc(len)),
+            DType::F32 => Buffer::F32(with_capacity_advised(len)),
+            DType::F64 => Buffer::F64(with_capacity_advised(len)),
+            DType::I32 => Buffer::I32(with_capacity_advised(len)),
+            DType::I64 => Buffer::I64(with_capacity_advised(len)),
+            DType::U32 => Buffer::U32(with_capacity_advised(len)),
+            DType::Bool => Buffer::Bool(with_capacity_advised(len)),
         })
         .collect();
     let ptrs: Vec<*mut u8> = bufs
@@ -135,11 +142,11 @@ pub unsafe fn filled_buffers(
     bufs
 }
 
-/// A copy of `b` in a buffer allocated like [`zeroed`].
+/// A copy of `b` in a buffer allocated like [`with_capacity_advised`] (one pass: the copy).
 pub(crate) fn copy_buffer(b: &kiln_ir::Buffer) -> kiln_ir::Buffer {
-    fn copy<T: Default + Copy>(v: &[T]) -> Vec<T> {
-        let mut out = zeroed(v.len());
-        out.copy_from_slice(v);
+    fn copy<T: Copy>(v: &[T]) -> Vec<T> {
+        let mut out = with_capacity_advised(v.len());
+        out.extend_from_slice(v);
         out
     }
     use kiln_ir::Buffer;

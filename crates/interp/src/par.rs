@@ -4,8 +4,9 @@
 //! elementwise results do not depend on block boundaries at all; threads therefore change
 //! speed, not bits.
 
-use crate::hw::{with_simd, zeroed};
+use crate::hw::{with_capacity_advised, with_simd};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Tensors with fewer elements run on the calling thread: below this, handing work to the
 /// pool costs more than it saves.
@@ -14,10 +15,55 @@ pub(crate) const PAR_MIN: usize = 1 << 16;
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
 pub(crate) const BLOCK: usize = 1 << 16;
 
+/// Where a fill loop writes: an element of an initialised slice, or a slot of a vector's
+/// spare capacity (outputs are allocated without clearing; see [`collect`]).
+pub(crate) trait Slot<T> {
+    /// Stores `v`.
+    fn put(&mut self, v: T);
+}
+
+impl<T> Slot<T> for T {
+    #[inline(always)]
+    fn put(&mut self, v: T) {
+        *self = v;
+    }
+}
+
+impl<T> Slot<T> for MaybeUninit<T> {
+    #[inline(always)]
+    fn put(&mut self, v: T) {
+        self.write(v);
+    }
+}
+
+/// A vector of `n` results written straight into fresh (uncleared) memory: `fill(first,
+/// slots)` runs on blocks of [`BLOCK`] slots in parallel (one call on the calling thread
+/// below [`PAR_MIN`]), `first` being the index of `slots[0]`.
+///
+/// # Safety
+/// `fill` must write every slot it is given (with [`Slot::put`]) before returning.
+unsafe fn collect<R: Send>(n: usize, fill: impl Fn(usize, &mut [MaybeUninit<R>]) + Sync) -> Vec<R> {
+    let mut out = with_capacity_advised(n);
+    let slots = &mut out.spare_capacity_mut()[..n];
+    if n < PAR_MIN {
+        fill(0, slots);
+    } else {
+        slots
+            .par_chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(b, s)| fill(b * BLOCK, s));
+    }
+    // SAFETY: the caller's `fill` wrote all `n` slots (the capacity is at least `n`).
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// `o[i] = f(a[i])` for every slot of `o`; `a` has at least as many elements.
 #[inline(always)]
-pub(crate) fn fill1<A: Copy, R>(o: &mut [R], a: &[A], f: &impl Fn(A) -> R) {
-    for (o, &x) in o.iter_mut().zip(a) {
-        *o = f(x);
+pub(crate) fn fill1<A: Copy, R>(o: &mut [impl Slot<R>], a: &[A], f: &impl Fn(A) -> R) {
+    let n = o.len();
+    for (o, &x) in o.iter_mut().zip(&a[..n]) {
+        o.put(f(x));
     }
 }
 
@@ -39,68 +85,111 @@ pub(crate) fn fill_staged<T: Copy + Default, U: Copy + Default>(
     start: impl Fn(T) -> (T, U),
     finish: impl Fn(T, U) -> T,
 ) {
-    const W: usize = STAGE_GROUP;
     let n = out.len();
-    debug_assert!(src.is_none_or(|s| s.len() == n));
+    assert!(src.is_none_or(|s| s.len() == n));
+    let dst = out.as_mut_ptr();
+    let src = src.map_or(dst as *const T, <[T]>::as_ptr);
+    // SAFETY: `n` elements are readable at `src` and writable at `dst`, which is `src`
+    // itself (in place) or, by the borrow rules, a disjoint slice.
+    unsafe { staged(src, dst, n, start, finish) }
+}
+
+/// [`fill_staged`] from `src` into uninitialised slots (a [`collect`] block), every one of
+/// which it writes.
+#[inline(always)]
+fn fill_staged_into<T: Copy + Default, U: Copy + Default>(
+    src: &[T],
+    out: &mut [MaybeUninit<T>],
+    start: impl Fn(T) -> (T, U),
+    finish: impl Fn(T, U) -> T,
+) {
+    let n = out.len();
+    assert_eq!(src.len(), n);
+    // SAFETY: as in `fill_staged`; `MaybeUninit<T>` has `T`'s layout, and `staged` only
+    // writes through `dst` when it is not `src`.
+    unsafe { staged(src.as_ptr(), out.as_mut_ptr().cast(), n, start, finish) }
+}
+
+/// The loop of [`fill_staged`] over raw pointers: each element of `src` is read before
+/// its position in `dst` is written, so `dst == src` is allowed.
+///
+/// # Safety
+/// `src` must be valid for `n` reads and `dst` for `n` writes; the two ranges are the same
+/// or disjoint.
+#[inline(always)]
+unsafe fn staged<T: Copy + Default, U: Copy + Default>(
+    src: *const T,
+    dst: *mut T,
+    n: usize,
+    start: impl Fn(T) -> (T, U),
+    finish: impl Fn(T, U) -> T,
+) {
+    const W: usize = STAGE_GROUP;
     let full = n / W * W;
     let mut i = 0;
+    // SAFETY (every access below): indices stay below `n`; a group is read into the
+    // state arrays before the previous group's positions are written, and each tail
+    // element is read before it is written.
     if full >= 2 * W {
         // The state of the group in flight, as two arrays (an array of pairs is not
         // vectorised).
         let (mut t, mut k) = ([T::default(); W], [U::default(); W]);
-        start_group(&src.unwrap_or(out)[..W], &start, &mut t, &mut k);
+        unsafe { start_group(src, &start, &mut t, &mut k) };
         for g in (W..full).step_by(W) {
             let (mut t2, mut k2) = ([T::default(); W], [U::default(); W]);
-            start_group(&src.unwrap_or(out)[g..g + W], &start, &mut t2, &mut k2);
-            let o = &mut out[g - W..g];
+            unsafe { start_group(src.add(g), &start, &mut t2, &mut k2) };
             for j in 0..W {
-                o[j] = finish(t[j], k[j]);
+                unsafe { dst.add(g - W + j).write(finish(t[j], k[j])) };
             }
             (t, k) = (t2, k2);
         }
-        let o = &mut out[full - W..full];
         for j in 0..W {
-            o[j] = finish(t[j], k[j]);
+            unsafe { dst.add(full - W + j).write(finish(t[j], k[j])) };
         }
         i = full;
     }
     for j in i..n {
-        let x = src.map_or(out[j], |s| s[j]);
-        let (t, k) = start(x);
-        out[j] = finish(t, k);
+        let (t, k) = start(unsafe { src.add(j).read() });
+        unsafe { dst.add(j).write(finish(t, k)) };
     }
 }
 
-/// `(t[j], k[j]) = start(x[j])` for one group of [`fill_staged`].
+/// `(t[j], k[j]) = start(x[j])` for the `W` elements at `x` (one group of [`staged`]).
+///
+/// # Safety
+/// `x` must be valid for `W` reads.
 #[inline(always)]
-fn start_group<T: Copy, U, const W: usize>(
-    x: &[T],
+unsafe fn start_group<T: Copy, U, const W: usize>(
+    x: *const T,
     start: &impl Fn(T) -> (T, U),
     t: &mut [T; W],
     k: &mut [U; W],
 ) {
     for j in 0..W {
-        (t[j], k[j]) = start(x[j]);
+        // SAFETY: `j < W`.
+        (t[j], k[j]) = start(unsafe { x.add(j).read() });
     }
 }
 
 #[inline(always)]
-fn fill2<A: Copy, B: Copy, R>(o: &mut [R], a: &[A], b: &[B], f: &impl Fn(A, B) -> R) {
-    for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
-        *o = f(x, y);
+fn fill2<A: Copy, B: Copy, R>(o: &mut [impl Slot<R>], a: &[A], b: &[B], f: &impl Fn(A, B) -> R) {
+    let n = o.len();
+    for ((o, &x), &y) in o.iter_mut().zip(&a[..n]).zip(&b[..n]) {
+        o.put(f(x, y));
     }
 }
 
 #[inline(always)]
 fn fill3<A: Copy, B: Copy, C: Copy, R>(
-    o: &mut [R],
+    o: &mut [impl Slot<R>],
     a: &[A],
     b: &[B],
     c: &[C],
     f: &impl Fn(A, B, C) -> R,
 ) {
-    for (((o, &x), &y), &z) in o.iter_mut().zip(a).zip(b).zip(c) {
-        *o = f(x, y, z);
+    let n = o.len();
+    for (((o, &x), &y), &z) in o.iter_mut().zip(&a[..n]).zip(&b[..n]).zip(&c[..n]) {
+        o.put(f(x, y, z));
     }
 }
 
@@ -108,22 +197,13 @@ fn fill3<A: Copy, B: Copy, C: Copy, R>(
 pub(crate) fn map1<A, R>(a: &[A], f: impl Fn(A) -> R + Sync) -> Vec<R>
 where
     A: Copy + Sync,
-    R: Copy + Send + Default,
+    R: Copy + Send,
 {
-    // Fresh zero pages cost no pass over memory; a recycled block (the heap's, or one kept
-    // by `retain_freed_memory`) costs one `memset`, less than faulting in fresh pages.
-    let mut out = zeroed(a.len());
-    if a.len() < PAR_MIN {
-        with_simd(|| fill1(&mut out, a, &f));
-        return out;
-    }
-    out.par_chunks_mut(BLOCK)
-        .zip(a.par_chunks(BLOCK))
-        .for_each(|(o, a)| with_simd(|| fill1(o, a, &f)));
-    out
+    // SAFETY: `fill1` writes every slot (its input has as many elements).
+    unsafe { collect(a.len(), |i, o| with_simd(|| fill1(o, &a[i..], &f))) }
 }
 
-/// [`map1`] for a function in two halves, run by [`fill_staged`].
+/// [`map1`] for a function in two halves, run by [`fill_staged`]'s loop.
 pub(crate) fn map1_staged<T, U>(
     a: &[T],
     start: impl Fn(T) -> (T, U) + Sync,
@@ -133,22 +213,15 @@ where
     T: Copy + Sync + Send + Default,
     U: Copy + Default,
 {
-    let mut out = zeroed(a.len());
     // The loop is too large for LLVM to inline into `with_simd`'s AVX2 function unasked.
-    let run = |o: &mut [T], a: &[T]| {
+    let run = |i: usize, o: &mut [MaybeUninit<T>]| {
         with_simd(
             #[inline(always)]
-            || fill_staged(Some(a), o, &start, &finish),
+            || fill_staged_into(&a[i..i + o.len()], o, &start, &finish),
         )
     };
-    if a.len() < PAR_MIN {
-        run(&mut out, a);
-        return out;
-    }
-    out.par_chunks_mut(BLOCK)
-        .zip(a.par_chunks(BLOCK))
-        .for_each(|(o, a)| run(o, a));
-    out
+    // SAFETY: `fill_staged_into` writes every slot.
+    unsafe { collect(a.len(), run) }
 }
 
 /// `f` applied to every pair of elements of `a` and `b` (equal lengths).
@@ -156,18 +229,11 @@ pub(crate) fn map2<A, B, R>(a: &[A], b: &[B], f: impl Fn(A, B) -> R + Sync) -> V
 where
     A: Copy + Sync,
     B: Copy + Sync,
-    R: Copy + Send + Default,
+    R: Copy + Send,
 {
-    debug_assert_eq!(a.len(), b.len());
-    let mut out = zeroed(a.len());
-    if a.len() < PAR_MIN {
-        with_simd(|| fill2(&mut out, a, b, &f));
-        return out;
-    }
-    out.par_chunks_mut(BLOCK)
-        .zip(a.par_chunks(BLOCK).zip(b.par_chunks(BLOCK)))
-        .for_each(|(o, (a, b))| with_simd(|| fill2(o, a, b, &f)));
-    out
+    assert_eq!(a.len(), b.len());
+    // SAFETY: `fill2` writes every slot (its inputs have as many elements).
+    unsafe { collect(a.len(), |i, o| with_simd(|| fill2(o, &a[i..], &b[i..], &f))) }
 }
 
 /// `f` applied to every triple of elements of `a`, `b` and `c` (equal lengths).
@@ -176,22 +242,15 @@ where
     A: Copy + Sync,
     B: Copy + Sync,
     C: Copy + Sync,
-    R: Copy + Send + Default,
+    R: Copy + Send,
 {
-    debug_assert!(a.len() == b.len() && b.len() == c.len());
-    let mut out = zeroed(a.len());
-    if a.len() < PAR_MIN {
-        with_simd(|| fill3(&mut out, a, b, c, &f));
-        return out;
+    assert!(a.len() == b.len() && b.len() == c.len());
+    // SAFETY: `fill3` writes every slot (its inputs have as many elements).
+    unsafe {
+        collect(a.len(), |i, o| {
+            with_simd(|| fill3(o, &a[i..], &b[i..], &c[i..], &f))
+        })
     }
-    out.par_chunks_mut(BLOCK)
-        .zip(
-            a.par_chunks(BLOCK)
-                .zip(b.par_chunks(BLOCK))
-                .zip(c.par_chunks(BLOCK)),
-        )
-        .for_each(|(o, ((a, b), c))| with_simd(|| fill3(o, a, b, c, &f)));
-    out
 }
 
 #[cfg(test)]
@@ -208,6 +267,31 @@ mod tests {
                 _ => (i as f32 * 0.618).sin() * 20.0,
             })
             .collect()
+    }
+
+    /// The maps write their outputs into uncleared memory: every element must be written,
+    /// at every length around the parallel threshold and the block boundaries. The memory
+    /// of a dropped block of sentinels is what the allocator most likely hands back.
+    #[test]
+    fn maps_write_every_element_of_uncleared_memory() {
+        for n in [0, 1, 15, PAR_MIN - 1, PAR_MIN, PAR_MIN + 1, 3 * BLOCK + 17] {
+            drop(vec![f32::from_bits(0x7fa0_0001); 3 * n]);
+            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+            let c: Vec<i32> = (0..n).map(|i| i as i32 % 3).collect();
+            let want1: Vec<f32> = a.iter().map(|x| x * 0.5).collect();
+            let want2: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
+            let want3: Vec<f32> = (0..n).map(|i| a[i] * b[i] + c[i] as f32).collect();
+            assert_eq!(map1(&a, |x| x * 0.5), want1, "map1, n = {n}");
+            assert_eq!(map2(&a, &b, |x, y| x - y), want2, "map2, n = {n}");
+            assert_eq!(
+                map3(&a, &b, &c, |x, y, z| x * y + z as f32),
+                want3,
+                "map3, n = {n}"
+            );
+            let staged = map1_staged(&a, |x| (x, 0u32), |t, k| t + k as f32);
+            assert_eq!(staged, a, "map1_staged, n = {n}");
+        }
     }
 
     /// Every length around the group boundaries, from a source and in place: each element

@@ -8,7 +8,7 @@
 //! a fill, a cache-blocked 2-D transpose, or a plain strided loop. No per-element division.
 //! `reshape` and `constant` need no kernel (the buffer is reused or cloned).
 
-use crate::hw::zeroed;
+use crate::hw::{with_capacity_advised, zeroed};
 use crate::par::{BLOCK, PAR_MIN};
 use crate::scalar::{for_dtype, Elem};
 use kiln_ir::{row_major_strides, Buffer, DType, Tensor, TensorType};
@@ -319,8 +319,10 @@ pub(crate) fn pad(
 }
 
 fn pad_slice<T: Elem>(src: &[T], shape: &[usize], fill: T, low: &[usize], out: &[usize]) -> Vec<T> {
-    let mut res = zeroed(out.iter().product());
-    res.fill(fill);
+    // One pass: the padding value written into uncleared memory.
+    let n = out.iter().product();
+    let mut res = with_capacity_advised(n);
+    res.resize(n, fill);
     if src.is_empty() {
         return res;
     }

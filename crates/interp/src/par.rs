@@ -42,16 +42,34 @@ impl<T> Slot<T> for MaybeUninit<T> {
 ///
 /// # Safety
 /// `fill` must write every slot it is given (with [`Slot::put`]) before returning.
-unsafe fn collect<R: Send>(n: usize, fill: impl Fn(usize, &mut [MaybeUninit<R>]) + Sync) -> Vec<R> {
+pub(crate) unsafe fn collect<R: Send>(
+    n: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<R>]) + Sync,
+) -> Vec<R> {
+    // SAFETY: the caller's contract.
+    unsafe { collect_in(n, BLOCK, n >= PAR_MIN, fill) }
+}
+
+/// [`collect`] with blocks of `chunk` slots, run in parallel when `parallel`.
+///
+/// # Safety
+/// As for [`collect`].
+pub(crate) unsafe fn collect_in<R: Send>(
+    n: usize,
+    chunk: usize,
+    parallel: bool,
+    fill: impl Fn(usize, &mut [MaybeUninit<R>]) + Sync,
+) -> Vec<R> {
     let mut out = with_capacity_advised(n);
     let slots = &mut out.spare_capacity_mut()[..n];
-    if n < PAR_MIN {
-        fill(0, slots);
-    } else {
+    if parallel && n > 0 {
+        let chunk = chunk.max(1);
         slots
-            .par_chunks_mut(BLOCK)
+            .par_chunks_mut(chunk)
             .enumerate()
-            .for_each(|(b, s)| fill(b * BLOCK, s));
+            .for_each(|(b, s)| fill(b * chunk, s));
+    } else {
+        fill(0, slots);
     }
     // SAFETY: the caller's `fill` wrote all `n` slots (the capacity is at least `n`).
     unsafe { out.set_len(n) };

@@ -9,10 +9,10 @@
 //! `reshape` and `constant` need no kernel (the buffer is reused or cloned).
 
 use crate::hw::{with_capacity_advised, zeroed};
-use crate::par::{BLOCK, PAR_MIN};
+use crate::par::{collect_in, fill1, Slot, BLOCK, PAR_MIN};
 use crate::scalar::{for_dtype, Elem};
 use kiln_ir::{row_major_strides, Buffer, DType, Tensor, TensorType};
-use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Side of the square tiles of the blocked transpose: two 32×32 tiles of f64 fit in L1.
 const TILE: usize = 32;
@@ -69,27 +69,22 @@ pub(crate) fn gather<T: Elem>(inp: &[T], view: &View) -> Vec<T> {
         return Vec::new();
     }
     let v = view.simplify();
-    let mut out = zeroed(n);
     let row = n / v.dims[0];
-    if n < PAR_MIN || v.dims[0] < 2 {
-        gather_into(&mut out, inp, &v);
-        return out;
-    }
     let mut rows_per_task = BLOCK.div_ceil(row).max(1);
     if v.strides[0] == 1 {
         // A transpose whose input rows are read across the task's rows: whole tiles per
         // task, so each input cache line is used completely while it is cached.
         rows_per_task = rows_per_task.max(8 * TILE);
     }
-    out.par_chunks_mut(rows_per_task * row)
-        .enumerate()
-        .for_each(|(t, chunk)| {
-            let mut sub = v.clone();
-            sub.dims[0] = chunk.len() / row;
-            sub.base += t * rows_per_task * v.strides[0];
-            gather_into(chunk, inp, &sub);
-        });
-    out
+    let parallel = n >= PAR_MIN && v.dims[0] >= 2;
+    let fill = |first: usize, chunk: &mut [MaybeUninit<T>]| {
+        let mut sub = v.clone();
+        sub.dims[0] = chunk.len() / row;
+        sub.base += first / row * v.strides[0];
+        gather_into(chunk, inp, &sub);
+    };
+    // SAFETY: `gather_into` writes every element of its output (each chunk is whole rows).
+    unsafe { collect_in(n, rows_per_task * row, parallel, fill) }
 }
 
 /// Odometer over some dimensions: yields the input offset of each index tuple in row-major
@@ -125,8 +120,9 @@ impl<'a> Odometer<'a> {
     }
 }
 
-/// Writes a simplified view into `out` (row-major, `out.len()` = the view's element count).
-fn gather_into<T: Elem>(out: &mut [T], inp: &[T], v: &View) {
+/// Writes a simplified view into every element of `out` (row-major, `out.len()` = the
+/// view's element count).
+fn gather_into<T: Elem>(out: &mut [impl Slot<T>], inp: &[T], v: &View) {
     let last = v.dims.len() - 1;
     let (len, step) = (v.dims[last], v.strides[last]);
     if step > 1 {
@@ -138,11 +134,11 @@ fn gather_into<T: Elem>(out: &mut [T], inp: &[T], v: &View) {
     for run in out.chunks_exact_mut(len) {
         let off = odo.off;
         match step {
-            1 => run.copy_from_slice(&inp[off..off + len]),
-            0 => run.fill(inp[off]),
+            1 => fill1(run, &inp[off..off + len], &|x| x),
+            0 => run.iter_mut().for_each(|o| o.put(inp[off])),
             _ => {
                 for (o, &x) in run.iter_mut().zip(inp[off..].iter().step_by(step)) {
-                    *o = x;
+                    o.put(x);
                 }
             }
         }
@@ -153,7 +149,7 @@ fn gather_into<T: Elem>(out: &mut [T], inp: &[T], v: &View) {
 /// The case where output dimension `p` is contiguous in the input but the last output
 /// dimension is not: copies `TILE`×`TILE` tiles of the (p, last) plane so that both the
 /// reads and the writes of a tile stay in cache.
-fn transpose_tiles<T: Elem>(out: &mut [T], inp: &[T], v: &View, p: usize) {
+fn transpose_tiles<T: Elem>(out: &mut [impl Slot<T>], inp: &[T], v: &View, p: usize) {
     let r = v.dims.len();
     let last = r - 1;
     let out_strides = row_major_strides(&v.dims);
@@ -186,7 +182,7 @@ fn transpose_tiles<T: Elem>(out: &mut [T], inp: &[T], v: &View, p: usize) {
                 }
                 for i in 0..ni {
                     let dst = &mut out[ob + (i0 + i) * osp + j0..][..nj];
-                    dst.copy_from_slice(&tile[i * TILE..][..nj]);
+                    fill1(dst, &tile[i * TILE..][..nj], &|x| x);
                 }
             }
         }
@@ -274,31 +270,28 @@ fn concat_slices<T: Elem>(
     let inner: usize = out.shape[axis + 1..].iter().product();
     let runs: Vec<usize> = args.iter().map(|t| t.shape()[axis] * inner).collect();
     let row: usize = runs.iter().sum();
-    let mut res = zeroed(n);
     if n == 0 {
-        return res;
+        return Vec::new();
     }
-    let fill = |start_row: usize, chunk: &mut [T]| {
+    let fill = |first: usize, chunk: &mut [MaybeUninit<T>]| {
         let mut pos = 0;
-        for r in start_row.. {
+        for r in first / row.max(1).. {
             if pos == chunk.len() {
                 break;
             }
             for (part, &len) in parts.iter().zip(&runs) {
-                chunk[pos..pos + len].copy_from_slice(&part[r * len..(r + 1) * len]);
+                fill1(
+                    &mut chunk[pos..pos + len],
+                    &part[r * len..(r + 1) * len],
+                    &|x| x,
+                );
                 pos += len;
             }
         }
     };
-    if n < PAR_MIN {
-        fill(0, &mut res);
-    } else {
-        let rows_per_task = BLOCK.div_ceil(row).max(1);
-        res.par_chunks_mut(rows_per_task * row)
-            .enumerate()
-            .for_each(|(t, chunk)| fill(t * rows_per_task, chunk));
-    }
-    res
+    let rows_per_task = BLOCK.div_ceil(row.max(1)).max(1);
+    // SAFETY: each chunk is whole rows, and a row is the runs of every part in turn.
+    unsafe { collect_in(n, rows_per_task * row, n >= PAR_MIN, fill) }
 }
 
 /// `pad`: the result is filled with the padding value, then the operand is copied into the
@@ -391,6 +384,66 @@ mod tests {
         }
         .simplify();
         assert_eq!((b.dims, b.strides), (vec![12, 5], vec![0, 1]));
+    }
+
+    /// `gather` writes uncleared memory: every element, for each kind of view (contiguous
+    /// runs, broadcast, strided, tiled transpose), small and split across tasks; compared
+    /// with the view's definition, element by element. The dropped block of sentinels is
+    /// what the allocator most likely hands back.
+    #[test]
+    fn gather_writes_every_element_of_uncleared_memory() {
+        for (rows, cols) in [(3, 5), (300, 257), (1024, 96)] {
+            let inp: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            let views = [
+                // Rows 1.. of the input: contiguous runs.
+                (vec![rows - 1, cols], vec![cols, 1], cols),
+                // Each row's first element broadcast along the row.
+                (vec![rows, cols], vec![cols, 0], 0),
+                // Every other column.
+                (vec![rows, cols / 2], vec![cols, 2], 0),
+                // The transpose.
+                (vec![cols, rows], vec![1, cols], 0),
+            ];
+            for (dims, strides, base) in views {
+                let v = View {
+                    dims,
+                    strides,
+                    base,
+                };
+                let n: usize = v.dims.iter().product();
+                drop(vec![f32::from_bits(0x7fa0_0001); 2 * n]);
+                let got = gather(&inp, &v);
+                let want: Vec<f32> = (0..n)
+                    .map(|i| {
+                        let (r, c) = (i / v.dims[1], i % v.dims[1]);
+                        inp[v.base + r * v.strides[0] + c * v.strides[1]]
+                    })
+                    .collect();
+                assert_eq!(got, want, "{rows}x{cols}, view {v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn concat_writes_every_element_of_uncleared_memory() {
+        for rows in [2, 700] {
+            let a = Tensor::from_f32([rows, 3], (0..rows * 3).map(|i| i as f32).collect());
+            let b = Tensor::from_f32([rows, 130], (0..rows * 130).map(|i| -(i as f32)).collect());
+            let (a, b) = (a.unwrap(), b.unwrap());
+            let ty = TensorType::new(DType::F32, vec![rows, 133]);
+            drop(vec![f32::from_bits(0x7fa0_0001); 2 * rows * 133]);
+            let got = concat(&[&a, &b], 1, &ty).unwrap();
+            let (av, bv) = (a.as_f32().unwrap(), b.as_f32().unwrap());
+            let want: Vec<f32> = (0..rows)
+                .flat_map(|r| {
+                    av[r * 3..][..3]
+                        .iter()
+                        .chain(&bv[r * 130..][..130])
+                        .copied()
+                })
+                .collect();
+            assert_eq!(got, Buffer::F32(want), "{rows} rows");
+        }
     }
 
     #[test]

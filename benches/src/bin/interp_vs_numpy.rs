@@ -175,6 +175,9 @@ fn parse_flat_json(s: &str) -> Option<Vec<(String, f64)>> {
 }
 
 fn main() {
+    // As the `kiln` binary does: freed large buffers are reused, not unmapped (see
+    // `kiln_interp::retain_freed_memory`), so no mode pays for fresh pages per call.
+    kiln_interp::retain_freed_memory();
     let reps = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

@@ -13,6 +13,7 @@ pub const WORKLOADS: &[&str] = &[
     "layernorm",
     "sum",
     "mlp",
+    "frozen_dense",
     "rng_normal",
     "dropout",
     "many_small",
@@ -242,6 +243,24 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
             ];
             let (body, by) = one(f, args, b * 10)?;
             (body, by, Agreement::Close(1e-4))
+        }
+        "frozen_dense" => {
+            // An inference layer of a frozen graph: the weights are constants baked into the
+            // trace (a `tf.function` closing over `tf.constant`s, `jax.jit` over captured
+            // arrays), 16 MiB of them at `medium`, and each call brings a batch of 16. What
+            // a call costs beyond its arithmetic in proportion to the constants (comparing
+            // them with the remembered body, copying them) shows here.
+            let (b, k, m) = (16, 1024, size.batch() * 16);
+            let w = input(&[k, m], 11, 0.01);
+            let bias = input(&[m], 12, 0.01);
+            let f = trace("frozen_dense", &[f32s(&[b, k])], move |a| {
+                let w = a[0].lift(w.clone());
+                (&a[0].matmul(&w) + &a[0].lift(bias.clone())).relu()
+            });
+            let args = vec![input(&[b, k], 13, 0.25)];
+            let (body, by) = one(f, args, b * m)?;
+            // The weights are read on every call too.
+            (body, by + 4 * (k * m + m), Agreement::Close(1e-4))
         }
         "rng_normal" => {
             // `tf.random.stateless_normal((n,), seed=[42, 7])`: the fallback is the host fill

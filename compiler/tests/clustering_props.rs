@@ -78,7 +78,9 @@ fn build(steps: &[Step], outputs: &[usize]) -> Func {
                 // A seeded random op: clusterable, and CSE may merge identical ones.
                 let seed = f.push(
                     Op::Constant(
-                        Tensor::new([2], Buffer::I64(vec![s.a as i64, -(s.b as i64)])).unwrap(),
+                        Tensor::new([2], Buffer::I64(vec![s.a as i64, -(s.b as i64)]))
+                            .unwrap()
+                            .into(),
                     ),
                     vec![],
                     TensorType::new(DType::I64, vec![2]),
@@ -98,7 +100,7 @@ fn build(steps: &[Step], outputs: &[usize]) -> Func {
             }
             _ => {
                 let c = f.push(
-                    Op::Constant(Tensor::splat(kiln_ir::Scalar::F32(0.5), Vec::new())),
+                    Op::Constant(Tensor::splat(kiln_ir::Scalar::F32(0.5), Vec::new()).into()),
                     vec![],
                     TensorType::new(DType::F32, Vec::<usize>::new()),
                     None,

@@ -285,6 +285,35 @@ fn dot_general_with_fused_epilogue() {
 }
 
 #[test]
+fn dot_general_with_constant_weights() {
+    // Constant operands on both sides (one transposed by the contraction dims), read
+    // where they are rather than copied into scratch.
+    let w: Vec<String> = (0..12)
+        .map(|i| format!("{}", i as f32 * 0.25 - 1.0))
+        .collect();
+    let v: Vec<String> = (0..6)
+        .map(|i| format!("{}", 2.0 - i as f32 * 0.5))
+        .collect();
+    let src = format!(
+        "func @f(%a: f32[5,4]) -> f32[5,2] {{
+  %w = constant [[{}], [{}], [{}], [{}]] : f32[4,3]
+  %d = dot_general %a, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[5,3]
+  %v = constant [[{}], [{}]] : f32[2,3]
+  %e = dot_general %d, %v, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[1] : f32[5,2]
+  %y = tanh %e : f32[5,2]
+  return %y
+}}",
+        w[0..3].join(", "),
+        w[3..6].join(", "),
+        w[6..9].join(", "),
+        w[9..12].join(", "),
+        v[0..3].join(", "),
+        v[3..6].join(", "),
+    );
+    check_cluster(&cluster(&src), 71);
+}
+
+#[test]
 fn dot_general_batched_with_computed_operands() {
     let src = "func @f(%a: f64[3,5,4], %b: f64[3,4,6]) -> f64[3,5,6] {
   %e = exp %a : f64[3,5,4]

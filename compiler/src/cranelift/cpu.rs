@@ -588,6 +588,7 @@ impl CpuExecutable {
         let operand = |b: BufRef| match b {
             BufRef::Input(i) => Ok(inputs[i]),
             BufRef::Temp(i) => Ok(&temps[i]),
+            BufRef::Const(i) => Ok(&self.program.consts[i]),
             other => Err(format!("dot operand {other:?}")),
         };
         let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);

@@ -62,6 +62,12 @@ pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
                 if let ValueDef::Param(i) = f.value(v).def {
                     return Ok(BufRef::Input(i));
                 }
+                // A constant operand (a frozen graph's weights) is read where it is, not
+                // copied into a scratch buffer by a kernel on every call.
+                if let Some(Op::Constant(t)) = f.def_inst(v).map(|d| &d.op) {
+                    prog.consts.push(kiln_ir::Tensor::clone(t));
+                    return Ok(BufRef::Const(prog.consts.len() - 1));
+                }
                 if !temps.contains_key(&v) {
                     materialise(f, v, prog, &mut temps)?;
                 }
@@ -208,7 +214,7 @@ fn random_fill(
 fn constant_value(f: &Func, v: Value) -> Option<kiln_ir::Tensor> {
     let inst = f.def_inst(v)?;
     match &inst.op {
-        Op::Constant(t) => Some(t.clone()),
+        Op::Constant(t) => Some(kiln_ir::Tensor::clone(t)),
         Op::BroadcastInDim { .. } => {
             let src = constant_value(f, inst.args[0])?;
             (src.num_elements() == 1)
@@ -448,7 +454,7 @@ impl<'a> KernelBuilder<'a> {
                     self.node(NodeKind::Const(bits), dt)
                 } else {
                     let k = self.consts.len();
-                    self.consts.push(t.clone());
+                    self.consts.push(kiln_ir::Tensor::clone(t));
                     self.load(BufRef::Const(k), idx, &ty)
                 }
             }

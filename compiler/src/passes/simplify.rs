@@ -14,6 +14,7 @@
 use crate::rewrite::Rewriter;
 use crate::{CompileError, Options};
 use kiln_ir::{BinaryOp, Func, Inst, Op, Scalar, Tensor, TensorType, UnaryOp, Value};
+use std::sync::Arc;
 
 /// Largest result (in elements) that constant folding materialises.
 pub const FOLD_LIMIT: usize = 4096;
@@ -43,7 +44,7 @@ pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
                     if t.num_elements() > 1 && t.is_splat() {
                         emit_splat(&mut rw, inst, &t);
                     } else {
-                        rw.push_like(inst, Op::Constant(t), Vec::new());
+                        rw.push_like(inst, Op::Constant(t.into()), Vec::new());
                     }
                 } else {
                     rw.push_like(inst, inst.op.clone(), args);
@@ -64,7 +65,7 @@ pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
 fn emit_splat(rw: &mut Rewriter<'_>, inst: &Inst, t: &Tensor) {
     let s = Tensor::splat(t.data().get(0), Vec::new());
     let ty = s.ty();
-    let v = rw.push_new(Op::Constant(s), Vec::new(), ty);
+    let v = rw.push_new(Op::Constant(s.into()), Vec::new(), ty);
     rw.push_like(inst, Op::BroadcastInDim { dims: Vec::new() }, vec![v]);
 }
 
@@ -212,13 +213,13 @@ fn fold(
             Some(Op::Constant(t)) => owned.push(t.clone()),
             _ => match splat(f, a) {
                 Some(s) if f.ty(a).num_elements() <= FOLD_LIMIT => {
-                    owned.push(Tensor::splat(s, f.ty(a).shape.clone()))
+                    owned.push(Arc::new(Tensor::splat(s, f.ty(a).shape.clone())))
                 }
                 _ => return Ok(None),
             },
         }
     }
-    let consts: Vec<&Tensor> = owned.iter().collect();
+    let consts: Vec<&Tensor> = owned.iter().map(|t| &**t).collect();
     if ty.num_elements() > FOLD_LIMIT {
         return Ok(None);
     }

@@ -26,10 +26,13 @@ fn seq(n: usize) -> Vec<f32> {
 #[test]
 fn constant() {
     let c = i64s(&[2], &[7, -7]);
-    assert_bits(&eval(Op::Constant(c.clone()), &[], DType::I64, &[2]), &c);
+    assert_bits(
+        &eval(Op::Constant(c.clone().into()), &[], DType::I64, &[2]),
+        &c,
+    );
     let s = Tensor::splat(Scalar::Bool(true), vec![2, 2]);
     assert_bits(
-        &eval(Op::Constant(s.clone()), &[], DType::Bool, &[2, 2]),
+        &eval(Op::Constant(s.clone().into()), &[], DType::Bool, &[2, 2]),
         &s,
     );
 }

@@ -4,6 +4,7 @@ use crate::dtype::TensorType;
 use crate::op::Op;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A value: a function parameter or an instruction result. Indexes [`Func::value`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -91,7 +92,7 @@ impl Func {
             && self.insts.len() == other.insts.len()
             && self.insts.iter().zip(&other.insts).all(|(a, b)| {
                 let ops = match (&a.op, &b.op) {
-                    (Op::Constant(x), Op::Constant(y)) => x.bit_eq(y),
+                    (Op::Constant(x), Op::Constant(y)) => Arc::ptr_eq(x, y) || x.bit_eq(y),
                     (Op::Cluster(x), Op::Cluster(y)) => x.name == y.name && x.body.bit_eq(&y.body),
                     (x, y) => x == y,
                 };
@@ -284,5 +285,33 @@ impl Module {
     /// The entry function: `@main` if present, otherwise the first.
     pub fn entry(&self) -> Option<&Func> {
         self.func("main").or(self.funcs.first())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse_func;
+
+    /// Clones share their constants; a re-parsed copy has its own, compared bit for bit.
+    #[test]
+    fn bit_eq_shares_cloned_constants_and_compares_others_by_bits() {
+        let src = |z: &str| {
+            format!("func @f(%x: f32[2]) -> f32[2] {{\n  %c = constant [1.0, {z}] : f32[2]\n  %y = mul %x, %c : f32[2]\n  return %y\n}}\n")
+        };
+        let f = parse_func(&src("0.0"), "a.kir").unwrap();
+        let g = f.clone();
+        let constant = |f: &super::Func| match &f.insts[0].op {
+            crate::Op::Constant(t) => t.clone(),
+            op => panic!("{op:?}"),
+        };
+        assert!(std::sync::Arc::ptr_eq(&constant(&f), &constant(&g)));
+        assert!(f.bit_eq(&g));
+        assert!(f.bit_eq(&parse_func(&src("0.0"), "a.kir").unwrap()));
+        let minus = parse_func(&src("-0.0"), "a.kir").unwrap();
+        assert!(f == minus, "float equality cannot tell 0.0 from -0.0");
+        assert!(!f.bit_eq(&minus));
+        let nan = parse_func(&src("nan"), "a.kir").unwrap();
+        assert!(nan != nan.clone(), "float equality: NaN is not itself");
+        assert!(nan.bit_eq(&nan.clone()));
     }
 }

@@ -7,6 +7,7 @@
 use crate::func::Func;
 use crate::tensor::Tensor;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// What kind of work an op does; drives clustering and lowering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -251,8 +252,10 @@ pub struct DotDims {
 /// Typing rules (checked by [`crate::typecheck::infer`]):
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
-    /// A literal tensor; no operands; the result type is the tensor's type.
-    Constant(Tensor),
+    /// A literal tensor; no operands; the result type is the tensor's type. Shared, not
+    /// copied, by clones of the function (a cluster's body, the runtime's remembered
+    /// copy), which also lets [`Func::bit_eq`] recognise an unchanged constant by address.
+    Constant(Arc<Tensor>),
     /// `iota dim=d : T`: element index along dimension `d`; no operands; numeric `T`.
     Iota {
         /// The dimension whose index is produced.

@@ -558,7 +558,7 @@ fn build_op(
                     loc,
                     "constant needs a literal, e.g. 'constant 1.5 : f32[]'".to_string(),
                 ))?;
-                Op::Constant(tensor_from_literal(&lit, ty)?)
+                Op::Constant(tensor_from_literal(&lit, ty)?.into())
             }
             "iota" => Op::Iota { dim: a.int("dim")? },
             "compare" => {

@@ -321,7 +321,7 @@ impl Tracer {
     /// A constant tensor recorded into this trace (captured data is baked in, as in JAX).
     pub fn lift(&self, t: Tensor) -> Tracer {
         let ty = t.ty();
-        self.record(Op::Constant(t), &[], Some(ty))
+        self.record(Op::Constant(t.into()), &[], Some(ty))
     }
 
     /// Records an error of `op` in this trace (the first error wins; [`trace`] returns it)

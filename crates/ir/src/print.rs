@@ -17,6 +17,17 @@ pub fn print_module(m: &Module) -> String {
 
 /// Prints one function.
 pub fn print_func(f: &Func) -> String {
+    print_func_with(f, &literal)
+}
+
+/// How a constant's tensor is written (the `.kir` literal, or a digest for a key).
+pub type LiteralFn<'a> = &'a dyn Fn(&Tensor) -> String;
+
+/// [`print_func`] with every constant written by `lit`: with a digest of large constants'
+/// bits, the text identifies the function (a cache key) without spelling out megabytes of
+/// literals, which costs seconds for a frozen graph's weights. Only [`literal`] gives text
+/// that parses back.
+pub fn print_func_with(f: &Func, lit: LiteralFn<'_>) -> String {
     let mut out = String::new();
     let params: Vec<String> = f
         .params
@@ -26,7 +37,7 @@ pub fn print_func(f: &Func) -> String {
     let ret = result_signature(&f.result_types());
     let _ = writeln!(out, "func @{}({}) -> {} {{", f.name, params.join(", "), ret);
     for inst in &f.insts {
-        let _ = writeln!(out, "  {}", print_inst(f, inst));
+        let _ = writeln!(out, "  {}", print_inst_with(f, inst, lit));
     }
     let names: Vec<String> = f
         .results
@@ -55,8 +66,13 @@ fn result_signature(types: &[crate::TensorType]) -> String {
 /// Prints one instruction, without leading indentation or trailing newline. A cluster spans
 /// several lines: its region is indented by two more spaces and closed with `}`.
 pub fn print_inst(f: &Func, inst: &Inst) -> String {
+    print_inst_with(f, inst, &literal)
+}
+
+/// [`print_inst`] with constants written by `lit` (see [`print_func_with`]).
+pub fn print_inst_with(f: &Func, inst: &Inst, lit: LiteralFn<'_>) -> String {
     if let Op::Cluster(c) = &inst.op {
-        return print_cluster(f, inst, c);
+        return print_cluster(f, inst, c, lit);
     }
     let mut s = String::new();
     let results: Vec<String> = inst
@@ -70,7 +86,7 @@ pub fn print_inst(f: &Func, inst: &Inst) -> String {
         .iter()
         .map(|&a| format!("%{}", f.value(a).name))
         .collect();
-    parts.extend(attributes(&inst.op));
+    parts.extend(attributes(&inst.op, lit));
     if let Some(scope) = inst.scope {
         parts.push(format!("jit_scope={scope}"));
     }
@@ -83,7 +99,7 @@ pub fn print_inst(f: &Func, inst: &Inst) -> String {
     s
 }
 
-fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster) -> String {
+fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster, lit: LiteralFn<'_>) -> String {
     let name = |v: &crate::Value| format!("%{}", f.value(*v).name);
     let results: Vec<String> = inst.results.iter().map(name).collect();
     let args: Vec<String> = inst.args.iter().map(name).collect();
@@ -97,7 +113,7 @@ fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster) -> String {
     );
     let b = &c.body;
     for i in &b.insts {
-        let _ = writeln!(s, "    {}", print_inst(b, i));
+        let _ = writeln!(s, "    {}", print_inst_with(b, i, lit));
     }
     let yields: Vec<String> = b
         .results
@@ -114,9 +130,9 @@ fn list(xs: &[usize]) -> String {
 }
 
 /// The attribute part of an instruction (`axes=[1]`, `dir=lt`, the literal of a constant).
-fn attributes(op: &Op) -> Vec<String> {
+fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
     match op {
-        Op::Constant(t) => vec![literal(t)],
+        Op::Constant(t) => vec![lit(t)],
         Op::Iota { dim } => vec![format!("dim={dim}")],
         Op::Compare(dir) => vec![format!("dir={}", dir.name())],
         Op::BroadcastInDim { dims } => vec![format!("dims={}", list(dims))],

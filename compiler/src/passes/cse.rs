@@ -20,8 +20,7 @@ use std::sync::Arc;
 pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
     let mut rw = Rewriter::new(f);
     let mut seen: HashMap<String, kiln_ir::Value> = HashMap::new();
-    let mut seen_large: HashMap<(u64, Option<u32>), Vec<(Arc<Tensor>, kiln_ir::Value)>> =
-        HashMap::new();
+    let mut seen_large: HashMap<(u64, Option<u32>), Vec<Seen>> = HashMap::new();
     let mut changed = false;
     for inst in &f.insts {
         if let Op::Constant(t) = &inst.op {
@@ -63,6 +62,9 @@ pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
     }
     Ok(changed)
 }
+
+/// A large constant already kept, and its value in the rewritten function.
+type Seen = (Arc<Tensor>, kiln_ir::Value);
 
 /// Constants with more elements than this are compared by their bits, not their text.
 const LITERAL_MAX: usize = 64;

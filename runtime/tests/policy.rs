@@ -127,6 +127,15 @@ fn runtime(backend: Arc<TestBackend>, policy: PolicyConfig) -> Runtime {
     Runtime::new(Some(backend), opts).unwrap()
 }
 
+/// A runtime that compiles every cluster on its first call.
+fn compiling_at_once(backend: Arc<TestBackend>) -> Runtime {
+    let policy = PolicyConfig {
+        compile_threshold: 0,
+        ..PolicyConfig::default()
+    };
+    runtime(backend, policy)
+}
+
 fn stats(rt: &Runtime) -> ClusterStats {
     rt.stats()["f/cluster_0"]
 }
@@ -377,13 +386,7 @@ fn a_retraced_function_with_the_same_names_runs_its_own_body() {
     let mut b = parse_func(&src, "t2.kir").unwrap();
     run_pipeline(&mut b, &Options::from_flags(&Flags::default())).unwrap();
     let backend = Arc::new(TestBackend::default());
-    let rt = runtime(
-        backend.clone(),
-        PolicyConfig {
-            compile_threshold: 0,
-            ..PolicyConfig::default()
-        },
-    );
+    let rt = compiling_at_once(backend.clone());
     let interp = kiln_interp::Interpreter::new(1).unwrap();
     for f in [&a, &b, &a, &b, &b, &a] {
         let want = interp.run(f, &[input(n)]).unwrap();
@@ -409,13 +412,7 @@ fn bodies_that_differ_only_in_the_sign_of_a_zero_constant_are_told_apart() {
     };
     let (pos, neg, nan) = (body("0.0"), body("-0.0"), body("nan"));
     let backend = Arc::new(TestBackend::default());
-    let rt = runtime(
-        backend.clone(),
-        PolicyConfig {
-            compile_threshold: 0,
-            ..PolicyConfig::default()
-        },
-    );
+    let rt = compiling_at_once(backend.clone());
     let interp = kiln_interp::Interpreter::new(1).unwrap();
     for f in [&pos, &neg, &pos, &neg, &nan, &nan, &nan] {
         let want = interp.run(f, &[input(n)]).unwrap();

@@ -270,21 +270,27 @@ impl Runtime {
             }
         }
         let uses = last_uses(f);
+        let mut borrowed: Vec<Option<&Tensor>> = vec![None; f.num_values()];
+        for (&p, a) in f.params.iter().zip(args) {
+            if let Arg::Host(t) = a {
+                borrowed[p.0 as usize] = Some(*t);
+            }
+        }
         let mut vals = Values {
             f,
-            args: args
-                .iter()
-                .map(|a| match a {
-                    Arg::Host(t) => Some(*t),
-                    Arg::Device(_) => None,
-                })
-                .collect(),
+            borrowed,
             slots,
             inner: &self.inner,
         };
         for (i, inst) in f.insts.iter().enumerate() {
             let outs = match &inst.op {
                 Op::Cluster(c) => self.run_cluster(&f.name, c, &inst.args, &mut vals)?,
+                // Read in place from the function (a frozen graph's weights are not copied
+                // per call); a slot of its own only if a device copy is made.
+                Op::Constant(t) => {
+                    vals.borrowed[inst.results[0].0 as usize] = Some(&**t);
+                    vec![Slot::default()]
+                }
                 op => {
                     let r = inst.results[0];
                     let operands = vals.on_host(&inst.args)?;
@@ -334,10 +340,10 @@ impl Runtime {
                         return Ok(Placed::Device(d.clone()));
                     }
                 }
-                let t = if again {
-                    slot.host.clone()
-                } else {
-                    slot.host.take()
+                let t = match vals.borrowed[r.0 as usize] {
+                    Some(t) => Some(t.clone()),
+                    None if again => slot.host.clone(),
+                    None => slot.host.take(),
                 };
                 t.map(Placed::Host).ok_or_else(|| {
                     RuntimeError::Invalid(format!("returned %{} was not computed", f.value(r).name))
@@ -674,12 +680,13 @@ impl Slot {
     }
 }
 
-/// The values of one run: the caller's arguments (on the host) and one [`Slot`] per value
-/// (for an argument, only its device copy).
+/// The values of one run: host tensors read in place (the caller's arguments, the
+/// function's constants) and one [`Slot`] per value (for those, only a device copy).
 struct Values<'a> {
     f: &'a Func,
-    /// Each argument's host tensor (`None` for an argument given on the device).
-    args: Vec<Option<&'a Tensor>>,
+    /// Per value: its host tensor when it is borrowed rather than computed (an argument
+    /// given on the host, a constant of `f`).
+    borrowed: Vec<Option<&'a Tensor>>,
     slots: Vec<Slot>,
     inner: &'a Inner,
 }
@@ -693,10 +700,12 @@ impl Values<'_> {
     }
 
     fn host_of(&self, v: Value) -> Option<&Tensor> {
-        match self.f.params.iter().position(|&p| p == v) {
-            Some(k) if self.args[k].is_some() => self.args[k],
-            _ => self.slots[v.0 as usize].host.as_ref(),
-        }
+        let i = v.0 as usize;
+        self.borrowed
+            .get(i)
+            .copied()
+            .flatten()
+            .or_else(|| self.slots.get(i)?.host.as_ref())
     }
 
     /// `vs` on the host, copying back (once) those that are only on the device.
@@ -888,6 +897,38 @@ mod tests {
             rest.join(", ")
         );
         kiln_ir::parse_func(&src, "k.kir").unwrap()
+    }
+
+    /// Top-level constants are read in place from the function; returned, each result is
+    /// its own copy with the constant's bits.
+    #[test]
+    fn constants_outside_clusters_are_read_in_place_and_returned() {
+        let f = kiln_ir::parse_func(
+            "func @c(%x: f32[3]) -> (f32[3], f32[3], f32[3], f32[3]) {\n  %w = constant [1.5, -0.0, nan] : f32[3]\n  %unused = constant 2.0 : f32[3]\n  %y = mul %x, %w : f32[3]\n  %z = add %y, %w : f32[3]\n  return %y, %w, %z, %w\n}\n",
+            "c.kir",
+        )
+        .unwrap();
+        let opts = RuntimeOptions {
+            policy: crate::policy::PolicyConfig::default(),
+            threads: 1,
+            async_workers: 1,
+            persistent: None,
+            flags: kiln_flags::Flags::default(),
+        };
+        let rt = Runtime::new(None, opts).unwrap();
+        let x = Tensor::from_f32([3], vec![2.0, 3.0, 4.0]).unwrap();
+        let out = rt.run(&f, &[x]).unwrap();
+        let w = Tensor::from_f32([3], vec![1.5, -0.0, f32::NAN]).unwrap();
+        let want = [
+            Tensor::from_f32([3], vec![3.0, -0.0, f32::NAN]).unwrap(),
+            w.clone(),
+            Tensor::from_f32([3], vec![4.5, -0.0, f32::NAN]).unwrap(),
+            w,
+        ];
+        assert_eq!(out.len(), 4);
+        for (k, (got, want)) in out.iter().zip(&want).enumerate() {
+            assert!(got.bit_eq(want), "result {k}: {got:?} vs {want:?}");
+        }
     }
 
     /// Large constants enter key text as a digest of their bits; small ones as literals.

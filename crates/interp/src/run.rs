@@ -47,7 +47,8 @@ pub struct RunStats {
     pub peak_live_bytes: usize,
 }
 
-/// A value held by the executor: a borrowed argument or a computed tensor.
+/// A value held by the executor: a borrowed tensor (an argument, or a constant of the
+/// function, read in place rather than copied per run) or a computed one.
 enum Slot<'a> {
     Arg(&'a Tensor),
     Owned(Tensor),
@@ -115,10 +116,10 @@ impl Interpreter {
 
     /// [`Interpreter::run_with_stats`] over borrowed arguments (also how cluster regions
     /// run, so their operands are not copied).
-    pub fn run_refs(
+    pub fn run_refs<'a>(
         &self,
-        f: &Func,
-        args: &[&Tensor],
+        f: &'a Func,
+        args: &[&'a Tensor],
     ) -> Result<(Vec<Tensor>, RunStats), InterpError> {
         check_args(f, args)?;
         let uses = last_uses(f);
@@ -138,6 +139,15 @@ impl Interpreter {
                 value: name.clone().unwrap_or_default(),
                 source: Box::new(e),
             };
+            if let (Op::Constant(t), [r]) = (&inst.op, &inst.results[..]) {
+                // Borrowed from the function: a frozen graph's weights are not copied per
+                // run (and, like arguments, not counted as intermediates).
+                live.slots[r.0 as usize] = Some(Slot::Arg(t));
+                if uses[r.0 as usize] == LastUse::Unused {
+                    live.take(r.0 as usize);
+                }
+                continue;
+            }
             let outs = self.exec_inst(f, inst, i, &uses, &mut live).map_err(at)?;
             for (&r, t) in inst.results.iter().zip(outs) {
                 live.insert(r.0 as usize, t);
@@ -177,13 +187,13 @@ impl Interpreter {
 
     /// The results of instruction `i`: a cluster runs its region op by op (the fallback
     /// path), anything else is one [`Interpreter::eval`].
-    fn exec_inst(
+    fn exec_inst<'a>(
         &self,
-        f: &Func,
-        inst: &Inst,
+        f: &'a Func,
+        inst: &'a Inst,
         i: usize,
         uses: &[LastUse],
-        live: &mut Live<'_>,
+        live: &mut Live<'a>,
     ) -> Result<Vec<Tensor>, InterpError> {
         if let Op::Cluster(c) = &inst.op {
             let operands = operands(inst, live)?;

@@ -200,6 +200,33 @@ fn unused_values_are_freed_at_once() {
     assert_bits(&out[0], &f32s(&[4], &[-1.0, -2.0, -3.0, -4.0]));
 }
 
+#[test]
+fn constants_are_read_in_place_and_returned_as_copies() {
+    // A constant is borrowed from the function, like an argument: not an intermediate of
+    // the run (a frozen graph's weights are not copied per call). Returned, it is a copy,
+    // twice if returned twice; its bits (here -0.0 and a NaN payload) are kept.
+    let f = parse_func(
+        "func @c(%x: f32[3]) -> (f32[3], f32[3], f32[3]) {\n\
+           %w = constant [1.5, -0.0, nan] : f32[3]\n\
+           %unused = constant 2.0 : f32[3]\n\
+           %y = mul %x, %w : f32[3]\n\
+           return %y, %w, %w\n\
+         }\n",
+        "c.kir",
+    )
+    .unwrap();
+    let (out, stats) = Interpreter::new(1)
+        .unwrap()
+        .run_with_stats(&f, &[f32s(&[3], &[2.0, 3.0, 4.0])])
+        .unwrap();
+    assert_eq!(stats.peak_live_values, 1, "only %y is computed");
+    assert_eq!(stats.peak_live_bytes, 12);
+    let w = f32s(&[3], &[1.5, -0.0, f32::NAN]);
+    assert_bits(&out[0], &f32s(&[3], &[3.0, -0.0, f32::NAN]));
+    assert_bits(&out[1], &w);
+    assert_bits(&out[2], &w);
+}
+
 const CLUSTERED: &str = "\
 func @g(%x: f32[4], %y: f32[4]) -> (f32[4], f32[4]) {
   %s, %p = cluster @cluster_0(%x, %y) -> (f32[4], f32[4]) {

@@ -416,7 +416,17 @@ impl CpuExecutable {
         // Row-blocked: scratch lives per block (see `run_blocked`), never full size.
         let mut temps: Vec<Tensor> = match blocked {
             Some(_) => Vec::new(),
-            None => p.temps.iter().map(Tensor::zeros).collect(),
+            None => p
+                .temps
+                .iter()
+                .enumerate()
+                .map(|(i, t)| match p.dots.iter().any(|d| d.out == i) {
+                    // A product's buffer arrives with the product, before any kernel
+                    // reads it: nothing to allocate (or clear) until then.
+                    true => Tensor::zeros(&kiln_ir::TensorType::new(t.dtype, vec![0])),
+                    false => Tensor::zeros(t),
+                })
+                .collect(),
         };
         let pointers = |temps: &[Tensor]| {
             let mut ptrs: Vec<*mut u8> = Vec::new();

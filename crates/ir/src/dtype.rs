@@ -107,9 +107,21 @@ impl TensorType {
         self.shape.len()
     }
 
-    /// Number of elements (1 for a scalar).
+    /// Number of elements (1 for a scalar). The type must be [addressable](Self::is_addressable)
+    /// (the parser and the verifier see to it); otherwise the product may overflow.
     pub fn num_elements(&self) -> usize {
         self.shape.iter().product()
+    }
+
+    /// True when a row-major buffer of this type could exist: the product of its nonzero
+    /// dimensions, in bytes, is at most `isize::MAX` (the most one allocation can hold). Then
+    /// no element count, stride or byte offset of the type or of a part of it overflows.
+    pub fn is_addressable(&self) -> bool {
+        self.shape
+            .iter()
+            .filter(|&&d| d != 0)
+            .try_fold(self.dtype.size_bytes(), |bytes, &d| bytes.checked_mul(d))
+            .is_some_and(|bytes| bytes <= isize::MAX as usize)
     }
 
     /// The same shape with another dtype.
@@ -162,6 +174,16 @@ mod tests {
     fn prints_types() {
         assert_eq!(TensorType::new(DType::F32, [4, 8]).to_string(), "f32[4,8]");
         assert_eq!(TensorType::scalar(DType::Bool).to_string(), "bool[]");
+    }
+
+    #[test]
+    fn addressable_types_have_no_overflowing_count_or_stride() {
+        assert!(TensorType::new(DType::F64, [1 << 30, 1 << 29]).is_addressable());
+        assert!(!TensorType::new(DType::F64, [1 << 30, 1 << 30]).is_addressable());
+        // Used to overflow in `num_elements` / `row_major_strides` (a panic in debug builds):
+        assert!(!TensorType::new(DType::F32, [99999999999, 99999999999]).is_addressable());
+        assert!(!TensorType::new(DType::Bool, [0, usize::MAX, 2]).is_addressable());
+        assert!(TensorType::new(DType::Bool, [0, usize::MAX >> 1, 0]).is_addressable());
     }
 
     #[test]

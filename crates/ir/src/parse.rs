@@ -40,15 +40,17 @@ pub fn parse_module(src: &str, file: &str) -> Result<Module, ParseError> {
         message,
     };
     let toks = tokenize(src).map_err(|(loc, m)| err(loc, m))?;
-    let mut p = Parser { toks, pos: 0 };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        in_cluster: false,
+    };
     let mut module = Module::default();
     while p.peek() != &Tok::Eof {
+        let at = p.loc();
         let f = p.func().map_err(|(loc, m)| err(loc, m))?;
         if module.func(&f.name).is_some() {
-            return Err(err(
-                Loc { line: 1, col: 1 },
-                format!("function '@{}' is defined twice", f.name),
-            ));
+            return Err(err(at, format!("function '@{}' is defined twice", f.name)));
         }
         module.funcs.push(f);
     }
@@ -107,9 +109,16 @@ enum Lit {
     List(Vec<Lit>, Loc),
 }
 
+/// How deeply a literal's brackets may nest: TensorFlow's largest rank. The parser
+/// recurses once per bracket, so without a bound a file of `[[[[…` overflows the stack.
+const MAX_LITERAL_DEPTH: usize = 254;
+
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
+    /// Inside a cluster's region, where another cluster is an error: clusters cannot nest,
+    /// and each nested one would be one more level of recursion in the parser.
+    in_cluster: bool,
 }
 
 impl Parser {
@@ -158,12 +167,13 @@ impl Parser {
     }
     fn value_name(&mut self) -> PResult<(String, Loc)> {
         let loc = self.loc();
-        match self.next().tok {
-            Tok::ValueName(n) => Ok((n, loc)),
-            _ => {
-                self.pos -= 1;
-                self.unexpected("a value name like '%x'")
+        match self.peek() {
+            Tok::ValueName(n) => {
+                let n = n.clone();
+                self.pos += 1;
+                Ok((n, loc))
             }
+            _ => self.unexpected("a value name like '%x'"),
         }
     }
     fn usize_lit(&mut self) -> PResult<usize> {
@@ -218,7 +228,9 @@ impl Parser {
         })?;
         self.expect('[')?;
         let shape = self.list_until(']', Parser::usize_lit)?;
-        Ok(TensorType::new(dtype, shape))
+        let ty = TensorType::new(dtype, shape);
+        crate::typecheck::addressable(&ty, "the").map_err(|e| (loc, e))?;
+        Ok(ty)
     }
 
     fn func(&mut self) -> PResult<Func> {
@@ -383,9 +395,11 @@ impl Parser {
             ));
         }
         self.expect('{')?;
+        self.in_cluster = true;
         while let Tok::ValueName(_) = self.peek() {
             self.inst(&mut body)?;
         }
+        self.in_cluster = false;
         self.keyword("yield")?;
         body.results = self.defined_values(&body, &format!(" in @{name}"))?;
         self.expect('}')?;
@@ -399,6 +413,9 @@ impl Parser {
         let names = self.result_names(f)?;
         if let Tok::Ident(w) = self.peek() {
             if w == "cluster" {
+                if self.in_cluster {
+                    return Err((self.loc(), "clusters cannot nest".into()));
+                }
                 self.pos += 1;
                 return self.cluster(f, names);
             }
@@ -472,17 +489,25 @@ impl Parser {
                 Ok(Item::Attr(key, val, loc))
             }
             Tok::Number(_) | Tok::Ident(_) | Tok::Punct('[') => {
-                Ok(Item::Literal(self.literal()?, loc))
+                Ok(Item::Literal(self.literal(0)?, loc))
             }
             _ => self.unexpected("an operand, an attribute or a literal"),
         }
     }
 
-    fn literal(&mut self) -> PResult<Lit> {
+    /// A literal inside `depth` brackets.
+    fn literal(&mut self, depth: usize) -> PResult<Lit> {
         let loc = self.loc();
         match self.next().tok {
             Tok::Number(n) | Tok::Ident(n) => Ok(Lit::Atom(n, loc)),
-            Tok::Punct('[') => Ok(Lit::List(self.list_until(']', Parser::literal)?, loc)),
+            Tok::Punct('[') if depth == MAX_LITERAL_DEPTH => Err((
+                loc,
+                format!("literal nested more than {MAX_LITERAL_DEPTH} deep"),
+            )),
+            Tok::Punct('[') => {
+                let items = self.list_until(']', |p| p.literal(depth + 1))?;
+                Ok(Lit::List(items, loc))
+            }
             t => Err((loc, format!("expected a literal, found {}", t.describe()))),
         }
     }
@@ -661,12 +686,41 @@ impl Attrs<'_> {
     }
 }
 
-/// Converts one literal atom to a scalar of `dtype`.
+/// The most bytes a constant's tensor may take. A splat literal (`constant 0.0 : f32[N]`)
+/// is a few characters for any `N`; without a bound, a typo in `N` makes the parser fill
+/// gigabytes or abort on a failed allocation. Larger constants are a broadcast away.
+pub const MAX_CONSTANT_BYTES: usize = 1 << 30;
+
+/// Converts one literal atom to a scalar of `dtype`. A float literal out of the dtype's
+/// range is an error, not infinity, and so is `-nan`: the format has one NaN, `nan`, and
+/// a sign the printer cannot write back would be a silent change.
 fn scalar(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
     let bad = || (loc, format!("'{text}' is not a valid {dtype} literal"));
+    let unsigned = text.trim_start_matches(['-', '+']).to_ascii_lowercase();
+    // Whether the value is infinite, and whether it is a NaN with its sign bit set.
+    let float = |infinite: bool, negative_nan: bool| {
+        if infinite && !unsigned.starts_with("inf") {
+            Err((loc, format!("'{text}' is out of range for {dtype}")))
+        } else if negative_nan {
+            Err((
+                loc,
+                format!("'{text}' is not a valid {dtype} literal: NaN has no sign, write 'nan'"),
+            ))
+        } else {
+            Ok(())
+        }
+    };
     Ok(match dtype {
-        DType::F32 => Scalar::F32(text.parse().map_err(|_| bad())?),
-        DType::F64 => Scalar::F64(text.parse().map_err(|_| bad())?),
+        DType::F32 => {
+            let x: f32 = text.parse().map_err(|_| bad())?;
+            float(x.is_infinite(), x.is_nan() && x.is_sign_negative())?;
+            Scalar::F32(x)
+        }
+        DType::F64 => {
+            let x: f64 = text.parse().map_err(|_| bad())?;
+            float(x.is_infinite(), x.is_nan() && x.is_sign_negative())?;
+            Scalar::F64(x)
+        }
         DType::I32 => Scalar::I32(text.parse().map_err(|_| bad())?),
         DType::I64 => Scalar::I64(text.parse().map_err(|_| bad())?),
         DType::U32 => Scalar::U32(text.parse().map_err(|_| bad())?),
@@ -680,6 +734,19 @@ fn scalar(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
 
 /// Builds a constant's tensor: a single atom is a splat; a nested list must match the shape.
 fn tensor_from_literal(lit: &Lit, ty: &TensorType) -> PResult<Tensor> {
+    let bytes = ty.num_elements() * ty.dtype.size_bytes();
+    if bytes > MAX_CONSTANT_BYTES {
+        let loc = match lit {
+            Lit::Atom(_, loc) | Lit::List(_, loc) => *loc,
+        };
+        return Err((
+            loc,
+            format!(
+                "a constant of type {ty} would take {bytes} bytes, more than the {MAX_CONSTANT_BYTES} \
+                 a constant may take (broadcast_in_dim a smaller one)"
+            ),
+        ));
+    }
     if let Lit::Atom(text, loc) = lit {
         return Ok(Tensor::splat(
             scalar(text, ty.dtype, *loc)?,
@@ -718,5 +785,104 @@ fn flatten(lit: &Lit, shape: &[usize], dtype: DType, out: &mut Vec<Scalar>) -> P
             *loc,
             "literal is nested more deeply than the type's rank".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `body` as the one instruction of a function returning `%y : ty`.
+    fn one_inst(body: &str, ty: &str) -> Result<Func, ParseError> {
+        parse_func(
+            &format!("func @f() -> {ty} {{\n  %y = {body} : {ty}\n  return %y\n}}\n"),
+            "t.kir",
+        )
+    }
+
+    /// Used to panic counting the splat's elements ("attempt to multiply with overflow").
+    #[test]
+    fn a_type_too_large_to_address_is_an_error_at_the_type() {
+        let e = one_inst("constant 0.0", "f32[99999999999,99999999999]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.kir:1:14: the type f32[99999999999,99999999999] is too large: more than \
+             9223372036854775807 bytes"
+        );
+    }
+
+    /// A splat literal used to be filled out whatever its size: 400 GB here, an abort.
+    #[test]
+    fn a_constant_too_large_is_an_error_at_its_literal() {
+        let e = one_inst("constant 1.5", "f32[16,6400000000]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.kir:2:17: a constant of type f32[16,6400000000] would take 409600000000 bytes, \
+             more than the 1073741824 a constant may take (broadcast_in_dim a smaller one)"
+        );
+    }
+
+    /// `1e400` used to become `inf`, printed back as `inf`: a silently different program.
+    #[test]
+    fn a_float_literal_out_of_range_is_an_error() {
+        let e = one_inst("constant [1.0, 1e400]", "f64[2]").unwrap_err();
+        assert_eq!(e.to_string(), "t.kir:2:23: '1e400' is out of range for f64");
+        let e = one_inst("constant -3.5e38", "f32[]").unwrap_err();
+        assert_eq!(e.message, "'-3.5e38' is out of range for f32");
+        assert!(one_inst("constant [-inf, 3.4028235e38, 1e-400]", "f32[3]").is_ok());
+    }
+
+    /// `-nan` used to parse to a NaN with its sign bit set, which prints as `nan`: the
+    /// printed program was not the parsed one.
+    #[test]
+    fn a_negative_nan_literal_is_an_error() {
+        let e = one_inst("constant [1.0, -nan]", "f32[2]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.kir:2:23: '-nan' is not a valid f32 literal: NaN has no sign, write 'nan'"
+        );
+        assert!(one_inst("constant [nan, +nan, NaN]", "f64[3]").is_ok());
+    }
+
+    /// A missing value name at the end of the file used to step back one token and report
+    /// the token before it (`found '('`) instead of the end of the file.
+    #[test]
+    fn a_value_name_missing_at_the_end_is_reported_there() {
+        let e = parse_module("func @f(", "t.kir").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.kir:1:9: expected a value name like '%x', found end of file"
+        );
+    }
+
+    /// 100 000 nested brackets used to overflow the stack (an abort, not even a panic).
+    #[test]
+    fn a_literal_nested_too_deeply_is_an_error() {
+        let deep = |n: usize| format!("constant {}1.0{}", "[".repeat(n), "]".repeat(n));
+        let e = one_inst(&deep(100_000), "f32[]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.kir:2:271: literal nested more than 254 deep"
+        );
+        let shape = vec!["1"; MAX_LITERAL_DEPTH].join(",");
+        assert!(one_inst(&deep(MAX_LITERAL_DEPTH), &format!("f32[{shape}]")).is_ok());
+    }
+
+    /// Clusters nested 100 000 deep used to overflow the stack; one inside another is
+    /// already an error (the verifier's rule), now reported where the second one starts.
+    #[test]
+    fn a_cluster_inside_a_cluster_is_an_error() {
+        let open = "%y = cluster @c() -> f32[] {\n";
+        let src = format!("func @f() -> f32[] {{\n{}", open.repeat(100_000));
+        let e = parse_module(&src, "t.kir").unwrap_err();
+        assert_eq!(e.to_string(), "t.kir:3:6: clusters cannot nest");
+    }
+
+    /// A function defined twice used to be reported at 1:1, not where it is defined again.
+    #[test]
+    fn a_function_defined_twice_is_reported_at_the_second() {
+        let f = "func @f() -> () {\n  return\n}\n";
+        let e = parse_module(&format!("{f}{f}"), "t.kir").unwrap_err();
+        assert_eq!(e.to_string(), "t.kir:4:1: function '@f' is defined twice");
     }
 }

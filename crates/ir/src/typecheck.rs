@@ -26,6 +26,13 @@ pub fn infer(
         }
         _ => {}
     }
+    // Every rule below may count elements of its types without overflowing.
+    for a in args {
+        addressable(a, "operand")?;
+    }
+    if let Some(decl) = declared {
+        addressable(decl, "declared result")?;
+    }
     let need_declared = || {
         declared
             .cloned()
@@ -125,12 +132,20 @@ pub fn infer(
                     high.len()
                 ));
             }
-            TensorType::new(
-                a.dtype,
-                (0..a.rank())
-                    .map(|i| a.shape[i] + low[i] + high[i])
-                    .collect::<Vec<_>>(),
-            )
+            let padded = (0..a.rank())
+                .map(|i| {
+                    a.shape[i]
+                        .checked_add(low[i])
+                        .and_then(|n| n.checked_add(high[i]))
+                        .ok_or_else(|| {
+                            format!(
+                                "dimension {i}: size {} + low {} + high {} overflows",
+                                a.shape[i], low[i], high[i]
+                            )
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            TensorType::new(a.dtype, padded)
         }
         Op::Reduce { kind, axes } => {
             let a = args[0];
@@ -175,6 +190,7 @@ pub fn infer(
             ty
         }
     };
+    addressable(&inferred, "result")?;
     if let Some(decl) = declared {
         if *decl != inferred {
             return Err(format!(
@@ -215,6 +231,18 @@ pub fn cluster_operands(c: &crate::op::Cluster, args: &[&TensorType]) -> Result<
         }
     }
     Ok(())
+}
+
+/// An error naming `ty` (the `what` type) unless it is [addressable](TensorType::is_addressable).
+pub fn addressable(ty: &TensorType, what: &str) -> Result<(), String> {
+    if ty.is_addressable() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} type {ty} is too large: more than {} bytes",
+            isize::MAX
+        ))
+    }
 }
 
 fn same_type(a: &TensorType, b: &TensorType) -> Result<(), String> {
@@ -338,7 +366,12 @@ fn concat(args: &[&TensorType], axis: usize) -> Result<TensorType, String> {
                 "operands {first} and {a} differ in dtype or in a dimension other than axis {axis}"
             ));
         }
-        shape[axis] += a.shape[axis];
+        shape[axis] = shape[axis].checked_add(a.shape[axis]).ok_or_else(|| {
+            format!(
+                "the operands' sizes along axis {axis} add up to more than {}",
+                usize::MAX
+            )
+        })?;
     }
     Ok(TensorType::new(first.dtype, shape))
 }
@@ -420,6 +453,37 @@ mod tests {
     fn binary_shape_mismatch_names_both() {
         let e = infer(&Op::Binary(BinaryOp::Add), &[&t(&[4]), &t(&[8])], None).unwrap_err();
         assert_eq!(e, "operand types differ: f32[4] vs f32[8]");
+    }
+
+    /// `pad` and `concat` used to add sizes unchecked (a panic in debug builds); a result
+    /// too large to address is an error naming it.
+    #[test]
+    fn sizes_that_overflow_are_errors() {
+        let pad = Op::Pad {
+            low: vec![usize::MAX],
+            high: vec![1],
+        };
+        let scalar = TensorType::scalar(DType::F32);
+        let e = infer(&pad, &[&t(&[4]), &scalar], None).unwrap_err();
+        assert!(
+            e.contains("size 4 + low 18446744073709551615 + high 1 overflows"),
+            "{e}"
+        );
+        let big = t(&[1, usize::MAX / 8]);
+        let e = infer(&Op::Concat { axis: 1 }, &[&big, &big, &big], None).unwrap_err();
+        assert!(e.contains("too large"), "{e}");
+        let bytes = TensorType::new(DType::Bool, [1, isize::MAX as usize]);
+        let e = infer(&Op::Concat { axis: 1 }, &[&bytes, &bytes, &bytes], None).unwrap_err();
+        assert!(e.contains("along axis 1 add up to more than"), "{e}");
+        let huge = t(&[usize::MAX / 2, usize::MAX / 2]);
+        let e = infer(&Op::Concat { axis: 1 }, &[&huge, &huge, &huge], None).unwrap_err();
+        assert!(e.contains("operand type f32["), "{e}");
+        let d = DotDims::default();
+        let e = infer(&Op::DotGeneral(d), &[&t(&[1 << 40]), &t(&[1 << 40])], None).unwrap_err();
+        assert_eq!(
+            e,
+            "result type f32[1099511627776,1099511627776] is too large: more than 9223372036854775807 bytes"
+        );
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
         if !names.insert(&f.value(p).name) {
             report(None, format!("'%{}' is defined twice", f.value(p).name));
         }
+        if let Err(e) = crate::typecheck::addressable(f.ty(p), "its") {
+            report(None, format!("parameter '%{}': {e}", f.value(p).name));
+        }
     }
     for inst in &f.insts {
         let head = format!(
@@ -149,4 +152,31 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DType, Op, TensorType};
+
+    /// A function built in code (the parser rejects such types) with a parameter too large
+    /// to address, reshaped: counting its elements used to overflow (a panic).
+    #[test]
+    fn a_parameter_too_large_to_address_is_reported() {
+        let mut f = Func::new("f");
+        let x = f.add_param(Some("x"), TensorType::new(DType::F32, [1 << 40, 1 << 40]));
+        let y = f.push(Op::Reshape, vec![x], TensorType::new(DType::F32, [4]), None);
+        f.results = vec![y];
+        let shown: Vec<String> = verify_func(&f).iter().map(|d| d.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "@f: parameter '%x': its type f32[1099511627776,1099511627776] is too large: \
+                 more than 9223372036854775807 bytes",
+                "@f: '%0 = reshape': operand type f32[1099511627776,1099511627776] is too \
+                 large: more than 9223372036854775807 bytes (operands: \
+                 f32[1099511627776,1099511627776])",
+            ]
+        );
+    }
 }

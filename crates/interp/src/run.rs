@@ -133,12 +133,6 @@ impl Interpreter {
             live.slots[p.0 as usize] = Some(Slot::Arg(a));
         }
         for (i, inst) in f.insts.iter().enumerate() {
-            let name = inst.results.first().map(|&r| f.value(r).name.clone());
-            let at = |e: InterpError| InterpError::At {
-                func: f.name.clone(),
-                value: name.clone().unwrap_or_default(),
-                source: Box::new(e),
-            };
             if let (Op::Constant(t), [r]) = (&inst.op, &inst.results[..]) {
                 // Borrowed from the function: a frozen graph's weights are not copied per
                 // run (and, like arguments, not counted as intermediates).
@@ -148,6 +142,12 @@ impl Interpreter {
                 }
                 continue;
             }
+            let name = inst.results.first().map(|&r| f.value(r).name.clone());
+            let at = |e: InterpError| InterpError::At {
+                func: f.name.clone(),
+                value: name.clone().unwrap_or_default(),
+                source: Box::new(e),
+            };
             let outs = self.exec_inst(f, inst, i, &uses, &mut live).map_err(at)?;
             for (&r, t) in inst.results.iter().zip(outs) {
                 live.insert(r.0 as usize, t);
@@ -187,13 +187,13 @@ impl Interpreter {
 
     /// The results of instruction `i`: a cluster runs its region op by op (the fallback
     /// path), anything else is one [`Interpreter::eval`].
-    fn exec_inst<'a>(
+    fn exec_inst(
         &self,
-        f: &'a Func,
-        inst: &'a Inst,
+        f: &Func,
+        inst: &Inst,
         i: usize,
         uses: &[LastUse],
-        live: &mut Live<'a>,
+        live: &mut Live<'_>,
     ) -> Result<Vec<Tensor>, InterpError> {
         if let Op::Cluster(c) = &inst.op {
             let operands = operands(inst, live)?;

@@ -696,10 +696,13 @@ pub const MAX_CONSTANT_BYTES: usize = 1 << 30;
 /// a sign the printer cannot write back would be a silent change.
 fn scalar(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
     let bad = || (loc, format!("'{text}' is not a valid {dtype} literal"));
-    let unsigned = text.trim_start_matches(['-', '+']).to_ascii_lowercase();
-    // Whether the value is infinite, and whether it is a NaN with its sign bit set.
+    // An infinite value must be spelled `inf`; checked without allocating per literal.
     let float = |infinite: bool, negative_nan: bool| {
-        if infinite && !unsigned.starts_with("inf") {
+        let digits = text.trim_start_matches(['-', '+']);
+        let spelled_inf = digits
+            .get(..3)
+            .is_some_and(|s| s.eq_ignore_ascii_case("inf"));
+        if infinite && !spelled_inf {
             Err((loc, format!("'{text}' is out of range for {dtype}")))
         } else if negative_nan {
             Err((

@@ -377,6 +377,7 @@ fn float_rem_special_values_match_interpreter() {
             opt_level: 2,
             dump_to: None,
             wide_math: true,
+            math_512: false,
         };
         let exe = compile_cluster(&c, &opts).expect("compiles");
         assert!(exe.has_machine_code());

@@ -53,6 +53,7 @@ fn opts(threads: usize) -> CpuOptions {
         opt_level: 2,
         dump_to: None,
         wide_math: true,
+        math_512: false,
     }
 }
 

@@ -56,6 +56,7 @@ fn dump_writes_kernel_text_and_clif() {
             opt_level: 0,
             dump_to: Some(dir.clone()),
             wide_math,
+            math_512: false,
         };
         let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
         let text = std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
@@ -105,6 +106,7 @@ fn row_invariant_math_stays_out_of_the_inner_loops() {
         opt_level: 2,
         dump_to: Some(dir.clone()),
         wide_math: true,
+        math_512: false,
     };
     let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
     let ir = exe.kernel_ir_text();
@@ -149,6 +151,7 @@ fn row_blocked_and_sequential_schedules_agree() {
                 opt_level: 2,
                 dump_to: None,
                 wide_math: true,
+                math_512: false,
             };
             let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(exe.row_blocked(), "{}", exe.kernel_ir_text());
@@ -179,6 +182,7 @@ fn opt_level_zero_gives_the_same_bits() {
             opt_level,
             dump_to: None,
             wide_math: true,
+            math_512: false,
         };
         kiln_compiler::cpu::compile_cluster(&c, &opts)
             .expect("compiles")
@@ -229,6 +233,7 @@ fn bytes_round_trip() {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let o = kiln_compiler::cpu::CpuOptions {
             wide_math,
+            math_512: false,
             dump_to: Some(dir.clone()),
             ..opts.clone()
         };
@@ -340,6 +345,7 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
                 opt_level: 2,
                 dump_to: Some(dir.clone()),
                 wide_math: true,
+                math_512: false,
             };
             kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(
@@ -373,6 +379,7 @@ fn f64_kernels_are_vectorised_two_lanes_wide() {
         opt_level: 2,
         dump_to: Some(dir.clone()),
         wide_math: true,
+        math_512: false,
     };
     kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
     for k in ["k0", "k1"] {

@@ -20,6 +20,7 @@ impl CpuBackend {
             opt_level: flags.backend_optimization_level,
             dump_to: flags.dump_to.clone(),
             wide_math: flags.cpu_prefer_vector_width >= 256,
+            math_512: flags.cpu_prefer_vector_width >= 512,
         };
         // Results do not depend on the thread count, so it is not part of the key.
         let target = format!(
@@ -101,7 +102,13 @@ mod tests {
     fn prefer_vector_width_sets_block_math_and_the_cache_key() {
         let mut flags = kiln_flags::Flags::default();
         let wide = CpuBackend::new(&flags);
-        assert!(wide.opts.wide_math);
+        assert!(wide.opts.wide_math && !wide.opts.math_512);
+        flags.cpu_prefer_vector_width = 512;
+        let widest = CpuBackend::new(&flags);
+        assert!(widest.opts.wide_math && widest.opts.math_512);
+        // The machine code is the same at 256 and 512 (only the host functions it calls
+        // differ), so the two share cache entries.
+        assert_eq!(widest.target_key(), wide.target_key());
         flags.cpu_prefer_vector_width = 128;
         let narrow = CpuBackend::new(&flags);
         assert!(!narrow.opts.wide_math);

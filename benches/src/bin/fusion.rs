@@ -157,6 +157,7 @@ fn main() {
         opt_level: 2,
         dump_to: None,
         wide_math: true,
+        math_512: false,
     };
     println!(
         "{:<12} {:>12} {:>12} {:>9} {:>12} {:>10} {:>12}",

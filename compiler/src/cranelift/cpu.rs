@@ -34,6 +34,10 @@ pub struct CpuOptions {
     /// `kiln_math` functions (see `emit`); otherwise all math is emitted 128 bits wide.
     /// Bit-identical either way.
     pub wide_math: bool,
+    /// `--xla_cpu_prefer_vector_width` ≥ 512: that block math runs 512 bits wide on a CPU
+    /// with AVX-512 (F, VL, DQ, BW), else 256. The machine code is the same; only the
+    /// functions it calls differ. Bit-identical either way.
+    pub math_512: bool,
 }
 
 impl Default for CpuOptions {
@@ -43,6 +47,7 @@ impl Default for CpuOptions {
             opt_level: 2,
             dump_to: None,
             wide_math: true,
+            math_512: false,
         }
     }
 }
@@ -441,7 +446,7 @@ impl CpuExecutable {
             debug_assert_eq!(ptrs.len(), arg_slot(p, BufRef::Const(p.consts.len())));
             // The partials buffer of split reductions (set per kernel).
             ptrs.push(std::ptr::null_mut());
-            ptrs.push(super::host::host_table_ptr());
+            ptrs.push(super::host::host_table_ptr(self.opts.math_512));
             debug_assert_eq!(ptrs.len(), super::host::host_slot(p) + 1);
             ptrs
         };

@@ -2,8 +2,8 @@
 //! ops, of an operand or of the operand minus one value per block, and division by one value
 //! per block).
 //!
-//! Kernels reach them through [`HOST_TABLE`], whose address the executable passes in the
-//! argument slot after the partials buffer ([`host_slot`]); the entry block loads the
+//! Kernels reach them through a [`HostTable`] ([`host_table`]), whose address the executable
+//! passes in the argument slot after the partials buffer ([`host_slot`]); the entry block loads the
 //! function pointers it needs and the loops call them indirectly. The machine code therefore
 //! has no relocations and is reused from the persistent cache as bytes, although the
 //! functions' addresses change from process to process.
@@ -15,7 +15,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::{BinaryOp, UnaryOp};
 
-/// The functions of [`HOST_TABLE`], in its field order.
+/// The functions of a host table ([`host_table`]), in field order.
 #[repr(C)]
 pub(super) struct HostTable {
     fmodf: extern "C" fn(f32, f32) -> f32,
@@ -30,23 +30,46 @@ pub(super) struct HostTable {
     extremum_f64: extern "C" fn(u32, *const f64, i64) -> f64,
 }
 
-/// The one table every kernel's host calls go through.
-pub(super) static HOST_TABLE: HostTable = HostTable {
-    fmodf: kiln_fmodf,
-    fmod: kiln_fmod,
-    math_f32: kiln_math_block_f32,
-    math_f64: kiln_math_block_f64,
-    scalar_f32: kiln_scalar_block_f32,
-    scalar_f64: kiln_scalar_block_f64,
-    shifted_f32: kiln_shifted_block_f32,
-    shifted_f64: kiln_shifted_block_f64,
-    extremum_f32: kiln_extremum_f32,
-    extremum_f64: kiln_extremum_f64,
-};
+/// The table of `W512 = false`: block math runs on the interpreter's 256-bit build.
+static HOST_TABLE: HostTable = host_table::<false>();
 
-/// The table's address, for the argument array.
-pub(super) fn host_table_ptr() -> *mut u8 {
-    &HOST_TABLE as *const HostTable as *mut u8
+/// The table of `W512 = true` (`--xla_cpu_prefer_vector_width=512`): block math runs on the
+/// interpreter's 512-bit build where the CPU has AVX-512 ([`kiln_interp::widest_simd`]).
+/// The same machine code calls either table; only the functions' speed differs.
+static HOST_TABLE_512: HostTable = host_table::<true>();
+
+/// Every kernel's host calls go through one of these two tables.
+const fn host_table<const W512: bool>() -> HostTable {
+    HostTable {
+        fmodf: kiln_fmodf,
+        fmod: kiln_fmod,
+        math_f32: kiln_math_block_f32::<W512>,
+        math_f64: kiln_math_block_f64::<W512>,
+        scalar_f32: kiln_scalar_block_f32::<W512>,
+        scalar_f64: kiln_scalar_block_f64::<W512>,
+        shifted_f32: kiln_shifted_block_f32::<W512>,
+        shifted_f64: kiln_shifted_block_f64::<W512>,
+        extremum_f32: kiln_extremum_f32::<W512>,
+        extremum_f64: kiln_extremum_f64::<W512>,
+    }
+}
+
+/// The address of the table for block math 512 bits wide (`w512`) or 256, for the
+/// argument array.
+pub(super) fn host_table_ptr(w512: bool) -> *mut u8 {
+    let t: &'static HostTable = if w512 { &HOST_TABLE_512 } else { &HOST_TABLE };
+    t as *const HostTable as *mut u8
+}
+
+/// Runs `f` with the interpreter's loops 512 bits wide when `W512` (see
+/// [`kiln_interp::with_512_bit_vectors`]).
+#[inline(always)]
+fn at_width<const W512: bool, R>(f: impl FnOnce() -> R) -> R {
+    if W512 {
+        kiln_interp::with_512_bit_vectors(f)
+    } else {
+        f()
+    }
 }
 
 /// The argument slot holding [`host_table_ptr`]: after every buffer and the partials buffer.
@@ -69,14 +92,26 @@ extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
 /// `i < n`, with the interpreter's own AVX2 build of `kiln_math` — the fallback's operation,
 /// so the bits are the fallback's. `src` and `dst` are equal (in place) or do not overlap.
 /// `ahead` (bytes, 0 for none): first prefetch the `n` elements that far past `src` (see
-/// [`with_block`]).
-extern "C" fn kiln_math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64, ahead: i64) {
-    math_block(op, src, dst, n, ahead, kiln_interp::math_f32);
+/// [`with_block`]). 512 bits wide when `W512` ([`host_table`]).
+extern "C" fn kiln_math_block_f32<const W512: bool>(
+    op: u32,
+    src: *const f32,
+    dst: *mut f32,
+    n: i64,
+    ahead: i64,
+) {
+    at_width::<W512, _>(|| math_block(op, src, dst, n, ahead, kiln_interp::math_f32));
 }
 
 /// The `f64` version of [`kiln_math_block_f32`].
-extern "C" fn kiln_math_block_f64(op: u32, src: *const f64, dst: *mut f64, n: i64, ahead: i64) {
-    math_block(op, src, dst, n, ahead, kiln_interp::math_f64);
+extern "C" fn kiln_math_block_f64<const W512: bool>(
+    op: u32,
+    src: *const f64,
+    dst: *mut f64,
+    n: i64,
+    ahead: i64,
+) {
+    at_width::<W512, _>(|| math_block(op, src, dst, n, ahead, kiln_interp::math_f64));
 }
 
 fn math_block<T>(
@@ -98,8 +133,16 @@ fn math_block<T>(
 macro_rules! value_block_fn {
     ($(#[$doc:meta])* $name:ident, $t:ty, $ops:path, $f:path) => {
         $(#[$doc])*
-        extern "C" fn $name(op: u32, src: *const $t, c: $t, dst: *mut $t, n: i64, ahead: i64) {
-            value_block($ops.get(op as usize).copied(), src, c, dst, n, ahead, $f);
+        extern "C" fn $name<const W512: bool>(
+            op: u32,
+            src: *const $t,
+            c: $t,
+            dst: *mut $t,
+            n: i64,
+            ahead: i64,
+        ) {
+            let op = $ops.get(op as usize).copied();
+            at_width::<W512, _>(|| value_block(op, src, c, dst, n, ahead, $f));
         }
     };
 }
@@ -146,13 +189,13 @@ pub const EXTREMA: [kiln_ir::ReduceKind; 2] = [kiln_ir::ReduceKind::Max, kiln_ir
 /// elements at `src`, by the interpreter's own 256-bit loop (`kiln_interp::extremum_f32`;
 /// both are exact and order-free, so the bits are the canonical order's). The identity
 /// (`-inf` / `+inf`) for `n ≤ 0`, NaN for an unknown `kind`.
-extern "C" fn kiln_extremum_f32(kind: u32, src: *const f32, n: i64) -> f32 {
-    extremum(kind, src, n, kiln_interp::extremum_f32).unwrap_or(f32::NAN)
+extern "C" fn kiln_extremum_f32<const W512: bool>(kind: u32, src: *const f32, n: i64) -> f32 {
+    at_width::<W512, _>(|| extremum(kind, src, n, kiln_interp::extremum_f32)).unwrap_or(f32::NAN)
 }
 
 /// The `f64` version of [`kiln_extremum_f32`].
-extern "C" fn kiln_extremum_f64(kind: u32, src: *const f64, n: i64) -> f64 {
-    extremum(kind, src, n, kiln_interp::extremum_f64).unwrap_or(f64::NAN)
+extern "C" fn kiln_extremum_f64<const W512: bool>(kind: u32, src: *const f64, n: i64) -> f64 {
+    at_width::<W512, _>(|| extremum(kind, src, n, kiln_interp::extremum_f64)).unwrap_or(f64::NAN)
 }
 
 fn extremum<T>(

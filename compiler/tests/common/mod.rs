@@ -128,14 +128,23 @@ pub fn check_with_inputs(c: &Cluster, inputs: &[Tensor]) {
         .run(&c.body, inputs)
         .expect("interpreter runs");
     let refs: Vec<&Tensor> = inputs.iter().collect();
-    // Block math (`wide_math`, the default) at every thread count; all math emitted by
-    // Cranelift at 1 and 7.
-    for (threads, wide_math) in [(1, true), (2, true), (7, true), (1, false), (7, false)] {
+    // Block math (`wide_math`, the default) at every thread count, and 512 bits wide
+    // (`math_512`, AVX-512 where the CPU has it) at 3; all math emitted by Cranelift at 1
+    // and 7.
+    for (threads, wide_math, math_512) in [
+        (1, true, false),
+        (2, true, false),
+        (7, true, false),
+        (3, true, true),
+        (1, false, false),
+        (7, false, false),
+    ] {
         let opts = CpuOptions {
             threads,
             opt_level: 2,
             dump_to: None,
             wide_math,
+            math_512,
         };
         let exe = match compile_cluster(c, &opts) {
             Ok(e) => e,
@@ -155,7 +164,7 @@ pub fn check_with_inputs(c: &Cluster, inputs: &[Tensor]) {
             assert_eq!(g.ty(), w.ty());
             if let Some(bad) = (0..n).find(|&k| !same(g.data().get(k), w.data().get(k))) {
                 panic!(
-                    "output {i} differs ({threads} threads, wide_math {wide_math}) at element {bad}: compiled {} vs interpreter {}\n{}\n{}",
+                    "output {i} differs ({threads} threads, wide_math {wide_math}, math_512 {math_512}) at element {bad}: compiled {} vs interpreter {}\n{}\n{}",
                     g.data().get(bad),
                     w.data().get(bad),
                     kiln_ir::print_func(&c.body),

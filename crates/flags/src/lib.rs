@@ -111,7 +111,8 @@ pub struct Flags {
     /// `--xla_cpu_num_threads`: 0 means the number of cores; see [`Flags::cpu_threads`].
     pub cpu_num_threads: usize,
     /// `--xla_cpu_prefer_vector_width`: 256 (XLA's default) lets compiled CPU kernels run
-    /// transcendental math 256 bits wide; 128 keeps every instruction in Cranelift's code.
+    /// transcendental math 256 bits wide, 512 runs it 512 bits wide on a CPU with AVX-512;
+    /// 128 keeps every instruction in Cranelift's code.
     pub cpu_prefer_vector_width: i64,
     /// Op determinism: `TF_DETERMINISTIC_OPS`, `--xla_gpu_deterministic_ops` or
     /// [`Flags::enable_op_determinism`].

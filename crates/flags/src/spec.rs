@@ -469,7 +469,7 @@ pub static FLAGS: &[FlagSpec] = &[
         name: "xla_cpu_prefer_vector_width",
         variables: XLA,
         default: "256",
-        help: "Widest vectors compiled CPU kernels use. Cranelift emits 128-bit code; at `256` or more, on a CPU with AVX2 and FMA, a kernel hands its transcendental nodes (`exp`, `log`, `tanh`, `erf`, ...) in blocks to the interpreter's 256-bit build of the same `kiln_math` functions, so they run twice as wide; `128` keeps all the math in Cranelift's own code. Results are bit-identical either way.",
+        help: "Widest vectors compiled CPU kernels use. Cranelift emits 128-bit code; at `256` or more, on a CPU with AVX2 and FMA, a kernel hands its transcendental nodes (`exp`, `log`, `tanh`, `erf`, ...) in blocks to the interpreter's 256-bit build of the same `kiln_math` functions, so they run twice as wide; `512` (or more) runs those blocks on its 512-bit build on a CPU with AVX-512 (F, VL, DQ, BW), else 256; `128` keeps all the math in Cranelift's own code. Results are bit-identical at every width.",
         effect: Effect::Acts,
         linked: &[],
         access: Access::Int {

@@ -125,7 +125,10 @@ fn scalar_op<T: Float>(op: BinaryOp, src: Option<&[T]>, c: T, out: &mut [T]) -> 
         return false;
     }
     match op {
-        BinaryOp::Div => with_simd(|| fill_from(src, out, |a: T| a / c)),
+        BinaryOp::Div => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, |a: T| a / c),
+        ),
         _ => return false,
     }
     true
@@ -160,14 +163,38 @@ fn math<T: Float>(
             #[inline(always)]
             || fill_staged(src, out, inlined!(|x| pre(x).exp_start()), T::exp_finish),
         ),
-        Expm1 => with_simd(|| fill_from(src, out, inlined!(|x| T::expm1(pre(x))))),
-        Log => with_simd(|| fill_from(src, out, inlined!(|x| T::log(pre(x))))),
-        Log1p => with_simd(|| fill_from(src, out, inlined!(|x| T::log1p(pre(x))))),
-        Tanh => with_simd(|| fill_from(src, out, inlined!(|x| T::tanh(pre(x))))),
-        Logistic => with_simd(|| fill_from(src, out, inlined!(|x| T::logistic(pre(x))))),
-        Erf => with_simd(|| fill_from(src, out, inlined!(|x| T::erf(pre(x))))),
-        Sin => with_simd(|| fill_from(src, out, inlined!(|x| T::sin(pre(x))))),
-        Cos => with_simd(|| fill_from(src, out, inlined!(|x| T::cos(pre(x))))),
+        Expm1 => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::expm1(pre(x)))),
+        ),
+        Log => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::log(pre(x)))),
+        ),
+        Log1p => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::log1p(pre(x)))),
+        ),
+        Tanh => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::tanh(pre(x)))),
+        ),
+        Logistic => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::logistic(pre(x)))),
+        ),
+        Erf => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::erf(pre(x)))),
+        ),
+        Sin => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::sin(pre(x)))),
+        ),
+        Cos => with_simd(
+            #[inline(always)]
+            || fill_from(src, out, inlined!(|x| T::cos(pre(x)))),
+        ),
         _ => return false,
     }
     true

@@ -31,15 +31,67 @@ pub fn wide_simd() -> bool {
     }
 }
 
-/// Runs `f`, compiled with AVX2 and FMA enabled where the CPU supports them.
+/// Whether this CPU can run [`with_simd`]'s 512-bit version (AVX-512 F, VL, DQ and BW, with
+/// AVX2 and FMA), which [`with_512_bit_vectors`] asks for.
+#[inline]
+pub fn widest_simd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        wide_simd()
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+thread_local! {
+    /// Set by [`with_512_bit_vectors`] for the duration of its closure.
+    static PREFER_512: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is inside [`with_512_bit_vectors`].
+pub fn prefers_512_bit_vectors() -> bool {
+    PREFER_512.with(|p| p.get())
+}
+
+/// Runs `f` with this thread's [`with_simd`] loops compiled 512 bits wide where the CPU has
+/// AVX-512 ([`widest_simd`]), else as usual: what `--xla_cpu_prefer_vector_width=512` asks
+/// of compiled kernels' block math. The operations are the same IEEE ones at every width,
+/// so the bits are too; only the speed differs.
+pub fn with_512_bit_vectors<R>(f: impl FnOnce() -> R) -> R {
+    /// Restores the previous setting, also when `f` unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PREFER_512.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(PREFER_512.with(|p| p.replace(true)));
+    f()
+}
+
+/// Runs `f`, compiled with AVX2 and FMA enabled where the CPU supports them (and AVX-512
+/// inside [`with_512_bit_vectors`] on a CPU with it).
 ///
 /// `f` is inlined into a function compiled for those features, so the loops it contains are
 /// vectorised for them; a small closure that calls an `#[inline(always)]` kernel is enough.
+/// `f` has three callers here, so LLVM would keep a large one out of line — compiled for the
+/// baseline target, with a library call per `mul_add` — unless it is `#[inline(always)]`
+/// itself: every closure passed here must be.
 #[inline(always)]
 pub(crate) fn with_simd<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         if wide_simd() {
+            if prefers_512_bit_vectors() && widest_simd() {
+                // SAFETY: the CPU supports the features `avx512` is compiled for.
+                return unsafe { avx512(f) };
+            }
             // SAFETY: the CPU supports the features `avx2_fma` is compiled for.
             return unsafe { avx2_fma(f) };
         }
@@ -50,6 +102,12 @@ pub(crate) fn with_simd<R>(f: impl FnOnce() -> R) -> R {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn avx2_fma<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512dq,avx512bw")]
+unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 

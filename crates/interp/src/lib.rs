@@ -36,7 +36,10 @@ pub use error::InterpError;
 /// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will
 /// stream through, so that they read as fast as the interpreter's own results.
-pub use hw::{filled_buffers, retain_freed_memory, wide_simd, zeroed_buffer};
+pub use hw::{
+    filled_buffers, prefers_512_bit_vectors, retain_freed_memory, wide_simd, widest_simd,
+    with_512_bit_vectors, zeroed_buffer,
+};
 pub use reduce::canonical_reduce_ref;
 pub use reduce::{extremum_f32, extremum_f64};
 pub use run::{last_uses, LastUse, RunStats};

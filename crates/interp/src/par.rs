@@ -218,7 +218,14 @@ where
     R: Copy + Send,
 {
     // SAFETY: `fill1` writes every slot (its input has as many elements).
-    unsafe { collect(a.len(), |i, o| with_simd(|| fill1(o, &a[i..], &f))) }
+    unsafe {
+        collect(a.len(), |i, o| {
+            with_simd(
+                #[inline(always)]
+                || fill1(o, &a[i..], &f),
+            )
+        })
+    }
 }
 
 /// [`map1`] for a function in two halves, run by [`fill_staged`]'s loop.
@@ -251,7 +258,14 @@ where
 {
     assert_eq!(a.len(), b.len());
     // SAFETY: `fill2` writes every slot (its inputs have as many elements).
-    unsafe { collect(a.len(), |i, o| with_simd(|| fill2(o, &a[i..], &b[i..], &f))) }
+    unsafe {
+        collect(a.len(), |i, o| {
+            with_simd(
+                #[inline(always)]
+                || fill2(o, &a[i..], &b[i..], &f),
+            )
+        })
+    }
 }
 
 /// `f` applied to every triple of elements of `a`, `b` and `c` (equal lengths).
@@ -266,7 +280,10 @@ where
     // SAFETY: `fill3` writes every slot (its inputs have as many elements).
     unsafe {
         collect(a.len(), |i, o| {
-            with_simd(|| fill3(o, &a[i..], &b[i..], &c[i..], &f))
+            with_simd(
+                #[inline(always)]
+                || fill3(o, &a[i..], &b[i..], &c[i..], &f),
+            )
         })
     }
 }
@@ -331,7 +348,10 @@ mod tests {
             let got: Vec<u32> = out.iter().map(|&v| bits(v)).collect();
             assert_eq!(got, want, "from a source, n = {n}");
             let mut inplace = src.clone();
-            with_simd(|| fill_staged(None, &mut inplace, start, finish));
+            with_simd(
+                #[inline(always)]
+                || fill_staged(None, &mut inplace, start, finish),
+            );
             let got: Vec<u32> = inplace.iter().map(|&v| bits(v)).collect();
             assert_eq!(got, want, "in place, n = {n}");
         }

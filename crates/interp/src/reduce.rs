@@ -265,15 +265,28 @@ where
     F: Fn(T, T) -> T + Copy + Send + Sync,
 {
     if xs.len() <= CHUNK {
-        return with_simd(|| reduce_chunk(xs, m));
+        return with_simd(
+            #[inline(always)]
+            || reduce_chunk(xs, m),
+        );
     }
     let partials: Vec<T> = if xs.len() >= PAR_MIN {
         xs.par_chunks(CHUNK)
-            .map(|c| with_simd(|| reduce_chunk(c, m)))
+            .map(|c| {
+                with_simd(
+                    #[inline(always)]
+                    || reduce_chunk(c, m),
+                )
+            })
             .collect()
     } else {
         xs.chunks(CHUNK)
-            .map(|c| with_simd(|| reduce_chunk(c, m)))
+            .map(|c| {
+                with_simd(
+                    #[inline(always)]
+                    || reduce_chunk(c, m),
+                )
+            })
             .collect()
     };
     reduce_contiguous(&partials, m)
@@ -363,7 +376,10 @@ where
     F: Fn(T, T) -> T + Copy + Send + Sync,
 {
     if n <= CHUNK {
-        return with_simd(|| reduce_rows_chunk(v, cols, n, m, out));
+        return with_simd(
+            #[inline(always)]
+            || reduce_rows_chunk(v, cols, n, m, out),
+        );
     }
     // Chunk results form a new [chunks, width] matrix, reduced the same way.
     let w = cols.width;
@@ -375,7 +391,10 @@ where
             base: cols.base + k * CHUNK * cols.stride,
             ..cols
         };
-        with_simd(|| reduce_rows_chunk(v, sub, rows, m, o));
+        with_simd(
+            #[inline(always)]
+            || reduce_rows_chunk(v, sub, rows, m, o),
+        );
     };
     if n * w >= PAR_MIN {
         partials
@@ -442,14 +461,20 @@ pub fn extremum_f64(kind: ReduceKind, src: &[f64]) -> Option<f64> {
 
 fn extremum<T: Float>(kind: ReduceKind, src: &[T], neg_inf: T, inf: T) -> Option<T> {
     match kind {
-        ReduceKind::Max => Some(with_simd(|| {
-            quick_extremum(src, neg_inf, |a, x| if a > x { a } else { x })
-                .unwrap_or_else(|| fold_lanes(src, neg_inf, fmax::<T>))
-        })),
-        ReduceKind::Min => Some(with_simd(|| {
-            quick_extremum(src, inf, |a, x| if a < x { a } else { x })
-                .unwrap_or_else(|| fold_lanes(src, inf, fmin::<T>))
-        })),
+        ReduceKind::Max => Some(with_simd(
+            #[inline(always)]
+            || {
+                quick_extremum(src, neg_inf, |a, x| if a > x { a } else { x })
+                    .unwrap_or_else(|| fold_lanes(src, neg_inf, fmax::<T>))
+            },
+        )),
+        ReduceKind::Min => Some(with_simd(
+            #[inline(always)]
+            || {
+                quick_extremum(src, inf, |a, x| if a < x { a } else { x })
+                    .unwrap_or_else(|| fold_lanes(src, inf, fmin::<T>))
+            },
+        )),
         ReduceKind::Sum | ReduceKind::Prod => None,
     }
 }
@@ -466,8 +491,8 @@ fn quick_extremum<T: Float>(src: &[T], id: T, pick: impl Fn(T, T) -> T + Copy) -
     let mut chunks = src.chunks_exact(32);
     for c in &mut chunks {
         // New arrays per step, as in `fold_lanes`.
-        acc = std::array::from_fn(|i| pick(acc[i], c[i]));
-        probe = std::array::from_fn(|i| probe[i] + c[i] * T::ZERO);
+        acc = lanes(&acc, c, pick);
+        probe = lanes(&probe, c, |p, x| p + x * T::ZERO);
     }
     for ((a, p), &x) in acc.iter_mut().zip(probe.iter_mut()).zip(chunks.remainder()) {
         *a = pick(*a, x);
@@ -485,12 +510,24 @@ fn fold_lanes<T: Float>(src: &[T], id: T, f: impl Fn(T, T) -> T + Copy) -> T {
     for c in &mut chunks {
         // A new array per step (not updates in place), so the accumulators stay in
         // registers: updating in place, LLVM turns the select into masked stores.
-        acc = std::array::from_fn(|i| f(acc[i], c[i]));
+        acc = lanes(&acc, c, f);
     }
     for (a, &x) in acc.iter_mut().zip(chunks.remainder()) {
         *a = f(*a, x);
     }
     acc.into_iter().fold(id, f)
+}
+
+/// `[f(acc[0], c[0]), ..., f(acc[31], c[31])]` as a new array. Not `std::array::from_fn`:
+/// that is an ordinary `#[inline]` function, which LLVM leaves out of line — compiled for
+/// the baseline target, not `with_simd`'s — once the loop has several `with_simd` callers.
+#[inline(always)]
+fn lanes<T: Copy>(acc: &[T; 32], c: &[T], f: impl Fn(T, T) -> T) -> [T; 32] {
+    let mut out = *acc;
+    for ((o, &a), &x) in out.iter_mut().zip(acc).zip(&c[..32]) {
+        *o = f(a, x);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -7,13 +7,14 @@
 //! ```
 //!
 //! The plain loop is the one the block math ran before: one `f32s::exp` call per element,
-//! vectorised by LLVM for AVX2 and FMA where the CPU has them. Both return the same bits
-//! (checked here before timing).
+//! vectorised by LLVM for AVX2 and FMA where the CPU has them. The last column is the staged
+//! loop's 512-bit build (`with_512_bit_vectors`, what `--xla_cpu_prefer_vector_width=512`
+//! selects), on a CPU with AVX-512. All return the same bits (checked here before timing).
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use kiln_interp::{math_shifted_f32, wide_simd};
+use kiln_interp::{math_shifted_f32, wide_simd, widest_simd, with_512_bit_vectors};
 use kiln_ir::UnaryOp;
 use kiln_math::f32s;
 
@@ -47,6 +48,10 @@ fn staged(src: &[f32], out: &mut [f32]) {
     assert!(math_shifted_f32(UnaryOp::Exp, Some(src), C, out));
 }
 
+fn staged_512(src: &[f32], out: &mut [f32]) {
+    with_512_bit_vectors(|| staged(src, out));
+}
+
 /// Best of five passes of `calls` calls of `f`, in ns per element.
 fn time(f: fn(&[f32], &mut [f32]), src: &[f32], out: &mut [f32], calls: usize) -> f64 {
     let mut best = f64::INFINITY;
@@ -66,21 +71,30 @@ fn main() {
         .map(|i| ((i * 7919) % 1000) as f32 * -0.02)
         .collect();
     let (mut a, mut b) = (vec![0f32; WINDOW], vec![0f32; WINDOW]);
+    let mut c = vec![0f32; WINDOW];
     plain_wide(&src, &mut a);
     staged(&src, &mut b);
-    let same = a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits());
-    assert!(same, "the two loops disagree");
+    staged_512(&src, &mut c);
+    let same = |u: &[f32], v: &[f32]| u.iter().zip(v).all(|(x, y)| x.to_bits() == y.to_bits());
+    assert!(same(&a, &b), "the two loops disagree");
+    assert!(same(&b, &c), "the 256- and 512-bit builds disagree");
     let build = if wide_simd() {
         "AVX2 + FMA"
     } else {
         "baseline"
     };
     println!("exp(x - c) over {WINDOW} f32 in L1, one thread, {build}, ns/element:");
-    println!("round    plain  staged  plain/staged");
+    let w512 = if widest_simd() {
+        "AVX-512"
+    } else {
+        "no AVX-512: 256"
+    };
+    println!("round    plain  staged  plain/staged  staged at 512 ({w512})");
     let calls = 200_000;
     for round in 0..12 {
         let p = time(plain_wide, &src, &mut a, calls);
         let s = time(staged, &src, &mut b, calls);
-        println!("{round:5} {p:8.3} {s:7.3} {:12.2}", p / s);
+        let w = time(staged_512, &src, &mut c, calls);
+        println!("{round:5} {p:8.3} {s:7.3} {:12.2} {w:14.3}", p / s);
     }
 }

@@ -344,63 +344,6 @@ fn only_divisions_and_math_operands_are_staged() {
     assert_eq!(calls(plain, "plain"), 0);
 }
 
-/// The integer constants of a CLIF text (`iconst.i64 N`, decimal or `0x…_…` hex).
-fn i64_constants(text: &str) -> Vec<i64> {
-    text.split("iconst.i64 ")
-        .skip(1)
-        .filter_map(|rest| {
-            let tok: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_hexdigit() || *c == 'x' || *c == '_' || *c == '-')
-                .filter(|&c| c != '_')
-                .collect();
-            match tok.strip_prefix("0x") {
-                Some(hex) => i64::from_str_radix(hex, 16).ok(),
-                None => tok.parse().ok(),
-            }
-        })
-        .collect()
-}
-
-#[test]
-fn row_blocked_windows_prefetch_the_next_block_of_inputs() {
-    if !wide() {
-        eprintln!("skipped: block math needs AVX2 and FMA on this host");
-        return;
-    }
-    // Softmax over 64 rows of 700: blocks of 16384 / 700 = 23 rows, so the window of `x`
-    // that `x - max` reads is prefetched 23 rows (64400 bytes) ahead; the divide step
-    // reads scratch (in cache) and prefetches nothing.
-    let softmax = "func @f(%x: f32[64,700]) -> f32[64,700] {
-  %m = reduce_max %x, axes=[1] : f32[64]
-  %mb = broadcast_in_dim %m, dims=[0] : f32[64,700]
-  %d = sub %x, %mb : f32[64,700]
-  %e = exp %d : f32[64,700]
-  %s = reduce_sum %e, axes=[1] : f32[64]
-  %sb = broadcast_in_dim %s, dims=[0] : f32[64,700]
-  %y = div %e, %sb : f32[64,700]
-  return %y
-}";
-    let c = cluster(softmax);
-    let distance = 23 * 700 * 4;
-    let text = clif(&c, "prefetch");
-    assert_eq!(
-        i64_constants(&text)
-            .iter()
-            .filter(|&&v| v == distance)
-            .count(),
-        1,
-        "{text}"
-    );
-    check_cluster_finite(&c, 5);
-    // A single pointwise kernel is not row-blocked: nothing to prefetch for.
-    let text = clif(
-        &cluster("func @f(%x: f32[64,700]) -> f32[64,700] {\n  %y = exp %x : f32[64,700]\n  return %y\n}"),
-        "no-prefetch",
-    );
-    assert!(!i64_constants(&text).contains(&distance), "{text}");
-}
-
 #[test]
 fn max_and_min_rows_in_one_host_call() {
     use kiln_ir::Tensor;

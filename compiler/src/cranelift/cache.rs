@@ -12,7 +12,7 @@ use cranelift_module::{Linkage, Module};
 use serde::{Deserialize, Serialize};
 
 /// Header of every payload; bump the digit when the layout changes.
-const MAGIC: &[u8] = b"KILNCPU3";
+const MAGIC: &[u8] = b"KILNCPU4";
 
 #[derive(Serialize, Deserialize)]
 struct Payload {

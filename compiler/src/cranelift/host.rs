@@ -20,12 +20,12 @@ use kiln_ir::{BinaryOp, UnaryOp};
 pub(super) struct HostTable {
     fmodf: extern "C" fn(f32, f32) -> f32,
     fmod: extern "C" fn(f64, f64) -> f64,
-    math_f32: extern "C" fn(u32, *const f32, *mut f32, i64, i64),
-    math_f64: extern "C" fn(u32, *const f64, *mut f64, i64, i64),
-    scalar_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64, i64),
-    scalar_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64, i64),
-    shifted_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64, i64),
-    shifted_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64, i64),
+    math_f32: extern "C" fn(u32, *const f32, *mut f32, i64),
+    math_f64: extern "C" fn(u32, *const f64, *mut f64, i64),
+    scalar_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64),
+    scalar_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64),
+    shifted_f32: extern "C" fn(u32, *const f32, f32, *mut f32, i64),
+    shifted_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64),
     extremum_f32: extern "C" fn(u32, *const f32, i64) -> f32,
     extremum_f64: extern "C" fn(u32, *const f64, i64) -> f64,
 }
@@ -91,16 +91,14 @@ extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
 /// Block math ([`super::cpu::CpuOptions::wide_math`]): `dst[i] = MATH_OPS[op](src[i])` for
 /// `i < n`, with the interpreter's own AVX2 build of `kiln_math` — the fallback's operation,
 /// so the bits are the fallback's. `src` and `dst` are equal (in place) or do not overlap.
-/// `ahead` (bytes, 0 for none): first prefetch the `n` elements that far past `src` (see
-/// [`with_block`]). 512 bits wide when `W512` ([`host_table`]).
+/// 512 bits wide when `W512` ([`host_table`]).
 extern "C" fn kiln_math_block_f32<const W512: bool>(
     op: u32,
     src: *const f32,
     dst: *mut f32,
     n: i64,
-    ahead: i64,
 ) {
-    at_width::<W512, _>(|| math_block(op, src, dst, n, ahead, kiln_interp::math_f32));
+    at_width::<W512, _>(|| math_block(op, src, dst, n, kiln_interp::math_f32));
 }
 
 /// The `f64` version of [`kiln_math_block_f32`].
@@ -109,9 +107,8 @@ extern "C" fn kiln_math_block_f64<const W512: bool>(
     src: *const f64,
     dst: *mut f64,
     n: i64,
-    ahead: i64,
 ) {
-    at_width::<W512, _>(|| math_block(op, src, dst, n, ahead, kiln_interp::math_f64));
+    at_width::<W512, _>(|| math_block(op, src, dst, n, kiln_interp::math_f64));
 }
 
 fn math_block<T>(
@@ -119,16 +116,15 @@ fn math_block<T>(
     src: *const T,
     dst: *mut T,
     n: i64,
-    ahead: i64,
     f: fn(kiln_ir::UnaryOp, Option<&[T]>, &mut [T]) -> bool,
 ) {
     let Some(&op) = kiln_interp::MATH_OPS.get(op as usize) else {
         return;
     };
-    with_block(src, dst, n, ahead, |src, out| f(op, src, out));
+    with_block(src, dst, n, |src, out| f(op, src, out));
 }
 
-/// Defines an `extern "C" fn(op, src, c, dst, n, ahead)` host function over `value_block`:
+/// Defines an `extern "C" fn(op, src, c, dst, n)` host function over `value_block`:
 /// `op` indexes the table `$ops`, `$f` is the interpreter's block function.
 macro_rules! value_block_fn {
     ($(#[$doc:meta])* $name:ident, $t:ty, $ops:path, $f:path) => {
@@ -139,10 +135,9 @@ macro_rules! value_block_fn {
             c: $t,
             dst: *mut $t,
             n: i64,
-            ahead: i64,
         ) {
             let op = $ops.get(op as usize).copied();
-            at_width::<W512, _>(|| value_block(op, src, c, dst, n, ahead, $f));
+            at_width::<W512, _>(|| value_block(op, src, c, dst, n, $f));
         }
     };
 }
@@ -150,7 +145,7 @@ macro_rules! value_block_fn {
 value_block_fn!(
     /// Block math of a shifted operand ([`HostCalls::shifted`]): `dst[i] =
     /// MATH_OPS[op](src[i] - c)` for `i < n`, with the interpreter's own loop (its `sub`,
-    /// then its `op`: the bits of the two nodes). `src`, `dst` and `ahead` as for
+    /// then its `op`: the bits of the two nodes). `src` and `dst` as for
     /// [`kiln_math_block_f32`].
     kiln_shifted_block_f32,
     f32,
@@ -218,34 +213,23 @@ type ValueFn<Op, T> = fn(Op, Option<&[T]>, T, &mut [T]) -> bool;
 
 /// Runs `f(op, src, c, dst)` over the block; `op` is the caller's index looked up in the
 /// op's table (nothing done for `None`: an index no kernel emits).
-fn value_block<Op, T>(
-    op: Option<Op>,
-    src: *const T,
-    c: T,
-    dst: *mut T,
-    n: i64,
-    ahead: i64,
-    f: ValueFn<Op, T>,
-) {
+fn value_block<Op, T>(op: Option<Op>, src: *const T, c: T, dst: *mut T, n: i64, f: ValueFn<Op, T>) {
     let Some(op) = op else {
         return;
     };
-    with_block(src, dst, n, ahead, |src, out| f(op, src, c, out));
+    with_block(src, dst, n, |src, out| f(op, src, c, out));
 }
 
 /// Runs `f` on the `n`-element blocks at `src` (`None` when it is `dst`: in place) and
 /// `dst`; nothing for null pointers or `n ≤ 0`.
 ///
-/// With `ahead ≠ 0`, first prefetches the `n` elements `ahead` bytes past `src`: in the
-/// row-blocked schedule a window read straight from an input prefetches the same window of
-/// the next block of rows (see `ValueEmitter::prefetch_distance`), whose first kernel
-/// would otherwise wait on memory with nothing to compute. A prefetch never faults, so
-/// past the last block it is only wasted.
+/// Nothing is prefetched: prefetching each window's rows one block ahead (from `exp(x -
+/// max)`, for the next block's max pass) made softmax about 10% slower on a Zen 4 and left
+/// layer norm unchanged, so it was removed.
 fn with_block<T>(
     src: *const T,
     dst: *mut T,
     n: i64,
-    ahead: i64,
     f: impl FnOnce(Option<&[T]>, &mut [T]) -> bool,
 ) {
     let Ok(n) = usize::try_from(n) else {
@@ -253,12 +237,6 @@ fn with_block<T>(
     };
     if src.is_null() || dst.is_null() || n == 0 {
         return;
-    }
-    if ahead != 0 {
-        prefetch(
-            (src as *const u8).wrapping_offset(ahead as isize),
-            n * std::mem::size_of::<T>(),
-        );
     }
     // SAFETY: the emitted caller passes `n` valid elements at `src` (a buffer or a staging
     // block) and `n` writable ones at `dst` (its staging block or the stored positions of
@@ -271,21 +249,6 @@ fn with_block<T>(
             f(Some(std::slice::from_raw_parts(src, n)), out);
         }
     }
-}
-
-/// Prefetches the cache lines of `bytes` bytes at `p` into the data caches.
-fn prefetch(p: *const u8, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        for off in (0..bytes).step_by(64) {
-            // SAFETY: a prefetch is a hint: it never faults and reads nothing back, whatever
-            // the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off) as *const i8) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, bytes);
 }
 
 /// A pair of host functions (`f32`, `f64`) with their signatures, loaded in the entry block.
@@ -314,14 +277,14 @@ pub struct HostCalls {
     /// The float remainder (`fn(x, y) -> x % y`), when the kernel has a float `rem` (see
     /// [`kernel_has_float_rem`]).
     pub fmod: Option<HostFns>,
-    /// Block math (`fn(op, src, dst, n, ahead)`, `dst[i] = kiln_interp::MATH_OPS[op](src[i])`),
+    /// Block math (`fn(op, src, dst, n)`, `dst[i] = kiln_interp::MATH_OPS[op](src[i])`),
     /// when wide math is on and the kernel has such a node (see [`kernel_has_math`]).
     pub math: Option<HostFns>,
-    /// Block math with one second operand (`fn(op, src, c, dst, n, ahead)`, `dst[i] =
+    /// Block math with one second operand (`fn(op, src, c, dst, n)`, `dst[i] =
     /// kiln_interp::SCALAR_OPS[op](src[i], c)`), when wide math is on and the kernel has
     /// such a node (see [`kernel_has_scalar_op`]).
     pub scalar: Option<HostFns>,
-    /// Block math of a shifted operand (`fn(op, src, c, dst, n, ahead)`, `dst[i] =
+    /// Block math of a shifted operand (`fn(op, src, c, dst, n)`, `dst[i] =
     /// kiln_interp::MATH_OPS[op](src[i] - c)`), when wide math is on and a math node of
     /// the kernel reads a subtraction (see [`kernel_has_shifted_math`]).
     pub shifted: Option<HostFns>,
@@ -429,16 +392,9 @@ pub fn import(
                 ptrs: (fns[0].1, fns[1].1),
             }
         };
-    let block = [types::I32, types::I64, types::I64, types::I64, types::I64];
-    // (op, src, value, dst, n, ahead).
-    let with_value_f32 = [
-        types::I32,
-        types::I64,
-        types::F32,
-        types::I64,
-        types::I64,
-        types::I64,
-    ];
+    let block = [types::I32, types::I64, types::I64, types::I64];
+    // (op, src, value, dst, n).
+    let with_value_f32 = [types::I32, types::I64, types::F32, types::I64, types::I64];
     let mut with_value_f64 = with_value_f32;
     with_value_f64[2] = types::F64;
     HostCalls {

@@ -600,13 +600,6 @@ impl<'a> ValueEmitter<'a> {
             None => block,
         };
         let f64 = node.dtype == DType::F64;
-        let ahead = match &self.k.nodes[a].kind {
-            NodeKind::Load { buf, offset } if operand.is_some() => {
-                self.prefetch_distance(*buf, offset)
-            }
-            _ => 0,
-        };
-        let ahead = b.ins().iconst(types::I64, ahead);
         let shifted = self.staged[n].and_then(|s| s.shift).is_some();
         // The call, its op's index in the call's table and its one value per window:
         // `op(src)`, `op(src - c)` or `src op c`.
@@ -623,29 +616,11 @@ impl<'a> ValueEmitter<'a> {
         if value {
             args.push(self.window_scalars[n].ok_or_else(|| format!("v{n} has no value"))?);
         }
-        args.extend([block, count, ahead]);
+        args.extend([block, count]);
         call.call(b, f64, &args);
         self.ready[n] = true;
         self.reset();
         Ok(())
-    }
-
-    /// How far (bytes) block math reading `buf` at `offset` straight from memory prefetches
-    /// past its window: one block of rows of the row-blocked schedule
-    /// ([`super::schedule::row_blocking`]), when `buf` is an input (read from memory, not a
-    /// cached scratch or output) laid out as those rows and `offset` steps through them;
-    /// else 0.
-    fn prefetch_distance(&self, buf: BufRef, offset: &IExpr) -> i64 {
-        let (BufRef::Input(i), Some((d0, per))) = (buf, super::schedule::row_blocking(self.p))
-        else {
-            return 0;
-        };
-        let t = &self.p.inputs[i];
-        let row = t.num_elements() / d0.max(1);
-        if t.shape.first() != Some(&d0) || offset.coefficient(0) != Some(row as i64) {
-            return 0;
-        }
-        (per * row * t.dtype.size_bytes()) as i64
     }
 
     /// Whether store `i` is written by block math (its value is a staged node kept in the

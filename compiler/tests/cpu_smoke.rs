@@ -421,3 +421,42 @@ fn sums_start_from_xlas_positive_zero() {
         }
     }
 }
+
+/// A non-splat constant, read by a kernel and as a matrix product's operand, is the
+/// function's own tensor in the program (shared, not copied: a frozen graph's weights exist
+/// once), and the compiled results are the interpreter's.
+#[test]
+fn constants_are_shared_with_the_function_not_copied() {
+    let c = cluster(
+        "func @f(%x: f32[2,3]) -> (f32[2,3], f32[2,2]) {
+  %k = constant [[1.0, -2.0, 0.5], [4.0, -0.0, 3.0]] : f32[2,3]
+  %y = add %x, %k : f32[2,3]
+  %w = constant [[1.0, 2.0], [3.0, 4.0], [5.0, 6.5]] : f32[3,2]
+  %z = dot_general %x, %w, lhs_contract=[1], rhs_contract=[0] : f32[2,2]
+  return %y, %z
+}",
+    );
+    let body_consts: Vec<&std::sync::Arc<kiln_ir::Tensor>> = c
+        .body
+        .insts
+        .iter()
+        .filter_map(|i| match &i.op {
+            kiln_ir::Op::Constant(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let p = kiln_compiler::lower::lower_cluster(&c).expect("lowers");
+    assert_eq!(
+        p.consts.len(),
+        2,
+        "{}",
+        kiln_compiler::kernel::print_program(&p)
+    );
+    for k in &p.consts {
+        assert!(
+            body_consts.iter().any(|b| std::sync::Arc::ptr_eq(b, k)),
+            "a program constant is a copy, not the function's tensor"
+        );
+    }
+    check_cluster(&c, 11);
+}

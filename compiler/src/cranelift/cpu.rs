@@ -498,7 +498,7 @@ impl CpuExecutable {
             .ok_or_else(|| "no thread pool for random fills".to_string())?;
         let seed = match x.seed {
             BufRef::Input(i) => inputs[i],
-            BufRef::Const(i) => &self.program.consts[i],
+            BufRef::Const(i) => &*self.program.consts[i],
             other => return Err(format!("random fill seed {other:?}")),
         };
         let ty = &self.program.outputs[x.out];
@@ -603,7 +603,7 @@ impl CpuExecutable {
         let operand = |b: BufRef| match b {
             BufRef::Input(i) => Ok(inputs[i]),
             BufRef::Temp(i) => Ok(&temps[i]),
-            BufRef::Const(i) => Ok(&self.program.consts[i]),
+            BufRef::Const(i) => Ok(&*self.program.consts[i]),
             other => Err(format!("dot operand {other:?}")),
         };
         let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);

@@ -260,8 +260,9 @@ pub struct Program {
     pub outputs: Vec<TensorType>,
     /// Types of scratch buffers between kernels.
     pub temps: Vec<TensorType>,
-    /// Non-splat constants, addressed by [`BufRef::Const`].
-    pub consts: Vec<Tensor>,
+    /// Non-splat constants, addressed by [`BufRef::Const`]: the function's own tensors,
+    /// shared (not copied), so a frozen graph's weights exist once in memory.
+    pub consts: Vec<std::sync::Arc<Tensor>>,
     /// The kernels, in execution order.
     pub kernels: Vec<Kernel>,
     /// Matrix products, each run (through the interpreter's GEMM) before kernel `before`.

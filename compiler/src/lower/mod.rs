@@ -65,7 +65,7 @@ pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
                 // A constant operand (a frozen graph's weights) is read where it is, not
                 // copied into a scratch buffer by a kernel on every call.
                 if let Some(Op::Constant(t)) = f.def_inst(v).map(|d| &d.op) {
-                    prog.consts.push(kiln_ir::Tensor::clone(t));
+                    prog.consts.push(std::sync::Arc::clone(t));
                     return Ok(BufRef::Const(prog.consts.len() - 1));
                 }
                 if !temps.contains_key(&v) {
@@ -184,7 +184,7 @@ fn random_fill(
     f: &Func,
     r: Value,
     o: usize,
-    consts: &mut Vec<kiln_ir::Tensor>,
+    consts: &mut Vec<std::sync::Arc<kiln_ir::Tensor>>,
 ) -> Option<RandomFill> {
     let inst = f.def_inst(r)?;
     let Op::Random { dist, alg } = inst.op else {
@@ -198,7 +198,7 @@ fn random_fill(
         ValueDef::Param(i) => BufRef::Input(i),
         _ => {
             let t = constant_value(f, s)?;
-            consts.push(t);
+            consts.push(std::sync::Arc::new(t));
             BufRef::Const(consts.len() - 1)
         }
     };
@@ -387,7 +387,7 @@ fn splat_bits(t: &kiln_ir::Tensor) -> Option<u64> {
 struct KernelBuilder<'a> {
     f: &'a Func,
     temps: &'a HashMap<Value, usize>,
-    consts: &'a mut Vec<kiln_ir::Tensor>,
+    consts: &'a mut Vec<std::sync::Arc<kiln_ir::Tensor>>,
     nodes: Vec<Node>,
     dedup: HashMap<Node, NodeId>,
     memo: HashMap<(Value, Vec<IExpr>), NodeId>,
@@ -397,7 +397,7 @@ impl<'a> KernelBuilder<'a> {
     fn new(
         f: &'a Func,
         temps: &'a HashMap<Value, usize>,
-        consts: &'a mut Vec<kiln_ir::Tensor>,
+        consts: &'a mut Vec<std::sync::Arc<kiln_ir::Tensor>>,
     ) -> Self {
         KernelBuilder {
             f,
@@ -454,7 +454,7 @@ impl<'a> KernelBuilder<'a> {
                     self.node(NodeKind::Const(bits), dt)
                 } else {
                     let k = self.consts.len();
-                    self.consts.push(kiln_ir::Tensor::clone(t));
+                    self.consts.push(std::sync::Arc::clone(t));
                     self.load(BufRef::Const(k), idx, &ty)
                 }
             }

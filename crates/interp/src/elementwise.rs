@@ -3,7 +3,7 @@
 //! Each op dispatches on (op, dtype) once and then runs one monomorphised loop over slices
 //! (see [`crate::par`]); no per-element matching, so LLVM vectorises what it can.
 
-use crate::hw::with_simd;
+use crate::hw::simd;
 use crate::par::{fill1, fill_staged, map1, map1_staged, map2, map3};
 use crate::scalar::{fmax, fmin, fsign, Float, Int};
 use kiln_ir::{BinaryOp, Buffer, CompareDir, UnaryOp};
@@ -125,10 +125,7 @@ fn scalar_op<T: Float>(op: BinaryOp, src: Option<&[T]>, c: T, out: &mut [T]) -> 
         return false;
     }
     match op {
-        BinaryOp::Div => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, |a: T| a / c),
-        ),
+        BinaryOp::Div => simd!(fill_from(src, out, |a: T| a / c)),
         _ => return false,
     }
     true
@@ -159,42 +156,20 @@ fn math<T: Float>(
         return false;
     }
     match op {
-        Exp => with_simd(
-            #[inline(always)]
-            || fill_staged(src, out, inlined!(|x| pre(x).exp_start()), T::exp_finish),
-        ),
-        Expm1 => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::expm1(pre(x)))),
-        ),
-        Log => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::log(pre(x)))),
-        ),
-        Log1p => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::log1p(pre(x)))),
-        ),
-        Tanh => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::tanh(pre(x)))),
-        ),
-        Logistic => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::logistic(pre(x)))),
-        ),
-        Erf => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::erf(pre(x)))),
-        ),
-        Sin => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::sin(pre(x)))),
-        ),
-        Cos => with_simd(
-            #[inline(always)]
-            || fill_from(src, out, inlined!(|x| T::cos(pre(x)))),
-        ),
+        Exp => simd!(fill_staged(
+            src,
+            out,
+            inlined!(|x| pre(x).exp_start()),
+            T::exp_finish
+        )),
+        Expm1 => simd!(fill_from(src, out, inlined!(|x| T::expm1(pre(x))))),
+        Log => simd!(fill_from(src, out, inlined!(|x| T::log(pre(x))))),
+        Log1p => simd!(fill_from(src, out, inlined!(|x| T::log1p(pre(x))))),
+        Tanh => simd!(fill_from(src, out, inlined!(|x| T::tanh(pre(x))))),
+        Logistic => simd!(fill_from(src, out, inlined!(|x| T::logistic(pre(x))))),
+        Erf => simd!(fill_from(src, out, inlined!(|x| T::erf(pre(x))))),
+        Sin => simd!(fill_from(src, out, inlined!(|x| T::sin(pre(x))))),
+        Cos => simd!(fill_from(src, out, inlined!(|x| T::cos(pre(x))))),
         _ => return false,
     }
     true

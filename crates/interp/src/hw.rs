@@ -82,7 +82,7 @@ pub fn with_512_bit_vectors<R>(f: impl FnOnce() -> R) -> R {
 /// vectorised for them; a small closure that calls an `#[inline(always)]` kernel is enough.
 /// `f` has three callers here, so LLVM would keep a large one out of line — compiled for the
 /// baseline target, with a library call per `mul_add` — unless it is `#[inline(always)]`
-/// itself: every closure passed here must be.
+/// itself: the crate therefore calls this only through [`simd!`], which marks it so.
 #[inline(always)]
 pub(crate) fn with_simd<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
@@ -98,6 +98,18 @@ pub(crate) fn with_simd<R>(f: impl FnOnce() -> R) -> R {
     }
     f()
 }
+
+/// [`with_simd`] of `|| $body` as an `#[inline(always)]` closure, which every caller's must
+/// be; the crate calls `with_simd` only through this.
+macro_rules! simd {
+    ($body:expr) => {
+        $crate::hw::with_simd(
+            #[inline(always)]
+            || $body,
+        )
+    };
+}
+pub(crate) use simd;
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]

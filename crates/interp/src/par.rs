@@ -4,7 +4,7 @@
 //! elementwise results do not depend on block boundaries at all; threads therefore change
 //! speed, not bits.
 
-use crate::hw::{with_capacity_advised, with_simd};
+use crate::hw::{simd, with_capacity_advised};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -218,14 +218,7 @@ where
     R: Copy + Send,
 {
     // SAFETY: `fill1` writes every slot (its input has as many elements).
-    unsafe {
-        collect(a.len(), |i, o| {
-            with_simd(
-                #[inline(always)]
-                || fill1(o, &a[i..], &f),
-            )
-        })
-    }
+    unsafe { collect(a.len(), |i, o| simd!(fill1(o, &a[i..], &f))) }
 }
 
 /// [`map1`] for a function in two halves, run by [`fill_staged`]'s loop.
@@ -240,10 +233,7 @@ where
 {
     // The loop is too large for LLVM to inline into `with_simd`'s AVX2 function unasked.
     let run = |i: usize, o: &mut [MaybeUninit<T>]| {
-        with_simd(
-            #[inline(always)]
-            || fill_staged_into(&a[i..i + o.len()], o, &start, &finish),
-        )
+        simd!(fill_staged_into(&a[i..i + o.len()], o, &start, &finish))
     };
     // SAFETY: `fill_staged_into` writes every slot.
     unsafe { collect(a.len(), run) }
@@ -258,14 +248,7 @@ where
 {
     assert_eq!(a.len(), b.len());
     // SAFETY: `fill2` writes every slot (its inputs have as many elements).
-    unsafe {
-        collect(a.len(), |i, o| {
-            with_simd(
-                #[inline(always)]
-                || fill2(o, &a[i..], &b[i..], &f),
-            )
-        })
-    }
+    unsafe { collect(a.len(), |i, o| simd!(fill2(o, &a[i..], &b[i..], &f))) }
 }
 
 /// `f` applied to every triple of elements of `a`, `b` and `c` (equal lengths).
@@ -280,10 +263,7 @@ where
     // SAFETY: `fill3` writes every slot (its inputs have as many elements).
     unsafe {
         collect(a.len(), |i, o| {
-            with_simd(
-                #[inline(always)]
-                || fill3(o, &a[i..], &b[i..], &c[i..], &f),
-            )
+            simd!(fill3(o, &a[i..], &b[i..], &c[i..], &f))
         })
     }
 }
@@ -348,10 +328,7 @@ mod tests {
             let got: Vec<u32> = out.iter().map(|&v| bits(v)).collect();
             assert_eq!(got, want, "from a source, n = {n}");
             let mut inplace = src.clone();
-            with_simd(
-                #[inline(always)]
-                || fill_staged(None, &mut inplace, start, finish),
-            );
+            simd!(fill_staged(None, &mut inplace, start, finish));
             let got: Vec<u32> = inplace.iter().map(|&v| bits(v)).collect();
             assert_eq!(got, want, "in place, n = {n}");
         }

@@ -43,7 +43,7 @@
 //! Deliberately not here: Kahan or pairwise-over-everything summation. The order above is
 //! the one every backend can compute at full speed.
 
-use crate::hw::with_simd;
+use crate::hw::simd;
 use crate::par::{BLOCK, PAR_MIN};
 use crate::scalar::{fmax, fmin, Elem, Float, Int};
 use crate::shape::{gather, View};
@@ -265,28 +265,15 @@ where
     F: Fn(T, T) -> T + Copy + Send + Sync,
 {
     if xs.len() <= CHUNK {
-        return with_simd(
-            #[inline(always)]
-            || reduce_chunk(xs, m),
-        );
+        return simd!(reduce_chunk(xs, m));
     }
     let partials: Vec<T> = if xs.len() >= PAR_MIN {
         xs.par_chunks(CHUNK)
-            .map(|c| {
-                with_simd(
-                    #[inline(always)]
-                    || reduce_chunk(c, m),
-                )
-            })
+            .map(|c| simd!(reduce_chunk(c, m)))
             .collect()
     } else {
         xs.chunks(CHUNK)
-            .map(|c| {
-                with_simd(
-                    #[inline(always)]
-                    || reduce_chunk(c, m),
-                )
-            })
+            .map(|c| simd!(reduce_chunk(c, m)))
             .collect()
     };
     reduce_contiguous(&partials, m)
@@ -376,10 +363,7 @@ where
     F: Fn(T, T) -> T + Copy + Send + Sync,
 {
     if n <= CHUNK {
-        return with_simd(
-            #[inline(always)]
-            || reduce_rows_chunk(v, cols, n, m, out),
-        );
+        return simd!(reduce_rows_chunk(v, cols, n, m, out));
     }
     // Chunk results form a new [chunks, width] matrix, reduced the same way.
     let w = cols.width;
@@ -391,10 +375,7 @@ where
             base: cols.base + k * CHUNK * cols.stride,
             ..cols
         };
-        with_simd(
-            #[inline(always)]
-            || reduce_rows_chunk(v, sub, rows, m, o),
-        );
+        simd!(reduce_rows_chunk(v, sub, rows, m, o));
     };
     if n * w >= PAR_MIN {
         partials
@@ -461,20 +442,14 @@ pub fn extremum_f64(kind: ReduceKind, src: &[f64]) -> Option<f64> {
 
 fn extremum<T: Float>(kind: ReduceKind, src: &[T], neg_inf: T, inf: T) -> Option<T> {
     match kind {
-        ReduceKind::Max => Some(with_simd(
-            #[inline(always)]
-            || {
-                quick_extremum(src, neg_inf, |a, x| if a > x { a } else { x })
-                    .unwrap_or_else(|| fold_lanes(src, neg_inf, fmax::<T>))
-            },
-        )),
-        ReduceKind::Min => Some(with_simd(
-            #[inline(always)]
-            || {
-                quick_extremum(src, inf, |a, x| if a < x { a } else { x })
-                    .unwrap_or_else(|| fold_lanes(src, inf, fmin::<T>))
-            },
-        )),
+        ReduceKind::Max => Some(simd!({
+            quick_extremum(src, neg_inf, |a, x| if a > x { a } else { x })
+                .unwrap_or_else(|| fold_lanes(src, neg_inf, fmax::<T>))
+        })),
+        ReduceKind::Min => Some(simd!({
+            quick_extremum(src, inf, |a, x| if a < x { a } else { x })
+                .unwrap_or_else(|| fold_lanes(src, inf, fmin::<T>))
+        })),
         ReduceKind::Sum | ReduceKind::Prod => None,
     }
 }

@@ -2,9 +2,9 @@
 //! ops, of an operand or of the operand minus one value per block, and division by one value
 //! per block).
 //!
-//! Kernels reach them through a [`HostTable`] ([`host_table`]), whose address the executable
-//! passes in the argument slot after the partials buffer ([`host_slot`]); the entry block loads the
-//! function pointers it needs and the loops call them indirectly. The machine code therefore
+//! Kernels reach them through a [`HostTable`] ([`host_table`]), whose address the
+//! executable passes in the argument slot after the partials buffer ([`host_slot`]); the
+//! entry block loads the function pointers it needs and the loops call them indirectly. The machine code therefore
 //! has no relocations and is reused from the persistent cache as bytes, although the
 //! functions' addresses change from process to process.
 

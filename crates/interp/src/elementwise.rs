@@ -4,7 +4,9 @@
 //! (see [`crate::par`]); no per-element matching, so LLVM vectorises what it can.
 
 use crate::hw::simd;
-use crate::par::{fill1, fill_staged, map1, map1_staged, map2, map3};
+use crate::par::{
+    fill1, fill_guarded, fill_staged, map1, map1_guarded, map1_staged, map2, map3, Guarded,
+};
 use crate::scalar::{fmax, fmin, fsign, Float, Int};
 use kiln_ir::{BinaryOp, Buffer, CompareDir, UnaryOp};
 
@@ -17,6 +19,18 @@ macro_rules! inlined {
     (|$($x:ident),+| $body:expr) => {
         #[inline(always)]
         |$($x: T),+| $body
+    };
+}
+
+/// The [`Guarded`] `sin` or `cos` (`$medium` and `$full`: `sin_medium` and `sin`, or the
+/// `cos` pair) of `$pre(x)`: the medium-range version for blocks whose arguments it admits.
+macro_rules! trig {
+    ($pre:expr, $medium:ident, $full:ident) => {
+        Guarded::new(
+            inlined!(|x| $pre(x).abs() < T::TRIG_MEDIUM),
+            inlined!(|x| $pre(x).$medium()),
+            inlined!(|x| $pre(x).$full()),
+        )
     };
 }
 
@@ -50,8 +64,8 @@ fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
         Logistic => map1(v, inlined!(|x| T::logistic(x))),
         Sqrt => map1(v, T::sqrt),
         Rsqrt => map1(v, T::rsqrt),
-        Sin => map1(v, inlined!(|x| T::sin(x))),
-        Cos => map1(v, inlined!(|x| T::cos(x))),
+        Sin => map1_guarded(v, trig!(std::convert::identity, sin_medium, sin)),
+        Cos => map1_guarded(v, trig!(std::convert::identity, cos_medium, cos)),
         Erf => map1(v, inlined!(|x| T::erf(x))),
         Floor => map1(v, T::floor),
         Ceil => map1(v, T::ceil),
@@ -168,8 +182,8 @@ fn math<T: Float>(
         Tanh => simd!(fill_from(src, out, inlined!(|x| T::tanh(pre(x))))),
         Logistic => simd!(fill_from(src, out, inlined!(|x| T::logistic(pre(x))))),
         Erf => simd!(fill_from(src, out, inlined!(|x| T::erf(pre(x))))),
-        Sin => simd!(fill_from(src, out, inlined!(|x| T::sin(pre(x))))),
-        Cos => simd!(fill_from(src, out, inlined!(|x| T::cos(pre(x))))),
+        Sin => simd!(fill_guarded(src, out, &trig!(pre, sin_medium, sin))),
+        Cos => simd!(fill_guarded(src, out, &trig!(pre, cos_medium, cos))),
         _ => return false,
     }
     true
@@ -386,6 +400,75 @@ mod tests {
             let mut want = [a - 1.25];
             assert!(math_f64(UnaryOp::Exp, None, &mut want));
             assert!(g.to_bits() == want[0].to_bits() || (g.is_nan() && want[0].is_nan()));
+        }
+    }
+
+    /// Medium-range arguments (the fast path) with, where `spoil` says, an argument only
+    /// the full function takes (huge, infinite or NaN) in the middle of some blocks.
+    fn trig_inputs(n: usize, spoil: impl Fn(usize) -> bool) -> Vec<f32> {
+        const SPOILERS: [f32; 5] = [1_048_576.0, -3e7, f32::INFINITY, f32::NAN, 1e38];
+        (0..n)
+            .map(|i| {
+                if spoil(i) {
+                    SPOILERS[i % SPOILERS.len()]
+                } else {
+                    // Spread over [-2^20, 2^20), small and large magnitudes alike.
+                    let t = ((i * 7919) % 1000) as f32 / 1000.0 - 0.5;
+                    t * 2f32.powi((i % 22) as i32)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn trig_blocks_have_the_scalar_functions_bits_whatever_their_arguments() {
+        let same = |g: f32, w: f32| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+        // Lengths around the check's 64-element blocks; spoilers in no block, one block (at
+        // its start, middle or end) or every block.
+        let spoilers: [&dyn Fn(usize) -> bool; 5] = [
+            &|_| false,
+            &|i| i == 64,
+            &|i| i == 100,
+            &|i| i == 127,
+            &|i| i % 64 == 17,
+        ];
+        for n in [0, 1, 63, 64, 65, 130, 200, 70_001] {
+            for spoil in spoilers {
+                let src = trig_inputs(n, spoil);
+                for op in [UnaryOp::Sin, UnaryOp::Cos] {
+                    let want: Vec<f32> = src.iter().map(|&a| scalar(op, a)).collect();
+                    let mut got = vec![0.0; n];
+                    assert!(math_f32(op, Some(&src), &mut got));
+                    assert!(
+                        got.iter().zip(&want).all(|(&g, &w)| same(g, w)),
+                        "{op:?} n={n}"
+                    );
+                    let mut inplace = src.clone();
+                    assert!(math_f32(op, None, &mut inplace));
+                    assert!(
+                        inplace.iter().zip(&want).all(|(&g, &w)| same(g, w)),
+                        "{op:?} in place"
+                    );
+                    // The interpreter's own op (blocks in parallel above PAR_MIN).
+                    let Ok(Buffer::F32(op_out)) = unary(op, &Buffer::F32(src.clone())) else {
+                        panic!("{op:?} on f32")
+                    };
+                    assert!(
+                        op_out.iter().zip(&want).all(|(&g, &w)| same(g, w)),
+                        "{op:?} op"
+                    );
+                    // Shifted: the check applies to the shifted argument (x - c crosses the
+                    // limit where x does not).
+                    let c = -1_048_000.0;
+                    let want: Vec<f32> = src.iter().map(|&a| scalar(op, a - c)).collect();
+                    let mut got = vec![0.0; n];
+                    assert!(math_shifted_f32(op, Some(&src), c, &mut got));
+                    assert!(
+                        got.iter().zip(&want).all(|(&g, &w)| same(g, w)),
+                        "{op:?} shifted"
+                    );
+                }
+            }
         }
     }
 

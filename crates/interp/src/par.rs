@@ -85,6 +85,69 @@ pub(crate) fn fill1<A: Copy, R>(o: &mut [impl Slot<R>], a: &[A], f: &impl Fn(A) 
     }
 }
 
+/// Elements per check of [`fill_guarded`]: eight 256-bit vectors of f32.
+const GUARD_BLOCK: usize = 64;
+
+/// A function with a cheaper version for some arguments: `fast(x)` has the bits of
+/// `full(x)` for every `x` that `admits`, and is unspecified for others.
+pub(crate) struct Guarded<G, F, L> {
+    /// Whether `fast` may be used for an argument.
+    admits: G,
+    /// The cheap version.
+    fast: F,
+    /// The function.
+    full: L,
+}
+
+impl<G, F, L> Guarded<G, F, L> {
+    /// `full`, with `fast` for the arguments that `admits`.
+    #[inline(always)]
+    pub(crate) fn new(admits: G, fast: F, full: L) -> Self {
+        Guarded { admits, fast, full }
+    }
+}
+
+/// `o[i] = full(a[i])` for every slot of `o` (`a` has at least as many elements), computed
+/// by `fast` for each block of [`GUARD_BLOCK`] whose every argument `fast` admits: the bits
+/// are those of `full` (and so do not depend on the block boundaries).
+#[inline(always)]
+pub(crate) fn fill1_guarded<T: Copy, R>(
+    o: &mut [impl Slot<R>],
+    a: &[T],
+    g: &Guarded<impl Fn(T) -> bool, impl Fn(T) -> R, impl Fn(T) -> R>,
+) {
+    let n = o.len();
+    for (o, a) in o.chunks_mut(GUARD_BLOCK).zip(a[..n].chunks(GUARD_BLOCK)) {
+        // `&` rather than `all`: no early exit, so the check vectorises.
+        if a.iter().fold(true, |ok, &x| ok & (g.admits)(x)) {
+            fill1(o, a, &g.fast);
+        } else {
+            fill1(o, a, &g.full);
+        }
+    }
+}
+
+/// [`fill1_guarded`] from `src`, or of `out` in place when `src` is `None`.
+#[inline(always)]
+pub(crate) fn fill_guarded<T: Copy>(
+    src: Option<&[T]>,
+    out: &mut [T],
+    g: &Guarded<impl Fn(T) -> bool, impl Fn(T) -> T, impl Fn(T) -> T>,
+) {
+    match src {
+        Some(src) => fill1_guarded(out, src, g),
+        None => {
+            for o in out.chunks_mut(GUARD_BLOCK) {
+                if o.iter().fold(true, |ok, &x| ok & (g.admits)(x)) {
+                    o.iter_mut().for_each(|x| *x = (g.fast)(*x));
+                } else {
+                    o.iter_mut().for_each(|x| *x = (g.full)(*x));
+                }
+            }
+        }
+    }
+}
+
 /// Elements per group of [`fill_staged`]'s pipeline: two 256-bit vectors of f32. (With 8,
 /// LLVM does not vectorise the group loops; 32 is no faster.)
 const STAGE_GROUP: usize = 16;
@@ -219,6 +282,19 @@ where
 {
     // SAFETY: `fill1` writes every slot (its input has as many elements).
     unsafe { collect(a.len(), |i, o| simd!(fill1(o, &a[i..], &f))) }
+}
+
+/// [`map1`] of `g.full`, computed as [`fill1_guarded`] does.
+pub(crate) fn map1_guarded<T, R>(
+    a: &[T],
+    g: Guarded<impl Fn(T) -> bool + Sync, impl Fn(T) -> R + Sync, impl Fn(T) -> R + Sync>,
+) -> Vec<R>
+where
+    T: Copy + Sync,
+    R: Copy + Send,
+{
+    // SAFETY: `fill1_guarded` writes every slot (its input has as many elements).
+    unsafe { collect(a.len(), |i, o| simd!(fill1_guarded(o, &a[i..], &g))) }
 }
 
 /// [`map1`] for a function in two halves, run by [`fill_staged`]'s loop.

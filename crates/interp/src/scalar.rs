@@ -40,6 +40,13 @@ pub(crate) trait Float:
     fn erf(self) -> Self;
     fn sin(self) -> Self;
     fn cos(self) -> Self;
+    /// Arguments below this in magnitude are those [`Float::sin_medium`] and
+    /// [`Float::cos_medium`] admit (see `kiln_math::sin_medium`).
+    const TRIG_MEDIUM: Self;
+    /// `sin` with its bits for arguments below [`Float::TRIG_MEDIUM`], and less work.
+    fn sin_medium(self) -> Self;
+    /// `cos` with its bits for arguments below [`Float::TRIG_MEDIUM`], and less work.
+    fn cos_medium(self) -> Self;
     fn rsqrt(self) -> Self;
     fn pow(self, y: Self) -> Self;
     fn sqrt(self) -> Self;
@@ -55,7 +62,7 @@ pub(crate) trait Float:
 }
 
 macro_rules! impl_float {
-    ($t:ty, $u:ty, $m:ident) => {
+    ($t:ty, $u:ty, $m:ident, $medium:expr) => {
         impl Float for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -101,6 +108,15 @@ macro_rules! impl_float {
             fn cos(self) -> Self {
                 kiln_math::$m::cos(self)
             }
+            const TRIG_MEDIUM: Self = $medium;
+            #[inline(always)]
+            fn sin_medium(self) -> Self {
+                kiln_math::$m::sin_medium(self)
+            }
+            #[inline(always)]
+            fn cos_medium(self) -> Self {
+                kiln_math::$m::cos_medium(self)
+            }
             #[inline(always)]
             fn rsqrt(self) -> Self {
                 kiln_math::$m::rsqrt(self)
@@ -145,8 +161,8 @@ macro_rules! impl_float {
     };
 }
 
-impl_float!(f32, u32, f32s);
-impl_float!(f64, u64, f64s);
+impl_float!(f32, u32, f32s, kiln_math::TRIG_MEDIUM_F32);
+impl_float!(f64, u64, f64s, kiln_math::TRIG_MEDIUM_F64);
 
 /// XLA's float maximum: NaN if either operand is NaN, `max(-0, +0) = +0`.
 ///

@@ -41,9 +41,10 @@ pub use erf::erf;
 pub use exp::{exp, exp_finish, exp_start, expm1};
 pub use hyperbolic::{logistic, tanh};
 pub use log::{log, log1p};
+pub use pio2::{TRIG_MEDIUM_F32, TRIG_MEDIUM_F64};
 pub use pow::{pow, rsqrt};
 pub use scalar::{ScalarF32, ScalarF64};
-pub use trig::{cos, sin, sincos};
+pub use trig::{cos, cos_medium, sin, sin_medium, sincos};
 
 /// Defines the convenience module of plain functions for one scalar format.
 macro_rules! scalar_functions {
@@ -111,6 +112,16 @@ macro_rules! scalar_functions {
             #[inline]
             pub fn cos(x: $t) -> $t {
                 crate::cos(&mut $arith, x)
+            }
+            /// [`cos`] for arguments [`crate::cos_medium`] admits.
+            #[inline]
+            pub fn cos_medium(x: $t) -> $t {
+                crate::cos_medium(&mut $arith, x)
+            }
+            /// [`sin`] for arguments [`crate::sin_medium`] admits.
+            #[inline]
+            pub fn sin_medium(x: $t) -> $t {
+                crate::sin_medium(&mut $arith, x)
             }
             /// `x^y`; see [`crate::pow`].
             #[inline]

@@ -15,9 +15,10 @@
 //!
 //! Not here: `|x| < 1/2` (callers use `r = x`), infinities and NaN (callers select NaN).
 
+use crate::arith::Format;
 use crate::arith::{Arith, IntCC};
-use crate::bits::{bit_set, c, ic, pick, pow2i};
-use crate::exact::{df_add_f, df_mul, fast_two_sum, Df};
+use crate::bits::{bit_set, c, ic, pick, pow2i, round_product, round_small};
+use crate::exact::{df_add_f, df_mul, fast_two_sum, two_sum, Df};
 
 /// Bits of 2/π, most significant first: `0.a2f9836e...` (1344 bits, generated with mpmath;
 /// the first 96 agree with fdlibm's `ipio2` table).
@@ -183,6 +184,84 @@ pub(crate) fn reduce_pio2<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
     );
     let pio2 = (c(a, pio2.0), c(a, pio2.1));
     (df_mul(a, frac, pio2), q)
+}
+
+/// The f32 arguments below which `sin` and `cos` reduce with [`reduce_pio2_medium`]
+/// (`2^20`); at and above it with [`reduce_pio2`].
+pub const TRIG_MEDIUM_F32: f32 = 1_048_576.0;
+
+/// [`TRIG_MEDIUM_F32`] for f64 (also `2^20`).
+pub const TRIG_MEDIUM_F64: f64 = 1_048_576.0;
+
+/// `|x| mod π/2` for `1/2 <= |x| < 2^20` ([`TRIG_MEDIUM_F32`], [`TRIG_MEDIUM_F64`]): a
+/// Cody–Waite reduction (Cody & Waite 1980; Muller, *Elementary Functions*, ch. 11), a small
+/// fraction of [`reduce_pio2`]'s operations. Returns `(r, q)` as [`reduce_pio2`] does,
+/// except that `|r|` may exceed π/4 slightly: `k` is rounded from `|x|` times the rounded
+/// 2/π (by up to 2^-5 for f32, 2^-32 for f64). In both formats `k < 2^20 · 2/π`, the
+/// error left in `r.0 + r.1` is far below an ulp of `r` even for the arguments closest to
+/// a multiple of π/2, and the f32 functions stay within 1 ulp of the correctly rounded
+/// result on all 2^32 inputs (`cargo run -p kiln-math --release --example exhaustive sin
+/// cos`).
+#[inline(always)]
+pub(crate) fn reduce_pio2_medium<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
+    if A::FORMAT == Format::F32 {
+        medium_f32(a, ax)
+    } else {
+        medium_f64(a, ax)
+    }
+}
+
+/// f32, in `fma`s (f32 functions may use `fma`: f32 `exp` does). `π/2 = P1 - n1 - n2` to
+/// within 2^-76, each part an f32 (`P1` is π/2 rounded up).
+/// - `t1 = |x| - k P1` is exact in one `fma`: both are multiples of 2^-24 (`|x| >= 1/2`,
+///   `P1` in [1, 2)) and the difference is below 1 in magnitude, so it has at most 24
+///   significant bits;
+/// - `k n1` is exact as `ph + pe` (`pe` by `fma`), so `t1 + k n1` is exact as a TwoSum;
+/// - rounded are only `k n2` and the sum of the three low terms, each below 2^-25.
+#[inline(always)]
+fn medium_f32<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
+    let two_over_pi = c(a, 0.636_619_746_685_028_1);
+    let (k, q) = round_product(a, ax, two_over_pi);
+    let neg_p1 = c(a, -1.570_796_370_506_286_6);
+    let t1 = a.fma(k, neg_p1, ax);
+    let n1 = c(a, 4.371_138_828_673_793e-8);
+    let n2 = c(a, 1.715_124_510_005_881_9e-15);
+    // r = |x| - k π/2 = t1 + k n1 + k n2.
+    let ph = a.mul(k, n1);
+    let neg_ph = a.neg(ph);
+    let pe = a.fma(k, n1, neg_ph);
+    let (sh, sl) = two_sum(a, t1, ph);
+    let m2 = a.mul(k, n2);
+    let low = a.add(pe, m2);
+    let low = a.add(sl, low);
+    (fast_two_sum(a, sh, low), q)
+}
+
+/// f64, without `fma` (no f64 function uses it: it is slow where a host lacks FMA), as
+/// fdlibm's `__rem_pio2` for medium arguments but branch-free: π/2 in three 33-bit parts
+/// `P1 + P2 + P3` and the f64 rest `P3t` (fdlibm's `pio2_1`, `pio2_2`, `pio2_3`, `pio2_3t`).
+/// With `k < 2^20`, `k Pi` is exact; `|x| - k P1` is exact (Sterbenz: the two are within a
+/// factor of 2); the next two subtractions are TwoSums; only `k P3t` and the sum of the low
+/// terms are rounded.
+#[inline(always)]
+fn medium_f64<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
+    let two_over_pi = c(a, std::f64::consts::FRAC_2_PI);
+    let t = a.mul(ax, two_over_pi);
+    let (k, q) = round_small(a, t);
+    let neg_p1 = c(a, -1.570_796_326_734_125_6);
+    let m1 = a.mul(k, neg_p1);
+    let t1 = a.add(ax, m1);
+    let neg_p2 = c(a, -6.077_100_506_303_966e-11);
+    let m2 = a.mul(k, neg_p2);
+    let (s2, e2) = two_sum(a, t1, m2);
+    let neg_p3 = c(a, -2.022_266_248_711_166_5e-21);
+    let m3 = a.mul(k, neg_p3);
+    let (s3, e3) = two_sum(a, s2, m3);
+    let neg_p3t = c(a, -8.478_427_660_368_9e-32);
+    let m4 = a.mul(k, neg_p3t);
+    let low = a.add(e3, m4);
+    let low = a.add(e2, low);
+    (fast_two_sum(a, s3, low), q)
 }
 
 #[cfg(test)]

@@ -23,10 +23,11 @@ fn unary<A: Arith>() -> Vec<(&'static str, Unary<A>)> {
     ]
 }
 
-/// The f32 functions whose shared definition uses `fma` (the f32 `exp` and what calls it):
-/// exactly rounded on every backend, but slow where a host lacks FMA, so the list is kept
-/// deliberate. Every other function, and every f64 one, must trace without it.
-const F32_FMA: &[&str] = &["exp", "tanh", "erf"];
+/// The f32 functions whose shared definition uses `fma` (the f32 `exp` and what calls it,
+/// and the f32 Cody–Waite reduction of `sin` and `cos`): exactly rounded on every backend,
+/// but slow where a host lacks FMA, so the list is kept deliberate. Every other function,
+/// and every f64 one, must trace without it.
+const F32_FMA: &[&str] = &["exp", "tanh", "erf", "sin", "cos"];
 
 /// Traces `f` on each input and asserts they are all identical and contain no `fma` (unless
 /// `name` is an f32 function of [`F32_FMA`]).

@@ -460,3 +460,49 @@ fn constants_are_shared_with_the_function_not_copied() {
     }
     check_cluster(&c, 11);
 }
+
+/// `func @f(%x: DT[SHAPE]) -> DT[SHAPE]` applying `ops` in a chain, one op after another.
+fn chain(ty: &str, ops: impl Iterator<Item = &'static str>) -> String {
+    let mut src = format!("func @f(%v0: {ty}) -> {ty} {{\n");
+    let mut n = 0;
+    for op in ops {
+        src += &format!("  %v{} = {op} %v{n} : {ty}\n", n + 1);
+        n += 1;
+    }
+    src + &format!("  return %v{n}\n}}")
+}
+
+#[test]
+fn long_math_chains_past_the_staging_budget_match_the_interpreter() {
+    // 140 f64 math ops: 128 staged (the 512 KiB stack budget), the rest computed in the
+    // loop; run on 3 pool threads, whose stacks the frame must fit.
+    let ops = ["sin", "tanh", "cos", "exp"];
+    let c = cluster(&chain("f64[3,700]", (0..140).map(|i| ops[i % 4])));
+    let inputs = [random_tensor(&c.body.param_types()[0], &mut Rng(5))];
+    let want = kiln_interp::Interpreter::new(1)
+        .expect("pool")
+        .run(&c.body, &inputs)
+        .expect("interpreter runs");
+    let opts = kiln_compiler::cpu::CpuOptions {
+        threads: 3,
+        ..Default::default()
+    };
+    let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+    let got = exe.run(&inputs.iter().collect::<Vec<_>>()).expect("runs");
+    let n = want[0].num_elements();
+    assert!((0..n).all(|k| same(got[0].data().get(k), want[0].data().get(k))));
+}
+
+#[test]
+fn kernels_with_too_many_transcendental_ops_fall_back() {
+    let src = chain("f32[4]", (0..300).map(|i| ["sin", "cos"][i % 2]));
+    let why = expect_unsupported(&src);
+    assert!(why.contains("300 transcendental ops"), "{why}");
+}
+
+#[test]
+fn chains_thousands_of_ops_deep_compile_without_overflowing_the_stack() {
+    // The lowering recurses once per op along the chain; a test thread has 2 MiB of stack.
+    let c = cluster(&chain("f32[5]", (0..6000).map(|i| ["neg", "abs"][i % 2])));
+    check_with_inputs(&c, &[random_tensor(&c.body.param_types()[0], &mut Rng(9))]);
+}

@@ -1977,7 +1977,10 @@ impl<'a> Emitter<'a> {
             return self.malformed(format!("node {n} uses a later node {a}"));
         }
         let dt = self.dtype(a)?;
-        Ok((self.node(a, vars)?, dt))
+        // One level of recursion per node along a dependency chain: grown on demand, so a
+        // chain of thousands of ops emits instead of overflowing the thread's stack.
+        let r = stacker::maybe_grow(64 << 10, 1 << 20, || self.node(a, vars))?;
+        Ok((r, dt))
     }
 
     /// The value of node `n` at the point `vars`.

@@ -137,6 +137,24 @@ pub(super) fn new_module(isa: cranelift_codegen::isa::OwnedTargetIsa) -> JITModu
     JITModule::new(builder)
 }
 
+/// The most transcendental ops (`exp`, `sin`, ...) one kernel may have. Each is a
+/// block-math call with a window of stack ([`super::values`]' staging), or, past the
+/// staging budget, hundreds of inline instructions: a longer chain (thousands of `sin`s in
+/// one cluster) would overflow a thread's stack or take minutes to compile, so it runs on
+/// the fallback instead.
+pub(crate) const MAX_MATH_NODES: usize = 256;
+
+/// The transcendental ops of kernel `k`.
+fn math_nodes(k: &crate::kernel::Kernel) -> usize {
+    k.nodes
+        .iter()
+        .filter(|n| {
+            matches!(n.kind, crate::kernel::NodeKind::Unary(op, _)
+                if kiln_interp::MATH_OPS.contains(&op))
+        })
+        .count()
+}
+
 /// Compiles a cluster for this CPU.
 pub fn compile_cluster(
     cluster: &Cluster,
@@ -169,6 +187,18 @@ pub fn compile_program(
         return Err(CpuCompileError::Unsupported(
             "tensors of 2^30 or more elements".into(),
         ));
+    }
+    if let Some(n) = program
+        .kernels
+        .iter()
+        .map(math_nodes)
+        .max()
+        .filter(|&n| n > MAX_MATH_NODES)
+    {
+        return Err(CpuCompileError::Unsupported(format!(
+            "a kernel with {n} transcendental ops (at most {MAX_MATH_NODES} are compiled \
+             per kernel)"
+        )));
     }
     let (isa, vector_ok) = make_isa(opts).map_err(failed)?;
     // Block math only pays where the interpreter's build runs 256 bits wide.

@@ -97,6 +97,11 @@ pub struct ValueEmitter<'a> {
 /// once (`WINDOW` × 8 bytes of stack per staged node).
 pub const WINDOW: usize = 512;
 
+/// Stack that a kernel's staged blocks may take: 256 f32 or 128 f64 blocks, a quarter of a
+/// pool thread's 2 MiB stack. Math nodes beyond it are computed in the loop instead (the
+/// same operations, so the same bits); [`super::cpu::MAX_MATH_NODES`] bounds how many.
+const STAGING_STACK_BYTES: u32 = 512 << 10;
+
 /// How a staged node's window of values is kept.
 #[derive(Debug, Clone, Copy)]
 struct Staged {
@@ -425,6 +430,7 @@ impl<'a> ValueEmitter<'a> {
         };
         let math = |op: UnaryOp| self.calls.math.is_some() && math_op(op).is_some();
         let mut any = false;
+        let mut stack_bytes = 0;
         for (n, node) in k.nodes.iter().enumerate() {
             let (a, shift) = match node.kind {
                 NodeKind::Unary(op, a) if math(op) => match k.nodes[a].kind {
@@ -461,10 +467,14 @@ impl<'a> ValueEmitter<'a> {
             let block = match store {
                 Some(i) => Block::Store(i),
                 None => {
-                    let bytes = self.scalar_type(node.dtype).bytes();
+                    let bytes = WINDOW as u32 * self.scalar_type(node.dtype).bytes();
+                    if stack_bytes + bytes > STAGING_STACK_BYTES {
+                        continue;
+                    }
+                    stack_bytes += bytes;
                     Block::Stack(b.create_sized_stack_slot(StackSlotData::new(
                         StackSlotKind::ExplicitSlot,
-                        WINDOW as u32 * bytes,
+                        bytes,
                         4,
                     )))
                 }
@@ -1044,6 +1054,19 @@ impl<'a> ValueEmitter<'a> {
         if let Some(v) = self.memo[n] {
             return Ok(v);
         }
+        // One level of recursion per node along a dependency chain: grown on demand, so a
+        // chain of thousands of ops compiles instead of overflowing the thread's stack.
+        stacker::maybe_grow(64 << 10, 1 << 20, || self.compute(b, n, vars, lanes))
+    }
+
+    /// [`Self::node`] of a node not yet computed.
+    fn compute(
+        &mut self,
+        b: &mut FunctionBuilder,
+        n: usize,
+        vars: &[Value],
+        lanes: Lanes,
+    ) -> Result<Value, String> {
         if let Some(p) = self.pinned[n] {
             let v = match (p, lanes) {
                 (Pinned::Value(s, _), Lanes::One) => s,

@@ -322,6 +322,11 @@ fn check_supported(f: &Func) -> Result<(), LowerError> {
 /// which the backends' vector code relies on).
 const MAX_RANDOM_ELEMENTS: usize = 1 << 30;
 
+/// Stack left when [`KernelBuilder::value_at`] recurses before it grows the stack by
+/// [`STACK_SEGMENT`] (see `stacker::maybe_grow`).
+const RED_ZONE: usize = 64 << 10;
+const STACK_SEGMENT: usize = 1 << 20;
+
 /// The `(dist, alg, dtype)` combinations the interpreter defines (`kiln_interp::random`).
 /// Draws from a generator state (`alg=philox_state`) compile too: the op reads the state
 /// and never advances it (whoever feeds the state does), like the interpreter.
@@ -430,7 +435,9 @@ impl<'a> KernelBuilder<'a> {
         if let Some(&id) = self.memo.get(&key) {
             return Ok(id);
         }
-        let id = self.compute_at(v, idx)?;
+        // One level of recursion per op along a dependency chain: grown on demand, so a
+        // chain of thousands of ops lowers instead of overflowing the thread's stack.
+        let id = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.compute_at(v, idx))?;
         self.memo.insert(key, id);
         Ok(id)
     }

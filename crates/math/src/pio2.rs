@@ -9,14 +9,18 @@
 //! per bit of the word index), its whole-byte part with a barrel shift of the selected
 //! words, and the remaining 0-7 bits go into `m` (an exact scaling). Multiplying `m` by the
 //! 4-word window (`imul`/`umulhi`) gives the quadrant in two integer bits and the fraction in
-//! fixed point, which becomes a double-float and is multiplied by π/2. Because the code is
-//! straight-line, every exponent runs the same instructions; a separate Cody–Waite path for
-//! small `|x|` would only add work, since branch-free code evaluates every path anyway.
+//! fixed point, which becomes a double-float and is multiplied by π/2. The code is
+//! straight-line: every exponent runs the same instructions.
+//!
+//! Below 2^20, [`reduce_pio2_medium`] (Cody–Waite) reduces in a sixth of the operations.
+//! Branch-free code evaluates both and selects, so alone it would only add work; it pays
+//! because block loops check a block's arguments first and, when all are below 2^20, run
+//! `sin_medium`/`cos_medium`, which leave Payne–Hanek out (the interpreter's loops, and so
+//! compiled CPU kernels' block math).
 //!
 //! Not here: `|x| < 1/2` (callers use `r = x`), infinities and NaN (callers select NaN).
 
-use crate::arith::Format;
-use crate::arith::{Arith, IntCC};
+use crate::arith::{Arith, Format, IntCC};
 use crate::bits::{bit_set, c, ic, pick, pow2i, round_product, round_small};
 use crate::exact::{df_add_f, df_mul, fast_two_sum, two_sum, Df};
 

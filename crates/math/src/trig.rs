@@ -1,7 +1,8 @@
 //! `sin` and `cos`: reduction to `r = r.0 + r.1` in about `[-π/4, π/4]` ([`crate::pio2`]:
-//! Cody–Waite below 2^20, Payne–Hanek above), then fdlibm's kernels `__sin(x, y, 1)` and `__cos(x, y)` (musl
-//! `__sin.c`/`__cos.c`), which take the low part `y` of the reduced argument into account and
-//! stay below 1 ulp without `fma`. Both kernels are evaluated and the quadrant selects one.
+//! Cody–Waite below 2^20, Payne–Hanek above), then fdlibm's kernels `__sin(x, y, 1)` and
+//! `__cos(x, y)` (musl `__sin.c`/`__cos.c`), which take the low part `y` of the reduced
+//! argument into account and stay below 1 ulp without `fma`. Both kernels are evaluated and
+//! the quadrant selects one.
 //!
 //! For f32 the kernels use fdlibm's coefficients rounded to single precision, truncated after
 //! the `x^9` (sin) and `x^10` (cos) terms; the dropped terms are below `2^-28` relative.

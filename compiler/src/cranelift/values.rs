@@ -8,6 +8,7 @@
 use super::arith::{float_min_max, MinMax};
 use super::host::{math_op, scalar_op, HostCalls};
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
+use crate::lower::{RED_ZONE, STACK_SEGMENT};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
@@ -1056,7 +1057,7 @@ impl<'a> ValueEmitter<'a> {
         }
         // One level of recursion per node along a dependency chain: grown on demand, so a
         // chain of thousands of ops compiles instead of overflowing the thread's stack.
-        stacker::maybe_grow(64 << 10, 1 << 20, || self.compute(b, n, vars, lanes))
+        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.compute(b, n, vars, lanes))
     }
 
     /// [`Self::node`] of a node not yet computed.

@@ -322,10 +322,12 @@ fn check_supported(f: &Func) -> Result<(), LowerError> {
 /// which the backends' vector code relies on).
 const MAX_RANDOM_ELEMENTS: usize = 1 << 30;
 
-/// Stack left when [`KernelBuilder::value_at`] recurses before it grows the stack by
-/// [`STACK_SEGMENT`] (see `stacker::maybe_grow`).
-const RED_ZONE: usize = 64 << 10;
-const STACK_SEGMENT: usize = 1 << 20;
+/// Stack left when a recursive walk over a kernel's values ([`KernelBuilder::value_at`],
+/// the Cranelift emitter's `ValueEmitter::node`) grows the stack by [`STACK_SEGMENT`] (see
+/// `stacker::maybe_grow`).
+pub(crate) const RED_ZONE: usize = 64 << 10;
+/// See [`RED_ZONE`].
+pub(crate) const STACK_SEGMENT: usize = 1 << 20;
 
 /// The `(dist, alg, dtype)` combinations the interpreter defines (`kiln_interp::random`).
 /// Draws from a generator state (`alg=philox_state`) compile too: the op reads the state

@@ -105,6 +105,16 @@ impl<G, F, L> Guarded<G, F, L> {
     pub(crate) fn new(admits: G, fast: F, full: L) -> Self {
         Guarded { admits, fast, full }
     }
+
+    /// Whether `fast` admits every element of `xs`.
+    #[inline(always)]
+    fn admits_all<T: Copy>(&self, xs: &[T]) -> bool
+    where
+        G: Fn(T) -> bool,
+    {
+        // `&` rather than `all`: no early exit, so the check vectorises.
+        xs.iter().fold(true, |ok, &x| ok & (self.admits)(x))
+    }
 }
 
 /// `o[i] = full(a[i])` for every slot of `o` (`a` has at least as many elements), computed
@@ -118,8 +128,7 @@ pub(crate) fn fill1_guarded<T: Copy, R>(
 ) {
     let n = o.len();
     for (o, a) in o.chunks_mut(GUARD_BLOCK).zip(a[..n].chunks(GUARD_BLOCK)) {
-        // `&` rather than `all`: no early exit, so the check vectorises.
-        if a.iter().fold(true, |ok, &x| ok & (g.admits)(x)) {
+        if g.admits_all(a) {
             fill1(o, a, &g.fast);
         } else {
             fill1(o, a, &g.full);
@@ -138,7 +147,8 @@ pub(crate) fn fill_guarded<T: Copy>(
         Some(src) => fill1_guarded(out, src, g),
         None => {
             for o in out.chunks_mut(GUARD_BLOCK) {
-                if o.iter().fold(true, |ok, &x| ok & (g.admits)(x)) {
+                // Two loops, not a chosen `&dyn Fn`: each must inline its function.
+                if g.admits_all(o) {
                     o.iter_mut().for_each(|x| *x = (g.fast)(*x));
                 } else {
                     o.iter_mut().for_each(|x| *x = (g.full)(*x));

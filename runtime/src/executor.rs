@@ -33,6 +33,14 @@ pub struct RuntimeOptions {
 impl RuntimeOptions {
     /// Options from the flags; validates the persistent cache directory if one is set.
     pub fn from_flags(flags: &Flags) -> Result<RuntimeOptions, RuntimeError> {
+        // The flag parser enforces this; flags built in code must too.
+        if flags.cpu_num_threads > kiln_flags::MAX_CPU_THREADS {
+            return Err(RuntimeError::Invalid(format!(
+                "--xla_cpu_num_threads={}: at most {} threads",
+                flags.cpu_num_threads,
+                kiln_flags::MAX_CPU_THREADS
+            )));
+        }
         let persistent = match &flags.persistent_cache_dir {
             Some(dir) => Some(PersistentCache::open(dir)?),
             None => None,

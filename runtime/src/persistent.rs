@@ -211,13 +211,12 @@ impl PersistentCache {
         result
     }
 
-    /// Counts entries, checking each one.
+    /// Counts entries, checking each one. An error names the file or directory it is about.
     pub fn stats(&self) -> std::io::Result<CacheStats> {
         let mut s = CacheStats::default();
-        for e in fs::read_dir(&self.dir)? {
-            let p = e?.path();
+        for p in self.files()? {
             if p.extension().is_some_and(|x| x == EXTENSION) {
-                let bytes = fs::read(&p)?;
+                let bytes = fs::read(&p).map_err(|e| at(&p, e))?;
                 s.bytes += bytes.len() as u64;
                 match decode(&bytes) {
                     Ok(_) => s.entries += 1,
@@ -228,22 +227,40 @@ impl PersistentCache {
         Ok(s)
     }
 
-    /// Removes every entry (and leftover temporary file); returns how many files went.
+    /// Removes every entry (and leftover temporary file); returns how many files went. An
+    /// error names the file or directory it is about.
     pub fn clear(&self) -> std::io::Result<usize> {
         let mut n = 0;
-        for e in fs::read_dir(&self.dir)? {
-            let p = e?.path();
+        for p in self.files()? {
             let name = p
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
             if p.extension().is_some_and(|x| x == EXTENSION) || name.starts_with(".tmp-") {
-                fs::remove_file(&p)?;
+                fs::remove_file(&p).map_err(|e| at(&p, e))?;
                 n += 1;
             }
         }
         Ok(n)
     }
+
+    /// The regular files in the directory. Kiln writes nothing else there, so anything else
+    /// (a subdirectory someone named `x.kce`) is not an entry and is left alone.
+    fn files(&self) -> std::io::Result<Vec<PathBuf>> {
+        let mut files = Vec::new();
+        for e in fs::read_dir(&self.dir).map_err(|e| at(&self.dir, e))? {
+            let e = e.map_err(|e| at(&self.dir, e))?;
+            if e.file_type().map_err(|err| at(&e.path(), err))?.is_file() {
+                files.push(e.path());
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// `e`, its message prefixed with `path`.
+fn at(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// Decodes and checks an entry file.
@@ -320,6 +337,23 @@ mod tests {
         assert_eq!(c.stats().unwrap().corrupt, 1);
         assert_eq!(c.clear().unwrap(), 1);
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn only_files_are_entries_and_errors_name_the_path() {
+        let d = dir("sub");
+        let c = PersistentCache::open(&d).unwrap();
+        let (key, text) = cache_key("func @x", "cpu", "x86_64");
+        c.put(&key, &text, "cpu", vec![7]).unwrap();
+        // Kiln never writes a directory there; one named like an entry is left alone.
+        fs::create_dir(d.join("x.kce")).unwrap();
+        let s = c.stats().unwrap();
+        assert_eq!((s.entries, s.corrupt), (1, 0));
+        assert_eq!(c.clear().unwrap(), 1);
+        assert!(d.join("x.kce").is_dir());
+        fs::remove_dir_all(&d).unwrap();
+        let e = c.stats().unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", d.display())), "{e}");
     }
 
     /// In this workspace the build script found the code-generating sources, so keys carry

@@ -397,6 +397,20 @@ impl CpuExecutable {
                 ));
             }
         }
+        // Row-blocked programs keep their temporaries per block, never full size.
+        let temps = match self.blocking {
+            Some(_) => &[][..],
+            None => &p.temps[..],
+        };
+        let bytes = (p.outputs.iter().chain(temps))
+            .map(|t| t.num_elements() * t.dtype.size_bytes())
+            .fold(0, usize::saturating_add);
+        kiln_interp::check_allocation(bytes).map_err(|bytes| {
+            format!(
+                "@{}: out of memory: its outputs and temporaries need {bytes} bytes",
+                p.name
+            )
+        })?;
         // Random outputs come whole from the host fill; their slots here are empty.
         let mut fills: Vec<Option<Tensor>> = vec![None; p.outputs.len()];
         for x in &p.fills {

@@ -33,6 +33,10 @@ mod tests_flags;
 
 use std::path::PathBuf;
 
+/// The most threads `--xla_cpu_num_threads` (and `kiln run --threads`) may ask for: above
+/// any machine's core count, below the thousands of threads that take seconds just to start.
+pub const MAX_CPU_THREADS: usize = 1024;
+
 pub use error::{FlagsError, Location, Malformed, Suggestion, VModuleProblem};
 pub use logging::{init_logging, logger_builder};
 pub use provenance::{Origin, Provenance, Source, Variable};

@@ -38,7 +38,7 @@ pub(crate) fn apply_variable(
     }
     // TensorFlow's rule: a value that does not start with `-` is the name of a flag file.
     let path = PathBuf::from(value);
-    let text = std::fs::read_to_string(&path).map_err(|source| FlagsError::UnreadableFile {
+    let text = read_flag_file(&path).map_err(|source| FlagsError::UnreadableFile {
         variable,
         path: path.clone(),
         source,
@@ -56,6 +56,27 @@ pub(crate) fn apply_variable(
         apply_text(flags, line, &at, &source)?;
     }
     Ok(())
+}
+
+/// Flag files larger than this are refused: real ones hold a few lines, and a variable
+/// naming `/dev/zero` or a large file by mistake must not read without end.
+const MAX_FLAG_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of a flag file, at most [`MAX_FLAG_FILE_BYTES`] of UTF-8.
+fn read_flag_file(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FLAG_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FLAG_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_FLAG_FILE_BYTES >> 20),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
 fn apply_text(

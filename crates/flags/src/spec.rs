@@ -460,7 +460,7 @@ pub static FLAGS: &[FlagSpec] = &[
         linked: &[],
         access: Access::Int {
             min: 0,
-            max: MAX,
+            max: crate::MAX_CPU_THREADS as i64,
             get: |f| to_i64(f.cpu_num_threads),
             set: |f, v| f.cpu_num_threads = to_usize(v),
         },

@@ -176,6 +176,21 @@ fn an_unreadable_flag_file() {
         xla(&std::env::temp_dir().display().to_string()),
         Err(FlagsError::UnreadableFile { .. })
     ));
+    // Nor is an endless one (read up to a limit, not until memory runs out), nor binary data.
+    if std::path::Path::new("/dev/zero").exists() {
+        assert_eq!(
+            message(tf("/dev/zero")),
+            "TF_XLA_FLAGS does not start with `-`, so it names a flag file, but `/dev/zero` could not be read: larger than 1 MiB."
+        );
+    }
+    let binary = std::env::temp_dir().join(format!("kiln-flags-{}-binary", std::process::id()));
+    std::fs::write(&binary, b"--xla_cpu_num_threads=2 \xff\xfe").unwrap();
+    let error = message(xla(&binary.display().to_string()));
+    std::fs::remove_file(&binary).unwrap();
+    assert!(
+        error.ends_with("could not be read: not UTF-8 text."),
+        "{error}"
+    );
 }
 
 #[test]

@@ -223,6 +223,13 @@ fn xla_compiler_flags() {
     assert!(xla("--xla_gpu_autotune_level=5").is_err());
     assert!(xla("--xla_backend_optimization_level=4").is_err());
     assert!(xla("--xla_multiheap_size_constraint_per_heap=-2").is_err());
+    // Thousands of threads take seconds to start and cannot help on any machine.
+    assert_eq!(
+        xla("--xla_cpu_num_threads=1024").unwrap().cpu_num_threads,
+        1024
+    );
+    assert!(xla("--xla_cpu_num_threads=1025").is_err());
+    assert!(xla("--xla_cpu_num_threads=4294967296").is_err());
     assert_eq!(tf("--tf_xla_async_io_level=1").unwrap().async_io_level, 1);
     assert!(tf("--tf_xla_async_io_level=2").is_err());
 }

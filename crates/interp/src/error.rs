@@ -45,6 +45,14 @@ pub enum InterpError {
         /// What is wrong.
         message: String,
     },
+    /// The result could not be allocated: larger than this machine can hold.
+    #[error("out of memory: cannot allocate {bytes} bytes for a result of type {ty}")]
+    OutOfMemory {
+        /// The result's type.
+        ty: TensorType,
+        /// Its size in bytes.
+        bytes: usize,
+    },
     /// An op failed inside `run`; names the function and the value being computed.
     #[error("@{func}: %{value} = {source}")]
     At {

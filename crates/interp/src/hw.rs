@@ -148,6 +148,28 @@ pub(crate) fn with_capacity_advised<T>(len: usize) -> Vec<T> {
     v
 }
 
+/// Allocations from this size up are tried by [`check_allocation`]; smaller ones are not
+/// worth a system call.
+const CHECKED_ALLOCATION_MIN_BYTES: usize = 64 << 20;
+
+/// Whether `bytes` can be allocated now; `Err` carries the byte count.
+///
+/// Rust's own allocations (`vec!`, `Vec::with_capacity`) abort the process when the
+/// allocator refuses, which a result of `f32[2,1000000000000]` or a program's 64 GiB
+/// parameter makes it do. Callers about to allocate a large result ask this first, so the
+/// user gets an error naming the value instead of an abort: it reserves `bytes` (for a
+/// large block, address space the kernel has not yet backed with pages) and frees them
+/// again. Like TensorFlow's `RESOURCE_EXHAUSTED`, this catches what the machine can never
+/// hold; memory that runs out later, while pages are being written, is the kernel's
+/// out-of-memory handling, as for any process.
+pub fn check_allocation(bytes: usize) -> Result<(), usize> {
+    if bytes < CHECKED_ALLOCATION_MIN_BYTES {
+        return Ok(());
+    }
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(bytes).map_err(|_| bytes)
+}
+
 /// A zero-filled buffer of `len` elements of `dtype`, allocated like [`zeroed`].
 pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
     use kiln_ir::{Buffer, DType};

@@ -37,8 +37,8 @@ pub use error::InterpError;
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will
 /// stream through, so that they read as fast as the interpreter's own results.
 pub use hw::{
-    filled_buffers, prefers_512_bit_vectors, retain_freed_memory, wide_simd, widest_simd,
-    with_512_bit_vectors, zeroed_buffer,
+    check_allocation, filled_buffers, prefers_512_bit_vectors, retain_freed_memory, wide_simd,
+    widest_simd, with_512_bit_vectors, zeroed_buffer,
 };
 pub use reduce::canonical_reduce_ref;
 pub use reduce::{extremum_f32, extremum_f64};
@@ -101,6 +101,15 @@ impl Interpreter {
                 .pop()
                 .ok_or_else(|| err("the region yields nothing".into()));
         }
+        // The typing rule does not bound sizes; an unaddressable type is too large anyway.
+        let bytes = match result.is_addressable() {
+            true => result.num_elements() * result.dtype.size_bytes(),
+            false => usize::MAX,
+        };
+        hw::check_allocation(bytes).map_err(|bytes| InterpError::OutOfMemory {
+            ty: result.clone(),
+            bytes,
+        })?;
         let buffer = self
             .pool
             .install(|| eval_checked(op, args, result))

@@ -127,6 +127,34 @@ fn op_errors_name_the_value() {
 }
 
 #[test]
+fn a_result_too_large_to_allocate_is_an_error_not_an_abort() {
+    // 2^51 bytes: past the x86-64 address space, so no overcommit policy grants it.
+    let f = parse_func(
+        "func @f(%x: f32[2]) -> f32[2,281474976710656] {
+  %y = broadcast_in_dim %x, dims=[0] : f32[2,281474976710656]
+  return %y
+}",
+        "huge.kir",
+    )
+    .unwrap();
+    let e = Interpreter::new(1)
+        .unwrap()
+        .run(&f, &[f32s(&[2], &[1.0, 2.0])])
+        .unwrap_err();
+    let InterpError::At { source, .. } = &e else {
+        panic!("{e:?}");
+    };
+    assert!(
+        matches!(**source, InterpError::OutOfMemory { bytes, .. } if bytes == 1 << 51),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "@f: %y = out of memory: cannot allocate 2251799813685248 bytes for a result of type f32[2,281474976710656]"
+    );
+}
+
+#[test]
 fn a_chain_of_50_ops_holds_two_buffers_not_50() {
     let n = 4 << 20;
     let mut src = format!("func @chain(%x: f32[{n}]) -> f32[{n}] {{\n  %v0 = neg %x : f32[{n}]\n");

@@ -188,6 +188,96 @@ fn run_rejects_missing_unknown_and_unreadable_inputs() {
 }
 
 #[test]
+fn run_reports_values_too_large_to_allocate_and_too_many_threads() {
+    // A size past any machine's address space (2^47 bytes on x86-64), so that allocation
+    // fails whatever the kernel's overcommit policy.
+    let p = write_temp(
+        "huge_broadcast.kir",
+        "func @main(%x: f32[2]) -> f32[2,1000000000000000] {\n  %y = broadcast_in_dim %x, dims=[0] : f32[2,1000000000000000]\n  return %y\n}\n",
+    );
+    let o = kiln(&["run", &p, "--random-inputs", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "%y = out of memory: cannot allocate 8000000000000000 bytes for a result of type f32[2,1000000000000000]"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Tensors that large always stay on the fallback; compiled kernels meet the limit on
+    // smaller ones, here 2 GiB under a 1.5 GB address-space limit. Compiled straight away
+    // (lazy compilation off), the kernel's run is refused, then the fallback's.
+    #[cfg(unix)]
+    {
+        let p = write_temp(
+            "big_broadcast.kir",
+            "func @main(%x: f32[2]) -> f32[2,268435456] {\n  %y = broadcast_in_dim %x, dims=[0] : f32[2,268435456]\n  return %y\n}\n",
+        );
+        for lazy in ["true", "false"] {
+            let o = Command::new("sh")
+                .args(["-c", "ulimit -v 1500000 && exec \"$0\" \"$@\""])
+                .arg(env!("CARGO_BIN_EXE_kiln"))
+                .args(["run", &p, "--random-inputs", "1", "--device", "cpu"])
+                .env(
+                    "TF_XLA_FLAGS",
+                    format!("--tf_xla_min_cluster_size=1 --tf_xla_enable_lazy_compilation={lazy}"),
+                )
+                .env("TF_CPP_VMODULE", "xla_compilation_cache=1")
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(1), "lazy={lazy}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("%y = out of memory: cannot allocate 2147483648 bytes"),
+                "lazy={lazy}: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                stderr(&o)
+                    .contains("out of memory: its outputs and temporaries need 2147483648 bytes"),
+                lazy == "false",
+                "lazy={lazy}: {}",
+                stderr(&o)
+            );
+        }
+    }
+    let p = write_temp(
+        "huge_param.kir",
+        "func @f(%x: f32[4,1000000000000000]) -> f32[4] {\n  %y = reduce_max %x, axes=[1] : f32[4]\n  return %y\n}\n",
+    );
+    let o = kiln(&["run", &p, "--random-inputs", "1"]);
+    assert_eq!(
+        stderr(&o),
+        "error: --random-inputs: parameter '%x: f32[4,1000000000000000]' needs 16000000000000000 bytes, more than this machine can allocate\n"
+    );
+    let o = kiln(&[
+        "run",
+        "examples/softmax.kir",
+        "--random-inputs",
+        "1",
+        "--threads",
+        "1025",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1025 is not in 0..=1024"),
+        "{}",
+        stderr(&o)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["run", "examples/softmax.kir", "--random-inputs", "1"])
+        .current_dir(repo())
+        .env("XLA_FLAGS", "--xla_cpu_num_threads=100000")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("expected an integer from 0 to 1024"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn run_reports_a_missing_file() {
     let o = kiln(&["run", "no_such.kir"]);
     assert_eq!(o.status.code(), Some(1));
@@ -369,6 +459,8 @@ fn random_rejects_bad_arguments() {
     );
     let o = kiln(&["random", "--alg", "threefry", "--generator-seed", "3"]);
     assert!(stderr(&o).contains("tf.random.Generator"), "{}", stderr(&o));
+    let o = kiln(&["random", "--shape", "2,,3", "--seed", "1,2"]);
+    assert_eq!(stderr(&o), "error: --shape '2,,3': empty entry\n");
     let o = kiln(&["random", "--shape", "2,x", "--seed", "1,2"]);
     assert!(
         stderr(&o).contains("'x' is not a valid number"),

@@ -23,14 +23,12 @@ pub enum CacheCommand {
 
 /// Runs a cache subcommand.
 pub fn cache(cmd: CacheCommand) -> Result<ExitCode, KilnError> {
-    let io = |dir: &PathBuf| {
-        let dir = dir.display().to_string();
-        move |e: std::io::Error| KilnError::Invalid(format!("{dir}: {e}"))
-    };
+    // The cache's errors name the file or directory they are about.
+    let io = |e: std::io::Error| KilnError::Invalid(e.to_string());
     match cmd {
         CacheCommand::Stats { dir } => {
             let c = PersistentCache::open(&dir).map_err(kiln_runtime::RuntimeError::from)?;
-            let s = c.stats().map_err(io(&dir))?;
+            let s = c.stats().map_err(io)?;
             println!(
                 "{}: {} entries, {} corrupt or foreign (ignored and rewritten on use), {} bytes",
                 dir.display(),
@@ -41,7 +39,7 @@ pub fn cache(cmd: CacheCommand) -> Result<ExitCode, KilnError> {
         }
         CacheCommand::Clear { dir } => {
             let c = PersistentCache::open(&dir).map_err(kiln_runtime::RuntimeError::from)?;
-            let n = c.clear().map_err(io(&dir))?;
+            let n = c.clear().map_err(io)?;
             println!("{}: removed {n} files", dir.display());
         }
     }

@@ -58,7 +58,16 @@ pub fn gather(
                     }
                     Ok(t)
                 }
-                (None, Some(seed)) => Ok(random_tensor(ty, seed.wrapping_add(i as u64))),
+                (None, Some(seed)) => {
+                    // The module is verified, so the type's byte count does not overflow.
+                    let bytes = ty.num_elements() * ty.dtype.size_bytes();
+                    kiln_interp::check_allocation(bytes).map_err(|bytes| {
+                        KilnError::Invalid(format!(
+                            "--random-inputs: parameter '%{name}: {ty}' needs {bytes} bytes, more than this machine can allocate"
+                        ))
+                    })?;
+                    Ok(random_tensor(ty, seed.wrapping_add(i as u64)))
+                }
                 (None, None) => Err(KilnError::Invalid(format!(
                     "missing input for parameter '%{name}: {ty}' (give --input {name}=FILE.npy or --random-inputs SEED)"
                 ))),

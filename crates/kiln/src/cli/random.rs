@@ -71,15 +71,17 @@ fn invalid(msg: impl Into<String>) -> KilnError {
 }
 
 fn parse_list<T: std::str::FromStr>(flag: &str, text: &str) -> Result<Vec<T>, KilnError> {
+    // Empty is the empty list (a scalar's shape); otherwise every entry must be a number,
+    // so `2,,3` is a typo to report rather than the shape [2, 3].
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
     text.split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| {
-            s.trim().parse().map_err(|_| {
-                invalid(format!(
-                    "--{flag} '{text}': '{}' is not a valid number",
-                    s.trim()
-                ))
-            })
+        .map(|s| match s.trim() {
+            "" => Err(invalid(format!("--{flag} '{text}': empty entry"))),
+            s => s
+                .parse()
+                .map_err(|_| invalid(format!("--{flag} '{text}': '{s}' is not a valid number"))),
         })
         .collect()
 }

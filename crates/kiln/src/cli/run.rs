@@ -28,9 +28,10 @@ pub struct RunArgs {
     /// Print per-cluster statistics (compiles, cache hits, compile and load time) to stderr.
     #[arg(long)]
     stats: bool,
-    /// Threads for CPU kernels (default: XLA_FLAGS --xla_cpu_num_threads, else all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    /// Threads for CPU kernels, at most 1024 (default: XLA_FLAGS --xla_cpu_num_threads, else
+    /// all cores).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=kiln_flags::MAX_CPU_THREADS as u64))]
+    threads: Option<u64>,
     /// Where clusters compile for: cpu, gpu (an error without one) or auto (the GPU when one
     /// opens, else the CPU with one log line saying why).
     /// Default: the KILN_DEVICE environment variable, else auto.
@@ -68,7 +69,7 @@ pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnErro
     let args = inputs::gather(func, &files, a.random_inputs)?;
     let mut flags = flags.clone();
     if let Some(t) = a.threads {
-        flags.cpu_num_threads = t;
+        flags.cpu_num_threads = t as usize;
     }
     let device = a.device.map_or_else(kiln::Device::from_env, Ok)?;
     let session = kiln::Session::with_device(&flags, device)?;

@@ -84,7 +84,7 @@ use crate::module::{emit_module, Body, Kernel as PtxKernel, Label, Reg, RegClass
 use crate::random;
 use crate::MathFn;
 use kiln_compiler::kernel::{
-    buf_dtype, BufRef, IExpr, Kernel, Node, NodeKind, Program, RandomFill, Store,
+    buf_dtype, BufRef, IExpr, Kernel, Node, NodeKind, Program, RandomFill, Store, MAX_MATH_OPS,
 };
 use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, UnaryOp};
 use kiln_math::{Arith, FloatCC};
@@ -234,6 +234,15 @@ pub fn gpu_program(p: &Program) -> Program {
 /// Emits every kernel of `p` into one module for `target`, and each of its random fills
 /// ([`Program::fills`]) as a pointwise kernel over the fill's output.
 pub fn emit_program(p: &Program, target: Target) -> Result<PtxProgram, EmitError> {
+    if let Some(k) = p.kernels.iter().find(|k| k.math_ops() > MAX_MATH_OPS) {
+        return Err(EmitError::Unsupported {
+            kernel: k.name.clone(),
+            reason: format!(
+                "{} transcendental ops (at most {MAX_MATH_OPS} are emitted per kernel)",
+                k.math_ops()
+            ),
+        });
+    }
     let mut entries = Vec::with_capacity(p.fills.len() + p.kernels.len());
     let mut fills = Vec::with_capacity(p.fills.len());
     let fill_kernels = p

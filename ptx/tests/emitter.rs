@@ -823,6 +823,54 @@ fn unsupported_nodes_are_errors_not_panics() {
     assert!(emit_program(&p, sm80()).is_err());
 }
 
+/// `func @f(%v0: ty) -> ty` applying `ops` one after the other.
+fn chain(ty: &str, ops: impl Iterator<Item = &'static str>) -> String {
+    let mut src = format!("func @f(%v0: {ty}) -> {ty} {{\n");
+    let mut n = 0;
+    for op in ops {
+        src += &format!("  %v{} = {op} %v{n} : {ty}\n", n + 1);
+        n += 1;
+    }
+    src + &format!("  return %v{n}\n}}")
+}
+
+#[test]
+fn chains_thousands_of_ops_deep_emit_without_overflowing_the_stack() {
+    // The emitter recurses once per op along the chain; a test thread has 2 MiB of stack.
+    let c = cluster(&chain("f32[5]", (0..6000).map(|i| ["neg", "abs"][i % 2]))).expect("valid");
+    assert_eq!(check("6000-op chain", &c, 3), Ok(true));
+}
+
+#[test]
+fn kernels_with_too_many_transcendental_ops_are_refused() {
+    let ops = ["sin", "exp", "tanh"];
+    let c = cluster(&chain("f32[4]", (0..300).map(|i| ops[i % 3]))).expect("valid");
+    let p = lower_cluster(&c).expect("lowers");
+    assert_eq!(p.kernels[0].math_ops(), 300);
+    match emit_program(&p, sm80()) {
+        Err(EmitError::Unsupported { kernel, reason }) => {
+            assert_eq!(kernel, "k0");
+            assert_eq!(
+                reason,
+                "300 transcendental ops (at most 256 are emitted per kernel)"
+            );
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    // 256 are still emitted.
+    let c = cluster(&chain("f32[4]", (0..256).map(|i| ops[i % 3]))).expect("valid");
+    assert!(emit_program(&lower_cluster(&c).expect("lowers"), sm80()).is_ok());
+    // `pow` counts as one.
+    let pow = cluster(
+        "func @f(%x: f32[4], %y: f32[4]) -> f32[4] {\n  %a = pow %x, %y : f32[4]\n  %b = exp %a : f32[4]\n  return %b\n}",
+    )
+    .expect("valid");
+    assert_eq!(
+        lower_cluster(&pow).expect("lowers").kernels[0].math_ops(),
+        2
+    );
+}
+
 #[test]
 fn launch_descriptions_list_parameters_in_buffer_order() {
     let c = cluster(

@@ -9,7 +9,7 @@ use super::schedule::{
     split_chunks, Task,
 };
 use super::values::arg_slot;
-use crate::kernel::{print_program, BufRef, Program};
+use crate::kernel::{print_program, BufRef, Kernel, Program, MAX_MATH_OPS};
 use crate::lower::{lower_cluster, LowerError};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -137,24 +137,6 @@ pub(super) fn new_module(isa: cranelift_codegen::isa::OwnedTargetIsa) -> JITModu
     JITModule::new(builder)
 }
 
-/// The most transcendental ops (`exp`, `sin`, ...) one kernel may have. Each is a
-/// block-math call with a window of stack ([`super::values`]' staging), or, past the
-/// staging budget, hundreds of inline instructions: a longer chain (thousands of `sin`s in
-/// one cluster) would overflow a thread's stack or take minutes to compile, so it runs on
-/// the fallback instead.
-pub(crate) const MAX_MATH_NODES: usize = 256;
-
-/// The transcendental ops of kernel `k`.
-fn math_nodes(k: &crate::kernel::Kernel) -> usize {
-    k.nodes
-        .iter()
-        .filter(|n| {
-            matches!(n.kind, crate::kernel::NodeKind::Unary(op, _)
-                if kiln_interp::MATH_OPS.contains(&op))
-        })
-        .count()
-}
-
 /// Compiles a cluster for this CPU.
 pub fn compile_cluster(
     cluster: &Cluster,
@@ -191,12 +173,12 @@ pub fn compile_program(
     if let Some(n) = program
         .kernels
         .iter()
-        .map(math_nodes)
+        .map(Kernel::math_ops)
         .max()
-        .filter(|&n| n > MAX_MATH_NODES)
+        .filter(|&n| n > MAX_MATH_OPS)
     {
         return Err(CpuCompileError::Unsupported(format!(
-            "a kernel with {n} transcendental ops (at most {MAX_MATH_NODES} are compiled \
+            "a kernel with {n} transcendental ops (at most {MAX_MATH_OPS} are compiled \
              per kernel)"
         )));
     }
@@ -620,7 +602,7 @@ impl CpuExecutable {
     }
 
     /// Runs one kernel over its whole iteration space.
-    fn run_kernel(&self, k: &crate::kernel::Kernel, f: KernelFn, args: Args) {
+    fn run_kernel(&self, k: &Kernel, f: KernelFn, args: Args) {
         if k.points() == 0 {
             return;
         }

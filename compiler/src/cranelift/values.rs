@@ -100,7 +100,7 @@ pub const WINDOW: usize = 512;
 
 /// Stack that a kernel's staged blocks may take: 256 f32 or 128 f64 blocks, a quarter of a
 /// pool thread's 2 MiB stack. Math nodes beyond it are computed in the loop instead (the
-/// same operations, so the same bits); [`super::cpu::MAX_MATH_NODES`] bounds how many.
+/// same operations, so the same bits); [`crate::kernel::MAX_MATH_OPS`] bounds how many.
 const STAGING_STACK_BYTES: u32 = 512 << 10;
 
 /// How a staged node's window of values is kept.

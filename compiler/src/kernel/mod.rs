@@ -235,7 +235,27 @@ pub struct Kernel {
     pub stores: Vec<Store>,
 }
 
+/// The most transcendental ops ([`Kernel::math_ops`]) one kernel may have; backends refuse
+/// a kernel with more, so it runs on the fallback. Each such op is a block-math call with a
+/// window of stack, or hundreds of inline instructions: a chain of thousands in one cluster
+/// would overflow a thread's stack or take minutes to compile (a 12000-op chain emitted
+/// 564 MB of PTX; 1000 chained `pow`s took 25 s in Cranelift).
+pub const MAX_MATH_OPS: usize = 256;
+
 impl Kernel {
+    /// The transcendental ops (the interpreter's [`kiln_interp::MATH_OPS`], and `pow`): each
+    /// is dozens to hundreds of instructions, where other nodes are one or a few.
+    pub fn math_ops(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| match n.kind {
+                NodeKind::Unary(op, _) => kiln_interp::MATH_OPS.contains(&op),
+                NodeKind::Binary(op, _, _) => op == kiln_ir::BinaryOp::Pow,
+                _ => false,
+            })
+            .count()
+    }
+
     /// Number of kept iteration points.
     pub fn points(&self) -> usize {
         self.space.iter().product()

@@ -31,6 +31,8 @@ OPS = {
     "tanh": lambda: np.tanh(a),
     # numpy has no fused logistic; this is what numpy users write.
     "logistic": lambda: 1.0 / (1.0 + np.exp(-a)),
+    "sin": lambda: np.sin(a),
+    "cos": lambda: np.cos(a),
     "sqrt": lambda: np.sqrt(pos),
     "reduce_sum (all)": lambda: np.sum(a),
     "reduce_max (rows)": lambda: np.max(a, axis=1),

@@ -68,6 +68,8 @@ fn cases() -> (Vec<Tensor>, Vec<Case>) {
         case("exp", Op::Unary(UnaryOp::Exp), &[a], &sq),
         case("tanh", Op::Unary(UnaryOp::Tanh), &[a], &sq),
         case("logistic", Op::Unary(UnaryOp::Logistic), &[a], &sq),
+        case("sin", Op::Unary(UnaryOp::Sin), &[a], &sq),
+        case("cos", Op::Unary(UnaryOp::Cos), &[a], &sq),
         case("sqrt", Op::Unary(UnaryOp::Sqrt), &[pos], &sq),
         case(
             "reduce_sum (all)",

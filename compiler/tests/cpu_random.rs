@@ -185,11 +185,16 @@ fn constant_and_computed_seeds() {
             "%b = random_bits %p, alg=philox : u32[2]\n  %s = convert %b : i64[2]",
             // Through a reduction kernel: the seed is read from a scratch buffer.
             "%m = broadcast_in_dim %p, dims=[0] : i64[2,3]\n  %s = reduce_max %m, axes=[1] : i64[2]",
+            // A full reduction: with a scalar output the random kernel has the reduction
+            // kernel's (empty) space, yet must not become its epilogue.
+            "%t = reduce_sum %p, axes=[0] : i64[]\n  %s = broadcast_in_dim %t, dims=[] : i64[2]",
         ] {
-            let src = format!(
-                "func @f(%p: i64[2]) -> {dt}[5,7] {{\n  {seed}\n  %r = {op} %s, alg={alg} : {dt}[5,7]\n  return %r\n}}"
-            );
-            check_many(&cluster(&src), &seeds_only()[..4]);
+            for shape in ["[5,7]", "[]"] {
+                let src = format!(
+                    "func @f(%p: i64[2]) -> {dt}{shape} {{\n  {seed}\n  %r = {op} %s, alg={alg} : {dt}{shape}\n  return %r\n}}"
+                );
+                check_many(&cluster(&src), &seeds_only()[..4]);
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! epilogue's nodes instead of through a scratch buffer and a second pass. The same nodes
 //! run in the same order on the same values, so no result changes.
 
-use super::split::rebuild;
+use super::split::{operands, rebuild};
 use super::{BufRef, IExpr, Kernel, NodeId, NodeKind, Program};
 
 /// Fuses every eligible (reduction kernel, following pointwise kernel) pair of `p` (module
@@ -51,6 +51,16 @@ fn fuse_pair(p: &mut Program, i: usize) -> bool {
             return false;
         }
         forward[n] = Some(v);
+    }
+    // A random node's generator is set up once, before the loop (and so before the
+    // reduction): its seed may not depend on what the reduction kernel computes.
+    let mut after_reduction = vec![false; k.nodes.len()];
+    for (n, node) in k.nodes.iter().enumerate() {
+        after_reduction[n] =
+            forward[n].is_some() || operands(&node.kind).iter().any(|&o| after_reduction[o]);
+        if after_reduction[n] && matches!(node.kind, NodeKind::Random { .. }) {
+            return false;
+        }
     }
     // The epilogue must not write what the reduction kernel reads or writes (other points
     // of the reduction would see it).

@@ -194,6 +194,10 @@ impl FlagSpec {
             (Access::VModule { set, .. }, Some(v)) => {
                 set(flags, VModule::parse(v).map_err(|_| bad)?)
             }
+            // `none` (what `kiln flags` shows as the default) and the empty list: no names.
+            (Access::Names { set, .. }, Some(v)) if matches!(v.trim(), "" | "none") => {
+                set(flags, Vec::new())
+            }
             (Access::Names { set, .. }, Some(v)) => {
                 let names: Vec<String> = v.split(',').map(|n| n.trim().to_string()).collect();
                 let valid = |n: &String| {

@@ -223,6 +223,12 @@ fn xla_compiler_flags() {
     assert!(xla("--xla_gpu_autotune_level=5").is_err());
     assert!(xla("--xla_backend_optimization_level=4").is_err());
     assert!(xla("--xla_multiheap_size_constraint_per_heap=-2").is_err());
+    let passes = |v: &str| xla(&format!("--xla_disable_hlo_passes={v}")).map(|f| f.disabled_passes);
+    assert_eq!(passes("cse,dce").unwrap(), ["cse", "dce"]);
+    // The default as `kiln flags` shows it, and the empty list, name no pass.
+    assert_eq!(passes("none").unwrap(), Vec::<String>::new());
+    assert_eq!(passes("").unwrap(), Vec::<String>::new());
+    assert!(passes("cse,,dce").is_err());
     // Thousands of threads take seconds to start and cannot help on any machine.
     assert_eq!(
         xla("--xla_cpu_num_threads=1024").unwrap().cpu_num_threads,

@@ -24,6 +24,16 @@ pub enum NpyError {
         /// The numpy type descriptor, e.g. `<f2`.
         descr: String,
     },
+    /// The file ends before the data its header describes.
+    #[error("{path}: truncated: the header declares {descr} data of shape {shape:?}, but the file ends before it does")]
+    Truncated {
+        /// The file.
+        path: String,
+        /// The numpy type descriptor.
+        descr: String,
+        /// The shape the header declares.
+        shape: Vec<usize>,
+    },
     /// Fortran-ordered arrays are not read (numpy writes C order by default).
     #[error("{path}: Fortran-ordered arrays are not supported; save with np.ascontiguousarray")]
     FortranOrder {
@@ -70,7 +80,15 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
         descr: descr.clone(),
     })?;
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let e = io_err(path);
+    let e = |source: io::Error| match source.kind() {
+        // `read_exact` ran out of data: say what the header promised.
+        io::ErrorKind::UnexpectedEof => NpyError::Truncated {
+            path: path.display().to_string(),
+            descr: descr.clone(),
+            shape: shape.clone(),
+        },
+        _ => io_err(path)(source),
+    };
     let data = match dtype {
         DType::F32 => Buffer::F32(npy.into_vec().map_err(&e)?),
         DType::F64 => Buffer::F64(npy.into_vec().map_err(&e)?),
@@ -79,7 +97,7 @@ pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
         DType::U32 => Buffer::U32(npy.into_vec().map_err(&e)?),
         DType::Bool => Buffer::Bool(npy.into_vec().map_err(&e)?),
     };
-    Tensor::new(shape, data).map_err(|m| e(io::Error::new(io::ErrorKind::InvalidData, m)))
+    Tensor::new(shape.clone(), data).map_err(|m| e(io::Error::new(io::ErrorKind::InvalidData, m)))
 }
 
 /// Writes a tensor as a `.npy` file (C order, little-endian).
@@ -139,6 +157,23 @@ mod tests {
             assert!(back.bit_eq(t), "{t:?} != {back:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_file_says_so() {
+        let p = std::env::temp_dir().join(format!("kiln-npy-trunc-{}.npy", std::process::id()));
+        write_npy(&p, &Tensor::new([2, 3], Buffer::F64(vec![1.0; 6])).unwrap()).unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 5]).unwrap();
+        let e = read_npy(&p).unwrap_err().to_string();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(
+            e,
+            format!(
+                "{}: truncated: the header declares <f8 data of shape [2, 3], but the file ends before it does",
+                p.display()
+            )
+        );
     }
 
     #[test]

@@ -86,6 +86,7 @@ use crate::MathFn;
 use kiln_compiler::kernel::{
     buf_dtype, BufRef, IExpr, Kernel, Node, NodeKind, Program, RandomFill, Store, MAX_MATH_OPS,
 };
+use kiln_compiler::lower::{RED_ZONE, STACK_SEGMENT};
 use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, UnaryOp};
 use kiln_math::{Arith, FloatCC};
 use std::fmt::Display;
@@ -1988,7 +1989,7 @@ impl<'a> Emitter<'a> {
         let dt = self.dtype(a)?;
         // One level of recursion per node along a dependency chain: grown on demand, so a
         // chain of thousands of ops emits instead of overflowing the thread's stack.
-        let r = stacker::maybe_grow(64 << 10, 1 << 20, || self.node(a, vars))?;
+        let r = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.node(a, vars))?;
         Ok((r, dt))
     }
 

@@ -323,11 +323,11 @@ fn check_supported(f: &Func) -> Result<(), LowerError> {
 const MAX_RANDOM_ELEMENTS: usize = 1 << 30;
 
 /// Stack left when a recursive walk over a kernel's values ([`KernelBuilder::value_at`],
-/// the Cranelift emitter's `ValueEmitter::node`) grows the stack by [`STACK_SEGMENT`] (see
-/// `stacker::maybe_grow`).
-pub(crate) const RED_ZONE: usize = 64 << 10;
+/// the Cranelift emitter's `ValueEmitter::node`, the PTX emitter's `operand`) grows the
+/// stack by [`STACK_SEGMENT`] (see `stacker::maybe_grow`).
+pub const RED_ZONE: usize = 64 << 10;
 /// See [`RED_ZONE`].
-pub(crate) const STACK_SEGMENT: usize = 1 << 20;
+pub const STACK_SEGMENT: usize = 1 << 20;
 
 /// The `(dist, alg, dtype)` combinations the interpreter defines (`kiln_interp::random`).
 /// Draws from a generator state (`alg=philox_state`) compile too: the op reads the state

@@ -155,6 +155,8 @@ fn row_blocked_and_sequential_schedules_agree() {
             };
             let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(exe.row_blocked(), "{}", exe.kernel_ir_text());
+            // The exponentials live in `y` (written there, divided in place) either way.
+            assert!(exe.kernel_ir_text().contains("shares out0"));
             let blocked = exe.run(&[&x]).expect("runs");
             exe.set_row_blocking(false);
             let sequential = exe.run(&[&x]).expect("runs");
@@ -163,6 +165,29 @@ fn row_blocked_and_sequential_schedules_agree() {
             }
         }
     }
+}
+
+#[test]
+fn scratch_in_an_output_gives_the_interpreters_bits_when_not_row_blocked() {
+    // Rows long enough that the reductions are split into chunks: not row-blocked, so the
+    // exponentials fill the whole output before the sums read them and the division
+    // overwrites them.
+    let c = cluster(
+        "func @softmax(%x: f32[2,20000]) -> f32[2,20000] {
+  %m  = reduce_max %x, axes=[1] : f32[2]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[2,20000]
+  %d  = sub %x, %mb : f32[2,20000]
+  %e  = exp %d : f32[2,20000]
+  %s  = reduce_sum %e, axes=[1] : f32[2]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[2,20000]
+  %y  = div %e, %sb : f32[2,20000]
+  return %y
+}",
+    );
+    let exe = kiln_compiler::cpu::compile_cluster(&c, &Default::default()).expect("compiles");
+    assert!(!exe.row_blocked());
+    assert!(exe.kernel_ir_text().contains("shares out0"));
+    check_cluster_finite(&c, 21);
 }
 
 #[test]

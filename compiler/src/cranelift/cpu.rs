@@ -9,7 +9,7 @@ use super::schedule::{
     split_chunks, Task,
 };
 use super::values::arg_slot;
-use crate::kernel::{print_program, BufRef, Kernel, Program, MAX_MATH_OPS};
+use crate::kernel::{print_program, shared_temps, BufRef, Kernel, Program, MAX_MATH_OPS};
 use crate::lower::{lower_cluster, LowerError};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -88,6 +88,10 @@ pub struct CpuExecutable {
     /// Whether every element of every output is stored by some kernel, so outputs need no
     /// clearing before the kernels run (see `schedule::outputs_covered`).
     outputs_covered: bool,
+    /// Per scratch buffer, the output whose storage it uses instead of its own
+    /// ([`shared_temps`]): no allocation, and the output's lines are in cache when the
+    /// kernel that turns the scratch values into the output runs.
+    shared: Vec<Option<usize>>,
     /// The interpreter whose GEMM computes `dot_general` steps (same threads as kernels).
     interp: Option<kiln_interp::Interpreter>,
     /// Each kernel's machine code (alignment, bytes) when it has no relocations.
@@ -292,6 +296,7 @@ pub(super) fn assemble(
     };
     let blocking = row_blocking(&program);
     let outputs_covered = outputs_covered(&program);
+    let shared = shared_temps(&program);
     let interp = if program.dots.is_empty() && program.fills.is_empty() {
         None
     } else {
@@ -306,6 +311,7 @@ pub(super) fn assemble(
         opts: opts.clone(),
         blocking,
         outputs_covered,
+        shared,
         interp,
         code,
     })
@@ -379,11 +385,14 @@ impl CpuExecutable {
                 ));
             }
         }
-        // Row-blocked programs keep their temporaries per block, never full size.
-        let temps = match self.blocking {
-            Some(_) => &[][..],
-            None => &p.temps[..],
-        };
+        // Row-blocked programs keep their temporaries per block, never full size; shared
+        // ones live in outputs.
+        let temps = p
+            .temps
+            .iter()
+            .zip(&self.shared)
+            .filter(|(_, o)| self.blocking.is_none() && o.is_none())
+            .map(|(t, _)| t);
         let bytes = (p.outputs.iter().chain(temps))
             .map(|t| t.num_elements() * t.dtype.size_bytes())
             .fold(0, usize::saturating_add);
@@ -451,11 +460,15 @@ impl CpuExecutable {
                 .temps
                 .iter()
                 .enumerate()
-                .map(|(i, t)| match p.dots.iter().any(|d| d.out == i) {
+                .map(|(i, t)| {
                     // A product's buffer arrives with the product, before any kernel
-                    // reads it: nothing to allocate (or clear) until then.
-                    true => Tensor::zeros(&kiln_ir::TensorType::new(t.dtype, vec![0])),
-                    false => Tensor::zeros(t),
+                    // reads it: nothing to allocate (or clear) until then. A shared one
+                    // is its output.
+                    if p.dots.iter().any(|d| d.out == i) || self.shared[i].is_some() {
+                        Tensor::zeros(&kiln_ir::TensorType::new(t.dtype, vec![0]))
+                    } else {
+                        Tensor::zeros(t)
+                    }
                 })
                 .collect(),
         };
@@ -466,7 +479,10 @@ impl CpuExecutable {
             match blocked {
                 // Placeholders: each block points these slots at its own scratch.
                 Some(_) => ptrs.extend(p.temps.iter().map(|_| std::ptr::null_mut::<u8>())),
-                None => ptrs.extend(temps.iter().map(|t| buffer_ptr(t.data()))),
+                None => ptrs.extend(temps.iter().zip(&self.shared).map(|(t, o)| match o {
+                    Some(o) => outs[*o],
+                    None => buffer_ptr(t.data()),
+                })),
             }
             ptrs.extend(p.consts.iter().map(|c| buffer_ptr(c.data())));
             debug_assert_eq!(ptrs.len(), arg_slot(p, BufRef::Const(p.consts.len())));
@@ -559,11 +575,16 @@ impl CpuExecutable {
             .map(|b| (b, (b + per).min(d0)))
             .collect();
         let first_temp = arg_slot(p, BufRef::Temp(0));
-        // Bytes of one leading row of each scratch buffer.
+        // Bytes of one leading row of each scratch buffer; none for those shared with an
+        // output, whose slots point at the output itself (every row of it).
         let row_bytes: Vec<usize> = p
             .temps
             .iter()
-            .map(|t| t.num_elements() / d0 * t.dtype.size_bytes())
+            .zip(&self.shared)
+            .map(|(t, o)| match o {
+                Some(_) => 0,
+                None => t.num_elements() / d0 * t.dtype.size_bytes(),
+            })
             .collect();
         let base = Args(ptrs.as_ptr());
         let n = ptrs.len();
@@ -573,11 +594,20 @@ impl CpuExecutable {
                 .iter()
                 .map(|b| (b * per).div_ceil(8))
                 .sum::<usize>();
-            (vec![0u64; words], base.to_vec(n))
+            let mut args = base.to_vec(n);
+            for (t, o) in self.shared.iter().enumerate() {
+                if let Some(o) = *o {
+                    args[first_temp + t] = args[arg_slot(p, BufRef::Output(o))];
+                }
+            }
+            (vec![0u64; words], args)
         };
         let block = |(scratch, args): &mut (Vec<u64>, Vec<*mut u8>), &(b0, b1): &(usize, usize)| {
             let mut at = scratch.as_mut_ptr() as *mut u8;
             for (t, &rb) in row_bytes.iter().enumerate() {
+                if self.shared[t].is_some() {
+                    continue;
+                }
                 // Rebased so that global row b0 is the first row of the scratch; only
                 // rows b0..b1 are ever dereferenced.
                 args[first_temp + t] = at.wrapping_sub(b0 * rb);

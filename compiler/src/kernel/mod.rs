@@ -13,6 +13,7 @@
 
 mod epilogue;
 mod print;
+mod share;
 mod split;
 
 use kiln_ir::{
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use epilogue::fuse_epilogues;
 pub use print::print_program;
+pub use share::shared_temps;
 pub use split::{operands, split_long_reductions};
 
 /// An index into [`Kernel::nodes`].

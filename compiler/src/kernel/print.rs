@@ -22,6 +22,12 @@ pub fn print_program(p: &Program) -> String {
         // The kernels may run row by row (one pass over memory per row); see `row_fusion`.
         let _ = writeln!(s, "  row-fused over {rows} rows");
     }
+    for (t, o) in super::shared_temps(p).iter().enumerate() {
+        if let Some(o) = o {
+            // The scratch buffer may live in the output's storage; see `shared_temps`.
+            let _ = writeln!(s, "  tmp{t} shares out{o}");
+        }
+    }
     for (i, c) in p.consts.iter().enumerate() {
         // Constants print in full: the text is a cache key, so it must distinguish them.
         let items: Vec<String> = (0..c.num_elements())

@@ -575,15 +575,15 @@ impl CpuExecutable {
             .map(|b| (b, (b + per).min(d0)))
             .collect();
         let first_temp = arg_slot(p, BufRef::Temp(0));
-        // Bytes of one leading row of each scratch buffer; none for those shared with an
+        // Bytes of one leading row of each scratch buffer; `None` for those shared with an
         // output, whose slots point at the output itself (every row of it).
-        let row_bytes: Vec<usize> = p
+        let row_bytes: Vec<Option<usize>> = p
             .temps
             .iter()
             .zip(&self.shared)
             .map(|(t, o)| match o {
-                Some(_) => 0,
-                None => t.num_elements() / d0 * t.dtype.size_bytes(),
+                Some(_) => None,
+                None => Some(t.num_elements() / d0 * t.dtype.size_bytes()),
             })
             .collect();
         let base = Args(ptrs.as_ptr());
@@ -592,6 +592,7 @@ impl CpuExecutable {
             // u64 storage: 8-byte aligned for every dtype.
             let words = row_bytes
                 .iter()
+                .flatten()
                 .map(|b| (b * per).div_ceil(8))
                 .sum::<usize>();
             let mut args = base.to_vec(n);
@@ -605,9 +606,7 @@ impl CpuExecutable {
         let block = |(scratch, args): &mut (Vec<u64>, Vec<*mut u8>), &(b0, b1): &(usize, usize)| {
             let mut at = scratch.as_mut_ptr() as *mut u8;
             for (t, &rb) in row_bytes.iter().enumerate() {
-                if self.shared[t].is_some() {
-                    continue;
-                }
+                let Some(rb) = rb else { continue };
                 // Rebased so that global row b0 is the first row of the scratch; only
                 // rows b0..b1 are ever dereferenced.
                 args[first_temp + t] = at.wrapping_sub(b0 * rb);

@@ -11,6 +11,7 @@ pub const WORKLOADS: &[&str] = &[
     "gelu_f64",
     "softmax",
     "layernorm",
+    "batchnorm",
     "sum",
     "mlp",
     "frozen_dense",
@@ -212,6 +213,13 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
         "layernorm" => {
             let f = trace("layernorm", &[f32s(&[r, c])], |a| a[0].layer_norm(1, 1e-5));
             let (b, by) = one(f, vec![input(&[r, c], 4, 1.0)], r * c)?;
+            (b, by, Agreement::Exact)
+        }
+        "batchnorm" => {
+            // Batch norm's training-mode statistics: mean and variance of each feature
+            // over the batch axis, so both reductions run down the columns of the input.
+            let f = trace("batchnorm", &[f32s(&[r, c])], |a| a[0].layer_norm(0, 1e-5));
+            let (b, by) = one(f, vec![input(&[r, c], 14, 1.0)], r * c)?;
             (b, by, Agreement::Exact)
         }
         "sum" => {

@@ -1,8 +1,7 @@
 //! Property test: random clusters (odd sizes, size-1 dims, broadcasts, transposes, slices,
-//! reductions, f32 or f64 chains, f64/i32/bool intermediates, matrix products, stateless
-//! random ops) compile to
-//! code whose output equals the interpreter's bit for bit (NaN payloads aside) for 1, 2 and
-//! 7 threads.
+//! reductions along rows and down columns, f32 or f64 chains, f64/i32/bool intermediates,
+//! matrix products, stateless random ops) compile to code whose output equals the
+//! interpreter's bit for bit (NaN payloads aside) for 1, 2 and 7 threads.
 
 mod common;
 use common::*;
@@ -68,8 +67,14 @@ fn random_func(seed: u64) -> String {
             6 => {
                 let kind = ["reduce_sum", "reduce_max", "reduce_min"][r.below(3)];
                 let s = fresh();
-                lines.push(format!("{s} = {kind} {x}, axes=[1] : {ft}[{a}]"));
-                format!("{v} = broadcast_in_dim {s}, dims=[0] : {}", t(ft))
+                // Along rows, or down columns (the kept points side by side in memory).
+                let (axis, kept, dim) = if r.below(2) == 0 {
+                    (1, a, 0)
+                } else {
+                    (0, b, 1)
+                };
+                lines.push(format!("{s} = {kind} {x}, axes=[{axis}] : {ft}[{kept}]"));
+                format!("{v} = broadcast_in_dim {s}, dims=[{dim}] : {}", t(ft))
             }
             7 => {
                 let i = fresh();

@@ -5,8 +5,8 @@
 //! through memory once per kernel. The split never changes a result: every element is
 //! computed by the same code whichever task computes it, and reductions never span tasks.
 
-use super::emit::Part;
-use crate::kernel::{BufRef, Kernel, Program};
+use super::emit::{Part, CHUNK, LANES};
+use crate::kernel::{operands, BufRef, Kernel, NodeKind, Program};
 
 /// A call of one kernel function on rows `r0..r1`, columns `c0..c1`.
 pub type Task = (i64, i64, i64, i64);
@@ -31,7 +31,13 @@ fn shape(k: &Kernel) -> (usize, usize, usize) {
 pub fn kernel_tasks(k: &Kernel) -> Vec<Task> {
     let (rows, inner, work) = shape(k);
     let mut tasks = Vec::new();
-    if k.reduce.is_none() && inner > TASK_ELEMS {
+    if let Some(tile) = column_tile(k) {
+        // Whole tiles per task, so each task reads whole runs of every input row.
+        let per = (TASK_ELEMS / work).max(1).next_multiple_of(tile);
+        for r in (0..rows).step_by(per) {
+            tasks.push((r as i64, (r + per).min(rows) as i64, 0, 1));
+        }
+    } else if k.reduce.is_none() && inner > TASK_ELEMS {
         for r in 0..rows {
             for c in (0..inner).step_by(TASK_ELEMS) {
                 let c1 = (c + TASK_ELEMS).min(inner);
@@ -75,8 +81,60 @@ pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
     Some((d0, (TASK_ELEMS / 2 / widest).max(1)))
 }
 
-/// Chunks of a canonical-order reduction (its partials are independent).
-const CHUNK: usize = 4096;
+/// Bytes of stack a column reduction's lane accumulators take (32 lanes × the tile).
+const COLUMN_ACC_BYTES: usize = 16 << 10;
+/// Bytes of stack its chunk partials may take (chunks × the tile).
+const COLUMN_PARTIAL_BYTES: usize = 32 << 10;
+/// The most points of a column reduction's tile.
+const COLUMN_TILE: usize = 128;
+
+/// The tile of a column reduction: kept points computed together, one per vector lane,
+/// when reducing along the sequence would read memory with a stride (a sum over the rows
+/// of a row-major matrix: batch norm's statistics, a bias gradient). Walking one column
+/// at a time would touch a new cache line, and often a new page, per element; a tile
+/// instead reads a contiguous run of each row and keeps the canonical lane accumulators
+/// (Invariant 2) of all its points in a stack block. Each point's elements are still
+/// combined in exactly the canonical order, so results are the same bits.
+///
+/// `Some(points)` (a multiple of 4) when: the kernel reduces (not split, no random
+/// nodes), its innermost kept extent is at least 4, and some load of the reduced value
+/// steps by one element along the innermost kept coordinate and by more along the
+/// sequence, while none is contiguous along the sequence.
+pub fn column_tile(k: &Kernel) -> Option<usize> {
+    let r = k.reduce.as_ref()?;
+    let rank = k.space.len();
+    if split_chunks(k).is_some() || rank == 0 || k.space[rank - 1] < 4 || k.has_random() {
+        return None;
+    }
+    // The loads the reduced value reads.
+    let mut reached = vec![false; k.nodes.len()];
+    let mut stack = vec![r.value];
+    while let Some(n) = stack.pop() {
+        if !std::mem::replace(&mut reached[n], true) {
+            stack.extend(operands(&k.nodes[n].kind));
+        }
+    }
+    let (mut strided, mut contiguous) = (false, false);
+    for (n, node) in k.nodes.iter().enumerate() {
+        if let (true, NodeKind::Load { offset, .. }) = (reached[n], &node.kind) {
+            match offset.coefficient(rank) {
+                Some(1) => contiguous = true,
+                Some(0) => {}
+                _ => strided |= offset.coefficient(rank - 1) == Some(1),
+            }
+        }
+    }
+    if !strided || contiguous {
+        return None;
+    }
+    let bytes = k.nodes[r.value].dtype.size_bytes().max(1);
+    let chunks = r.len.div_ceil(CHUNK).max(1);
+    let tile = COLUMN_TILE
+        .min(COLUMN_ACC_BYTES / (LANES * bytes))
+        .min(COLUMN_PARTIAL_BYTES / (chunks * bytes));
+    let tile = tile / 4 * 4;
+    (tile >= 4).then_some(tile)
+}
 
 /// A reduction kernel with few results over long sequences (a full sum, a mean over a
 /// large tensor) would run on one thread; it is split instead: its chunk partials are
@@ -135,4 +193,96 @@ pub fn outputs_covered(p: &Program) -> bool {
                     && k.stores.iter().any(|s| s.buf == BufRef::Output(o))
             })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(src: &str) -> Program {
+        let body = kiln_ir::parse_func(src, "test.kir").expect("parses");
+        let c = kiln_ir::Cluster {
+            name: "c".into(),
+            body,
+        };
+        crate::lower::lower_cluster(&c).expect("lowers")
+    }
+
+    /// The first kernel of `src`'s program: its column tile and its tasks.
+    fn first(src: &str) -> (Option<usize>, Vec<Task>) {
+        let p = program(src);
+        (column_tile(&p.kernels[0]), kernel_tasks(&p.kernels[0]))
+    }
+
+    #[test]
+    fn sums_down_columns_run_in_tiles_of_whole_tasks() {
+        let (tile, tasks) = first(
+            "func @f(%x: f32[4096,1024]) -> f32[1024] {
+  %s = reduce_sum %x, axes=[0] : f32[1024]
+  return %s
+}",
+        );
+        assert_eq!(tile, Some(COLUMN_TILE));
+        // 128 points of 4096 elements per task: each task is one tile.
+        assert_eq!(tasks.len(), 8);
+        assert!(tasks.iter().all(|t| (t.1 - t.0) as usize == COLUMN_TILE));
+        // The middle axis of three: the kept coordinates are [2, 6]; 1000 elements each.
+        let (tile, tasks) = first(
+            "func @f(%x: f32[2,1000,6]) -> f32[2,6] {
+  %s = reduce_max %x, axes=[1] : f32[2,6]
+  return %s
+}",
+        );
+        assert_eq!(tile, Some(COLUMN_TILE));
+        assert_eq!(tasks, vec![(0, 12, 0, 1)]);
+    }
+
+    #[test]
+    fn tiles_shrink_to_keep_the_partials_on_the_stack() {
+        // 100 chunks of f64 partials: 32 KiB / (100 × 8 bytes) = 40 points.
+        let (tile, _) = first(
+            "func @f(%x: f64[409600,16]) -> f64[16] {
+  %s = reduce_sum %x, axes=[0] : f64[16]
+  return %s
+}",
+        );
+        assert_eq!(tile, Some(40));
+        // f64 accumulators: 16 KiB / (32 lanes × 8 bytes) = 64 points.
+        let (tile, _) = first(
+            "func @f(%x: f64[300,200]) -> f64[200] {
+  %s = reduce_sum %x, axes=[0] : f64[200]
+  return %s
+}",
+        );
+        assert_eq!(tile, Some(64));
+    }
+
+    #[test]
+    fn contiguous_sequences_and_narrow_columns_keep_the_row_order() {
+        let rows = "func @f(%x: f32[64,1024]) -> f32[64] {
+  %s = reduce_sum %x, axes=[1] : f32[64]
+  return %s
+}";
+        // Fewer than 4 kept points side by side: no vector of them to fill.
+        let narrow = "func @f(%x: f32[4096,3]) -> f32[3] {
+  %s = reduce_sum %x, axes=[0] : f32[3]
+  return %s
+}";
+        // A sum of every element: split into chunks run in parallel instead.
+        let all = "func @f(%x: f32[4096,1024]) -> f32[] {
+  %s = reduce_sum %x, axes=[0,1] : f32[]
+  return %s
+}";
+        // Reads the same elements both down a column and along a row: the row order
+        // keeps the contiguous read contiguous.
+        let both = "func @f(%x: f32[64,64]) -> f32[64] {
+  %t = transpose %x, perm=[1,0] : f32[64,64]
+  %p = mul %x, %t : f32[64,64]
+  %s = reduce_sum %p, axes=[0] : f32[64]
+  return %s
+}";
+        for src in [rows, narrow, all, both] {
+            assert_eq!(first(src).0, None, "{src}");
+        }
+    }
 }

@@ -92,6 +92,10 @@ pub struct ValueEmitter<'a> {
     /// Lanes of a [`Lanes::Vector`] value: 4 (32-bit kernels) or 2 (`f64` kernels); set by
     /// [`ValueEmitter::vectorizable`].
     pub width: u32,
+    /// The variable vector lanes step along when it is not the last one: a column
+    /// reduction's innermost kept coordinate, whose sequence variable comes after it
+    /// (see `emit::Emitter::columns`).
+    pub vector_var: Option<usize>,
 }
 
 /// Elements of a staging window: the most inner positions whose staged values are kept at
@@ -209,6 +213,7 @@ impl<'a> ValueEmitter<'a> {
             ready: vec![false; k.nodes.len()],
             window: None,
             width: 4,
+            vector_var: None,
         };
         ve.prepare_random(b)?;
         Ok(ve)
@@ -280,7 +285,7 @@ impl<'a> ValueEmitter<'a> {
     /// `vars` with the inner variable replaced by the current step's base, and the step's
     /// delta, when `vars`' inner variable is the step's value; else `vars` and 0.
     fn step_split(&self, vars: &[Value]) -> (Vec<Value>, i64) {
-        let inner = Self::inner(vars);
+        let inner = self.inner(vars);
         let mut vs = vars.to_vec();
         match self.step {
             Some(st) if vars.get(inner) == Some(&st.at) => {
@@ -528,7 +533,7 @@ impl<'a> ValueEmitter<'a> {
     /// node's block is ready yet. Computes each block's address (and each direct operand's)
     /// at the window's first position.
     pub fn begin_window(&mut self, b: &mut FunctionBuilder, vars: &[Value]) -> Result<(), String> {
-        self.window = Some(vars[Self::inner(vars)]);
+        self.window = Some(vars[self.inner(vars)]);
         self.ready.iter_mut().for_each(|r| *r = false);
         self.reset();
         let k = self.k;
@@ -886,15 +891,16 @@ impl<'a> ValueEmitter<'a> {
         }
     }
 
-    /// The inner (vectorised) variable: the last one.
-    fn inner(vars: &[Value]) -> usize {
-        vars.len() - 1
+    /// The inner (vectorised) variable: the last one, unless [`ValueEmitter::vector_var`]
+    /// names another.
+    fn inner(&self, vars: &[Value]) -> usize {
+        self.vector_var.unwrap_or(vars.len() - 1)
     }
 
     /// `e` at the four inner positions, as `I32X4` (indices fit in 32 bits: checked when
     /// the kernel was judged vectorisable by the caller's size limit).
-    fn iexpr_lanes(b: &mut FunctionBuilder, e: &IExpr, vars: &[Value]) -> Value {
-        let inner = Self::inner(vars);
+    fn iexpr_lanes(&self, b: &mut FunctionBuilder, e: &IExpr, vars: &[Value]) -> Value {
+        let inner = self.inner(vars);
         if let Some(c) = e.coefficient(inner) {
             let e0 = Self::iexpr(b, e, vars);
             let e0 = b.ins().ireduce(types::I32, e0);
@@ -933,7 +939,7 @@ impl<'a> ValueEmitter<'a> {
     ) -> Result<(Value, i32), String> {
         let size = self.scalar_type(buf_dtype(self.p, buf)).bytes();
         let base = self.base(buf)?;
-        let split = offset.coefficient(Self::inner(vars)).and_then(|c| {
+        let split = offset.coefficient(self.inner(vars)).and_then(|c| {
             let (vs, delta) = self.step_split(vars);
             Some((vs, displacement(c.checked_mul(delta)?, size)?))
         });
@@ -952,7 +958,7 @@ impl<'a> ValueEmitter<'a> {
         vars: &[Value],
     ) -> Result<Option<Value>, String> {
         match &self.k.nodes[n].kind {
-            NodeKind::Load { buf, offset } if offset.coefficient(Self::inner(vars)) == Some(1) => {
+            NodeKind::Load { buf, offset } if offset.coefficient(self.inner(vars)) == Some(1) => {
                 self.address_value(b, *buf, offset, vars).map(Some)
             }
             _ => Ok(None),
@@ -984,7 +990,7 @@ impl<'a> ValueEmitter<'a> {
         lanes: Lanes,
     ) -> Result<Value, String> {
         let st = self.scalar_type(buf_dtype(self.p, buf));
-        let inner = Self::inner(vars);
+        let inner = self.inner(vars);
         match (lanes, offset.coefficient(inner)) {
             (Lanes::One, _) => {
                 let (a, d) = self.address(b, buf, offset, vars)?;
@@ -1030,7 +1036,7 @@ impl<'a> ValueEmitter<'a> {
                 continue;
             }
             let v = self.node(b, st.value, vars, lanes)?;
-            let inner = Self::inner(vars).min(vars.len().saturating_sub(1));
+            let inner = self.inner(vars).min(vars.len().saturating_sub(1));
             match lanes {
                 Lanes::Vector if offset.coefficient(inner) != Some(1) => {
                     return Err("vector store to a non-contiguous position".into())
@@ -1090,7 +1096,7 @@ impl<'a> ValueEmitter<'a> {
         }
         if let (true, Some(start)) = (self.ready[n], self.window) {
             // In a window after its block-math call: the value is in its block.
-            let inner = Self::inner(vars);
+            let inner = self.inner(vars);
             let bytes = self.scalar_type(self.dtype(n)).bytes();
             let (vs, delta) = self.step_split(vars);
             let (vs, disp) = match displacement(delta, bytes) {
@@ -1157,7 +1163,7 @@ impl<'a> ValueEmitter<'a> {
                     }
                 }
                 Lanes::Vector => {
-                    let x = Self::iexpr_lanes(b, e, vars);
+                    let x = self.iexpr_lanes(b, e, vars);
                     match dt {
                         DType::F32 => b.ins().fcvt_from_sint(types::F32X4, x),
                         DType::Bool => {
@@ -1177,7 +1183,7 @@ impl<'a> ValueEmitter<'a> {
                     b.ins().band(a, c)
                 }
                 Lanes::Vector => {
-                    let x = Self::iexpr_lanes(b, e, vars);
+                    let x = self.iexpr_lanes(b, e, vars);
                     let lo = b.ins().iconst(types::I32, (*lo as i32 as u32) as i64);
                     let lo = b.ins().splat(types::I32X4, lo);
                     let hi = b.ins().iconst(types::I32, (*hi as i32 as u32) as i64);
@@ -1231,8 +1237,8 @@ impl<'a> ValueEmitter<'a> {
                 let at = match lanes {
                     Lanes::One => At::One(Self::iexpr(b, index, vars)),
                     Lanes::Vector => At::Four {
-                        lanes: Self::iexpr_lanes(b, index, vars),
-                        first: (index.coefficient(Self::inner(vars)) == Some(1))
+                        lanes: self.iexpr_lanes(b, index, vars),
+                        first: (index.coefficient(self.inner(vars)) == Some(1))
                             .then(|| Self::iexpr(b, index, vars)),
                     },
                 };

@@ -42,7 +42,7 @@ fn max_and_min_down_the_middle_axis() {
 
 #[test]
 fn tiles_cross_kept_rows() {
-    // 300 points per kept row: tiles of 128, 128 and 44 in each of 9 rows.
+    // 300 points per kept row: a tile ends at the end of each of the 9 rows.
     check(
         "func @f(%x: f32[9,7,300]) -> f32[9,300] {
   %s = reduce_sum %x, axes=[1] : f32[9,300]
@@ -55,7 +55,8 @@ fn tiles_cross_kept_rows() {
 #[test]
 fn batch_norm_statistics() {
     // Layer norm over the batch axis: the mean feeds the variance's reduced value (a load
-    // broadcast along the sequence), and 130 points are a tile and two single points.
+    // broadcast along the sequence); 130 points are tiles of 64, 64 and 2 (single points);
+    // 300 rows are 37 blocks of 8 in flight and 4 more.
     check(
         "func @f(%x: f32[300,130]) -> f32[300,130] {
   %s = reduce_sum %x, axes=[0] : f32[130]

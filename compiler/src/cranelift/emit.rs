@@ -22,6 +22,9 @@ use kiln_ir::ReduceKind;
 pub(super) const CHUNK: usize = 4096;
 /// Lane accumulators of the canonical order.
 pub(super) const LANES: usize = 32;
+/// Sequence positions a column reduction reads at once (a divisor of [`LANES`], so the
+/// positions `i..i + 8` from a multiple of 8 fall in accumulators `i % 32 ..`, in order).
+const ROWS_IN_FLIGHT: i64 = 8;
 
 /// The signature every kernel function has.
 pub fn kernel_signature(
@@ -271,32 +274,44 @@ impl Emitter<'_, '_, '_> {
             })
         };
         // Element `i` of a reduction of `n` into accumulator `i % 32`, for `i < n`; the
-        // element of group `g + u` is `element(g, u, i)`. Four groups per iteration while
-        // four remain (their addresses share one computation), then one.
+        // element of group `g + u` is `element(g, u, i)`. Eight sequence positions at a
+        // time while eight remain, interleaved group by group: their rows are eight
+        // streams in flight at once (a row is often a page of its own, where the hardware
+        // prefetcher stops), and each accumulator still takes its elements in order. Then
+        // one position at a time, four groups per iteration (addresses computed once).
         let accumulate =
             |s: &mut Self, n: Value, element: &mut ColumnElement<'_, Self>| -> Result<(), String> {
-                s.range_loop(zero, n, |s, i| {
-                    let lane = s.b.ins().band_imm_s(i, LANES as i64 - 1);
+                let i = s.b.declare_var(types::I64);
+                s.b.def_var(i, zero);
+                for (rows, copies) in [(ROWS_IN_FLIGHT, 1), (1, 4)] {
+                    let row_blocks = s.stepped_loop_begin(i, rows, n);
+                    let i0 = s.b.use_var(i);
+                    let lane = s.b.ins().band_imm_s(i0, LANES as i64 - 1);
                     let lane = s.b.ins().imul_imm_s(lane, lane_bytes);
                     let lane = s.b.ins().iadd(acc, lane);
+                    let at_rows: Vec<Value> =
+                        (0..rows).map(|r| s.b.ins().iadd_imm_s(i0, r)).collect();
                     let g = s.b.declare_var(types::I64);
                     s.b.def_var(g, zero);
-                    for copies in [4, 1] {
+                    for copies in [copies, 1] {
                         let blocks = s.stepped_loop_begin(g, copies, groups);
                         let g0 = s.b.use_var(g);
                         let at = s.b.ins().imul_imm_s(g0, group_bytes);
                         let at = s.b.ins().iadd(lane, at);
-                        for u in 0..copies {
-                            let x = element(s, g0, u, i)?;
-                            let disp = (u * group_bytes) as i32;
-                            let cur = s.b.ins().load(t, MemFlagsData::trusted(), at, disp);
-                            let y = s.ve.combine(s.b, dt, c.kind, cur, x);
-                            s.b.ins().store(MemFlagsData::trusted(), y, at, disp);
+                        for (r, &ir) in at_rows.iter().enumerate() {
+                            for u in 0..copies {
+                                let x = element(s, g0, u, ir)?;
+                                let disp = (r as i64 * lane_bytes + u * group_bytes) as i32;
+                                let cur = s.b.ins().load(t, MemFlagsData::trusted(), at, disp);
+                                let y = s.ve.combine(s.b, dt, c.kind, cur, x);
+                                s.b.ins().store(MemFlagsData::trusted(), y, at, disp);
+                            }
                         }
                         s.stepped_loop_end(g, copies, blocks);
                     }
-                    Ok(s.b.ins().iadd_imm_s(i, 1))
-                })
+                    s.stepped_loop_end(i, rows, row_blocks);
+                }
+                Ok(())
             };
         // Group `g`'s result: the pairwise tree over its 32 accumulators.
         let tree = |s: &mut Self, g: Value| -> Value {

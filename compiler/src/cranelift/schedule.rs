@@ -81,12 +81,13 @@ pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
     Some((d0, (TASK_ELEMS / 2 / widest).max(1)))
 }
 
-/// Bytes of stack a column reduction's lane accumulators take (32 lanes × the tile).
-const COLUMN_ACC_BYTES: usize = 16 << 10;
+/// Bytes of stack a column reduction's lane accumulators take (32 lanes × the tile): they
+/// stay in L2 while the rows stream past.
+const COLUMN_ACC_BYTES: usize = 64 << 10;
 /// Bytes of stack its chunk partials may take (chunks × the tile).
 const COLUMN_PARTIAL_BYTES: usize = 32 << 10;
 /// The most points of a column reduction's tile.
-const COLUMN_TILE: usize = 128;
+const COLUMN_TILE: usize = 512;
 
 /// The tile of a column reduction: kept points computed together, one per vector lane,
 /// when reducing along the sequence would read memory with a stride (a sum over the rows
@@ -129,7 +130,10 @@ pub fn column_tile(k: &Kernel) -> Option<usize> {
     }
     let bytes = k.nodes[r.value].dtype.size_bytes().max(1);
     let chunks = r.len.div_ceil(CHUNK).max(1);
+    // Wide tiles read long runs of each row (prefetched well); at most half the points,
+    // so that two threads share the work.
     let tile = COLUMN_TILE
+        .min((k.points() / 2).max(64))
         .min(COLUMN_ACC_BYTES / (LANES * bytes))
         .min(COLUMN_PARTIAL_BYTES / (chunks * bytes));
     let tile = tile / 4 * 4;
@@ -223,9 +227,8 @@ mod tests {
 }",
         );
         assert_eq!(tile, Some(COLUMN_TILE));
-        // 128 points of 4096 elements per task: each task is one tile.
-        assert_eq!(tasks.len(), 8);
-        assert!(tasks.iter().all(|t| (t.1 - t.0) as usize == COLUMN_TILE));
+        // 512 points of 4096 elements per task: each task is one tile.
+        assert_eq!(tasks, vec![(0, 512, 0, 1), (512, 1024, 0, 1)]);
         // The middle axis of three: the kept coordinates are [2, 6]; 1000 elements each.
         let (tile, tasks) = first(
             "func @f(%x: f32[2,1000,6]) -> f32[2,6] {
@@ -233,7 +236,7 @@ mod tests {
   return %s
 }",
         );
-        assert_eq!(tile, Some(COLUMN_TILE));
+        assert_eq!(tile, Some(64));
         assert_eq!(tasks, vec![(0, 12, 0, 1)]);
     }
 
@@ -247,14 +250,22 @@ mod tests {
 }",
         );
         assert_eq!(tile, Some(40));
-        // f64 accumulators: 16 KiB / (32 lanes × 8 bytes) = 64 points.
+        // f64 accumulators: 64 KiB / (32 lanes × 8 bytes) = 256 points.
+        let (tile, _) = first(
+            "func @f(%x: f64[300,1200]) -> f64[1200] {
+  %s = reduce_sum %x, axes=[0] : f64[1200]
+  return %s
+}",
+        );
+        assert_eq!(tile, Some(256));
+        // Half of 200 points, so that two threads share them.
         let (tile, _) = first(
             "func @f(%x: f64[300,200]) -> f64[200] {
   %s = reduce_sum %x, axes=[0] : f64[200]
   return %s
 }",
         );
-        assert_eq!(tile, Some(64));
+        assert_eq!(tile, Some(100));
     }
 
     #[test]

@@ -254,7 +254,8 @@ impl Emitter<'_, '_, '_> {
             Lanes::One => 1,
         };
         let bytes = i64::from(self.ve.scalar_type(dt).bytes());
-        let lane_bytes = c.tile as i64 * bytes;
+        // One value per point of the tile: an accumulator lane, or a chunk's results.
+        let row_bytes = c.tile as i64 * bytes;
         let group_bytes = width * bytes;
         let zero = self.b.ins().iconst(types::I64, 0);
         let acc = self.b.ins().stack_addr(types::I64, c.acc, 0);
@@ -263,7 +264,7 @@ impl Emitter<'_, '_, '_> {
         // Every group's 32 accumulators at the identity.
         let clear = |s: &mut Self| {
             s.counted_loop(LANES, |s, l| {
-                let lane = s.b.ins().imul_imm_s(l, lane_bytes);
+                let lane = s.b.ins().imul_imm_s(l, row_bytes);
                 let lane = s.b.ins().iadd(acc, lane);
                 s.range_loop(zero, groups, |s, g| {
                     let at = s.b.ins().imul_imm_s(g, group_bytes);
@@ -287,7 +288,7 @@ impl Emitter<'_, '_, '_> {
                     let row_blocks = s.stepped_loop_begin(i, rows, n);
                     let i0 = s.b.use_var(i);
                     let lane = s.b.ins().band_imm_s(i0, LANES as i64 - 1);
-                    let lane = s.b.ins().imul_imm_s(lane, lane_bytes);
+                    let lane = s.b.ins().imul_imm_s(lane, row_bytes);
                     let lane = s.b.ins().iadd(acc, lane);
                     let at_rows: Vec<Value> =
                         (0..rows).map(|r| s.b.ins().iadd_imm_s(i0, r)).collect();
@@ -301,7 +302,7 @@ impl Emitter<'_, '_, '_> {
                         for (r, &ir) in at_rows.iter().enumerate() {
                             for u in 0..copies {
                                 let x = element(s, g0, u, ir)?;
-                                let disp = (r as i64 * lane_bytes + u * group_bytes) as i32;
+                                let disp = (r as i64 * row_bytes + u * group_bytes) as i32;
                                 let cur = s.b.ins().load(t, MemFlagsData::trusted(), at, disp);
                                 let y = s.ve.combine(s.b, dt, c.kind, cur, x);
                                 s.b.ins().store(MemFlagsData::trusted(), y, at, disp);
@@ -319,7 +320,7 @@ impl Emitter<'_, '_, '_> {
             let at = s.b.ins().iadd(acc, at);
             let mut p: Vec<Value> = (0..LANES as i64)
                 .map(|l| {
-                    let off = (l * lane_bytes) as i32;
+                    let off = (l * row_bytes) as i32;
                     s.b.ins().load(t, MemFlagsData::trusted(), at, off)
                 })
                 .collect();
@@ -346,7 +347,6 @@ impl Emitter<'_, '_, '_> {
                 x
             }
         };
-        let result_bytes = c.tile as i64 * bytes;
         match c.partials {
             None => {
                 clear(self)?;
@@ -362,7 +362,7 @@ impl Emitter<'_, '_, '_> {
                     let start = s.b.ins().imul_imm_s(chunk, CHUNK as i64);
                     let n = s.b.ins().iconst(types::I64, n as i64);
                     accumulate(s, n, &mut from_dag(start))?;
-                    let row = s.b.ins().imul_imm_s(chunk, result_bytes);
+                    let row = s.b.ins().imul_imm_s(chunk, row_bytes);
                     let row = s.b.ins().iadd(parts, row);
                     s.range_loop(zero, groups, |s, g| {
                         let r = tree(s, g);
@@ -388,7 +388,7 @@ impl Emitter<'_, '_, '_> {
                     .ins()
                     .iconst(types::I64, c.len.div_ceil(CHUNK) as i64);
                 accumulate(self, n, &mut |s: &mut Self, g: Value, u: i64, i: Value| {
-                    let row = s.b.ins().imul_imm_s(i, result_bytes);
+                    let row = s.b.ins().imul_imm_s(i, row_bytes);
                     let at = s.b.ins().imul_imm_s(g, group_bytes);
                     let at = s.b.ins().iadd(row, at);
                     let at = s.b.ins().iadd(parts, at);

@@ -12,9 +12,9 @@ use cranelift_module::{Linkage, Module};
 use serde::{Deserialize, Serialize};
 
 /// Header of every payload; bump the digit when the layout changes, or when the code for
-/// the same kernel IR gets faster (5: column reductions in tiles), so entries compiled
-/// before are compiled again instead of reused.
-const MAGIC: &[u8] = b"KILNCPU5";
+/// the same kernel IR gets faster or safer (5: column reductions in tiles; 6: stack
+/// probes), so entries compiled before are compiled again instead of reused.
+const MAGIC: &[u8] = b"KILNCPU6";
 
 #[derive(Serialize, Deserialize)]
 struct Payload {

@@ -121,6 +121,14 @@ pub(super) fn make_isa(
     let level = if opts.opt_level == 0 { "none" } else { "speed" };
     fb.set("opt_level", level).map_err(|e| e.to_string())?;
     fb.set("is_pic", "false").map_err(|e| e.to_string())?;
+    // Kernel frames hold staging and column blocks of up to hundreds of KiB: touch each
+    // page on entry, top down, so a thread short of stack faults on its guard page (Rust
+    // reports a stack overflow) instead of moving the stack pointer past it into whatever
+    // memory lies below.
+    fb.set("enable_probestack", "true")
+        .map_err(|e| e.to_string())?;
+    fb.set("probestack_strategy", "inline")
+        .map_err(|e| e.to_string())?;
     let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
     let isa = ib
         .finish(settings::Flags::new(fb))

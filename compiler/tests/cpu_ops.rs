@@ -165,6 +165,22 @@ fn concat_three_operands() {
 }
 
 #[test]
+fn concat_of_empty_operands() {
+    // Empty along the axis: the concat is empty too, but its sums (empty sequences) and
+    // the values beside it are not; the cluster compiles instead of falling back.
+    let src =
+        "func @f(%a: f32[0,3], %b: i32[2,0], %x: f32[3]) -> (f32[0,3], f32[3], i32[2], f32[3]) {
+  %c = concat %a, %a, axis=0 : f32[0,3]
+  %s = reduce_sum %c, axes=[0] : f32[3]
+  %d = concat %b, %b, %b, axis=1 : i32[2,0]
+  %p = reduce_prod %d, axes=[1] : i32[2]
+  %y = add %s, %x : f32[3]
+  return %c, %s, %p, %y
+}";
+    check_cluster(&cluster(src), 30);
+}
+
+#[test]
 fn pad_low_and_high() {
     let src = "func @f(%x: f32[3,4], %v: f32[]) -> f32[6,9] {
   %y = pad %x, %v, low=[1,2], high=[2,3] : f32[6,9]

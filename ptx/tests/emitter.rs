@@ -273,6 +273,12 @@ fn reduction_cases() -> Vec<(String, String)> {
         "softmax rows (fused epilogue)".into(),
         std::fs::read_to_string(examples_dir().join("softmax.kir")).expect("examples/softmax.kir"),
     ));
+    // Batch norm: the mean and rsqrt(var + eps) are computed once per feature, in the
+    // column reductions' epilogues, and the output kernel reads them.
+    v.push((
+        "batch norm statistics (reused values in epilogues)".into(),
+        "func @f(%x: f32[70,33]) -> f32[70,33] {\n  %s = reduce_sum %x, axes=[0] : f32[33]\n  %n = constant 70.0 : f32[33]\n  %mean = div %s, %n : f32[33]\n  %mb = broadcast_in_dim %mean, dims=[1] : f32[70,33]\n  %d = sub %x, %mb : f32[70,33]\n  %d2 = mul %d, %d : f32[70,33]\n  %ss = reduce_sum %d2, axes=[0] : f32[33]\n  %var = div %ss, %n : f32[33]\n  %eps = constant 1e-5 : f32[33]\n  %ve = add %var, %eps : f32[33]\n  %r = rsqrt %ve : f32[33]\n  %rb = broadcast_in_dim %r, dims=[1] : f32[70,33]\n  %y = mul %d, %rb : f32[70,33]\n  return %y\n}".into(),
+    ));
     v.push((
         "reduction with epilogue".into(),
         "func @f(%x: f32[7,50], %b: f32[7]) -> f32[7] {\n  %e = exp %x : f32[7,50]\n  %s = reduce_sum %e, axes=[1] : f32[7]\n  %l = log %s : f32[7]\n  %y = sub %l, %b : f32[7]\n  return %y\n}".into(),

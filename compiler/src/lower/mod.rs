@@ -32,9 +32,33 @@ pub enum LowerError {
 }
 
 /// Lowers a cluster to kernel IR.
+///
+/// Expensive values that a broadcast reuses are computed once into scratch buffers
+/// ([`reused_expensive_values`]), unless that costs a program its row fusion
+/// ([`crate::kernel::row_fusion`]: the scratch kernel would cover a different leading
+/// dimension); the row-fused form then wins, as before.
 pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
     let f = &c.body;
     check_supported(f)?;
+    let shared = shared_expensive_operands(f);
+    let reused = reused_expensive_values(f, &shared);
+    if reused.is_empty() {
+        return lower_with(c, &shared);
+    }
+    let all: Vec<Value> = shared.iter().chain(&reused).copied().collect();
+    let p = lower_with(c, &all)?;
+    if crate::kernel::row_fusion(&p).is_none() {
+        let plain = lower_with(c, &shared)?;
+        if crate::kernel::row_fusion(&plain).is_some() {
+            return Ok(plain);
+        }
+    }
+    Ok(p)
+}
+
+/// Lowers a cluster, computing each value of `shared` once into a scratch buffer.
+fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
+    let f = &c.body;
     let mut prog = Program {
         name: c.name.clone(),
         inputs: f.param_types(),
@@ -46,7 +70,6 @@ pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
         fills: Vec::new(),
     };
     let mut temps: HashMap<Value, usize> = HashMap::new();
-    let shared = shared_expensive_operands(f);
     // Reductions (and shared expensive values), in definition order, so that each one's
     // operands are computable from inputs and earlier scratch buffers.
     for inst in &f.insts {
@@ -265,6 +288,75 @@ fn shared_expensive_operands(f: &Func) -> Vec<Value> {
         }
     }
     out
+}
+
+/// Pointwise values computed with expensive math that a `broadcast_in_dim` reuses (through
+/// reshapes), in definition order; not single elements, which every backend already
+/// computes once, outside its loops. XLA does not fuse an expensive producer into a
+/// consumer that reuses its elements (`InstructionFusion::ShouldFuse`); nor does Kiln:
+/// batch norm's mean `sum / n` and `rsqrt(var + eps)` are computed once per feature into
+/// scratch buffers (the reduction kernels' epilogues, after `fuse_epilogues`), not once per
+/// element of every kernel that reads them. `stop`: values already computed into scratch
+/// buffers, whose math is not repeated.
+fn reused_expensive_values(f: &Func, stop: &[Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut memo = HashMap::new();
+    for inst in &f.insts {
+        let (Op::BroadcastInDim { .. }, Some(&r)) = (&inst.op, inst.results.first()) else {
+            continue;
+        };
+        let mut w = inst.args[0];
+        while let Some(d) = f.def_inst(w).filter(|d| matches!(d.op, Op::Reshape)) {
+            w = d.args[0];
+        }
+        let n = f.ty(w).num_elements();
+        let pointwise = f.def_inst(w).is_some_and(|d| {
+            matches!(
+                d.op,
+                Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Convert
+            )
+        });
+        if !pointwise || n <= 1 || f.ty(r).num_elements() <= n || out.contains(&w) {
+            continue;
+        }
+        let mut done = |v: Value| stop.contains(&v) || out.contains(&v);
+        if expensive(f, w, &mut done, &mut memo) {
+            out.push(w);
+            // Values that read `w` now read a scratch buffer: what was memoised may change.
+            memo.clear();
+        }
+    }
+    out
+}
+
+/// Whether computing `v` (within the fused expression: not through reductions, matrix
+/// products or `done` values) takes expensive math: a division or remainder, `pow`, a
+/// square root, a transcendental function or random bits. Memoised in `memo`.
+fn expensive(
+    f: &Func,
+    v: Value,
+    done: &mut dyn FnMut(Value) -> bool,
+    memo: &mut HashMap<Value, bool>,
+) -> bool {
+    if done(v) {
+        return false;
+    }
+    if let Some(&e) = memo.get(&v) {
+        return e;
+    }
+    let Some(inst) = f.def_inst(v) else {
+        return false;
+    };
+    let e = match &inst.op {
+        Op::Unary(u) => {
+            is_transcendental(*u) || *u == UnaryOp::Sqrt || expensive(f, inst.args[0], done, memo)
+        }
+        Op::Binary(BinaryOp::Div | BinaryOp::Rem | BinaryOp::Pow) | Op::Random { .. } => true,
+        Op::Reduce { .. } | Op::DotGeneral(_) | Op::Constant(_) | Op::Iota { .. } => false,
+        _ => inst.args.iter().any(|&a| expensive(f, a, done, memo)),
+    };
+    memo.insert(v, e);
+    e
 }
 
 /// Whether `v` is computed (within the fused expression, not through another reduction)

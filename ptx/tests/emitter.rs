@@ -1062,6 +1062,12 @@ fn row_pattern_cases() -> Vec<(String, String)> {
         v.push((format!("layer norm [{r},{n}]"), layer_norm_src(r, n)));
     }
     v.push(("softmax f64 [4,77]".into(), softmax_src("f64", 4, 77)));
+    // Leading dimensions collapse into rows (`collapse_leading_dims`): attention scores'
+    // softmax over [batch, heads, queries, keys] fuses as [batch·heads·queries, keys] does.
+    v.push((
+        "softmax [2,3,5,70] (leading dims collapsed)".into(),
+        "func @f(%x: f32[2,3,5,70]) -> f32[2,3,5,70] {\n  %m = reduce_max %x, axes=[3] : f32[2,3,5]\n  %mb = broadcast_in_dim %m, dims=[0,1,2] : f32[2,3,5,70]\n  %d = sub %x, %mb : f32[2,3,5,70]\n  %e = exp %d : f32[2,3,5,70]\n  %s = reduce_sum %e, axes=[3] : f32[2,3,5]\n  %sb = broadcast_in_dim %s, dims=[0,1,2] : f32[2,3,5,70]\n  %y = div %e, %sb : f32[2,3,5,70]\n  return %y\n}".into(),
+    ));
     v
 }
 

@@ -11,6 +11,7 @@
 //! Deliberately not here: anything about machine code, vector widths or threads; a backend
 //! decides those, and no choice it makes may change a result.
 
+mod collapse;
 mod epilogue;
 mod print;
 mod share;
@@ -21,6 +22,7 @@ use kiln_ir::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use collapse::collapse_leading_dims;
 pub use epilogue::fuse_epilogues;
 pub use print::print_program;
 pub use share::shared_temps;

@@ -198,6 +198,7 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
         prog.kernels.push(k);
     }
     crate::kernel::fuse_epilogues(&mut prog);
+    crate::kernel::collapse_leading_dims(&mut prog);
     Ok(prog)
 }
 

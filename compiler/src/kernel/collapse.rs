@@ -1,0 +1,109 @@
+//! Collapsing leading loop dimensions: when every kernel of a program loops over the same
+//! leading dimensions, and every index expression depends on them only through their
+//! row-major position (times one constant), the kernels loop over that position instead,
+//! one dimension of the product's extent. A softmax over the last axis of `[8, 512, 1024]`
+//! then is a program over 4096 rows, as `[4096, 1024]` is, and runs row by row
+//! ([`super::row_fusion`] fuses over the first dimension only; over 8 rows of 2 MiB, its
+//! blocks would not fit in any cache). The points, their row-major order and every index
+//! value stay the same, so no result changes.
+
+use super::split::{rebuild, substitute};
+use super::{IExpr, Kernel, Program};
+
+/// Collapses the longest collapsible common prefix of `p`'s kernel spaces (module doc), if
+/// it has two dimensions or more. Programs with matrix products are left alone.
+pub fn collapse_leading_dims(p: &mut Program) {
+    let Some(first) = p.kernels.first() else {
+        return;
+    };
+    if !p.dots.is_empty() {
+        return;
+    }
+    let common = p.kernels.iter().fold(first.space.len(), |n, k| {
+        n.min(
+            first
+                .space
+                .iter()
+                .zip(&k.space)
+                .take_while(|(a, b)| a == b)
+                .count(),
+        )
+    });
+    for len in (2..=common).rev() {
+        if let Some(kernels) = collapsed(p, len) {
+            p.kernels = kernels;
+            return;
+        }
+    }
+}
+
+/// `p`'s kernels with their first `len` dimensions collapsed into one, or `None` when an
+/// index expression does not allow it.
+fn collapsed(p: &Program, len: usize) -> Option<Vec<Kernel>> {
+    let prefix = &p.kernels[0].space[..len];
+    let strides = kiln_ir::row_major_strides(prefix);
+    let rows: usize = prefix.iter().product();
+    let mut out = Vec::with_capacity(p.kernels.len());
+    for k in &p.kernels {
+        let ok = std::cell::Cell::new(true);
+        let expr = |e: &IExpr| match collapse_expr(e, len, &strides) {
+            Some(c) => c,
+            None => {
+                ok.set(false);
+                e.clone()
+            }
+        };
+        let nodes = k
+            .nodes
+            .iter()
+            .map(|n| super::Node {
+                kind: rebuild(&n.kind, &|o| o, &expr),
+                dtype: n.dtype,
+            })
+            .collect();
+        if !ok.get() {
+            return None;
+        }
+        let mut space = vec![rows];
+        space.extend_from_slice(&k.space[len..]);
+        out.push(Kernel {
+            name: k.name.clone(),
+            space,
+            nodes,
+            reduce: k.reduce.clone(),
+            stores: k.stores.clone(),
+        });
+    }
+    Some(out)
+}
+
+/// `e` over the collapsed variables (variable 0 the row-major position of the first `len`,
+/// whose `strides` are given; variable `v ≥ len` becomes `v - len + 1`), when `e` is
+/// `c · position + (terms without them)`.
+fn collapse_expr(e: &IExpr, len: usize, strides: &[usize]) -> Option<IExpr> {
+    let c = e.coefficient(len - 1)?;
+    for (v, &s) in strides.iter().enumerate() {
+        if e.coefficient(v)? != c.checked_mul(i64::try_from(s).ok()?)? {
+            return None;
+        }
+    }
+    let rest = (0..len).fold(e.clone(), |r, v| substitute(&r, v, &IExpr::Const(0)));
+    Some(IExpr::sum(
+        IExpr::scaled(IExpr::Var(0), c),
+        shift_vars(&rest, len - 1),
+    ))
+}
+
+/// `e` with every variable `v` (all at least `by`) renumbered `v - by`.
+fn shift_vars(e: &IExpr, by: usize) -> IExpr {
+    let r = |a: &IExpr| shift_vars(a, by);
+    match e {
+        IExpr::Var(v) => IExpr::Var(v - by),
+        IExpr::Const(_) => e.clone(),
+        IExpr::Add(a, b) => IExpr::sum(r(a), r(b)),
+        IExpr::Mul(a, c) => IExpr::scaled(r(a), *c),
+        IExpr::Div(a, c) => IExpr::quot(r(a), *c),
+        IExpr::Rem(a, c) => IExpr::modulo(r(a), *c),
+        IExpr::Clamp(a, lo, hi) => IExpr::clamp(r(a), *lo, *hi),
+    }
+}

@@ -83,3 +83,46 @@ fn reductions_over_middle_axes_and_random_bits() {
 }";
     check(src, 4);
 }
+
+#[test]
+fn narrow_kernels_with_broadcast_and_transposed_reads() {
+    // The CPU loops over the points of these kernels in one dimension (their last
+    // dimensions are narrower than a vector, or narrow with math): the bias and the
+    // transposed operand are gathered per lane through `i0 / stride % extent`.
+    let src =
+        "func @f(%x: f32[1001,3], %b: f32[3], %t: f32[3,1001]) -> (f32[1001,3], f32[1001,3]) {
+  %bb = broadcast_in_dim %b, dims=[1] : f32[1001,3]
+  %a = add %x, %bb : f32[1001,3]
+  %th = tanh %a : f32[1001,3]
+  %tt = transpose %t, perm=[1,0] : f32[1001,3]
+  %y = mul %th, %tt : f32[1001,3]
+  %z = max %a, %tt : f32[1001,3]
+  return %y, %z
+}";
+    check(src, 5);
+    // Seven columns with `exp`, f64 and i32 operands, and an iota along the columns.
+    let src = "func @f(%x: f64[333,7], %b: f64[7], %k: i32[333,7]) -> (f64[333,7], i32[333,7]) {
+  %bb = broadcast_in_dim %b, dims=[1] : f64[333,7]
+  %a = sub %x, %bb : f64[333,7]
+  %e = exp %a : f64[333,7]
+  %i = iota dim=1 : i32[333,7]
+  %j = mul %k, %i : i32[333,7]
+  return %e, %j
+}";
+    check(src, 6);
+}
+
+#[test]
+fn narrow_kernels_with_random_bits() {
+    // Dropout over a narrow last dimension: the random index is the flat position.
+    let src = "func @f(%x: f32[513,3], %s: i64[2]) -> f32[513,3] {
+  %u = random_uniform %s, alg=threefry : f32[513,3]
+  %p = constant 0.5 : f32[513,3]
+  %keep = compare %u, %p, dir=ge : bool[513,3]
+  %z = constant 0.0 : f32[513,3]
+  %e = exp %x : f32[513,3]
+  %y = select %keep, %e, %z : f32[513,3]
+  return %y
+}";
+    check(src, 7);
+}

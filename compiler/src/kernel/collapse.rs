@@ -90,16 +90,61 @@ fn collapse_expr(e: &IExpr, len: usize, strides: &[usize]) -> Option<IExpr> {
     let rest = (0..len).fold(e.clone(), |r, v| substitute(&r, v, &IExpr::Const(0)));
     Some(IExpr::sum(
         IExpr::scaled(IExpr::Var(0), c),
-        shift_vars(&rest, len - 1),
+        shift_vars_above(&rest, len, len - 1),
     ))
 }
 
-/// `e` with every variable `v` (all at least `by`) renumbered `v - by`.
-fn shift_vars(e: &IExpr, by: usize) -> IExpr {
-    let r = |a: &IExpr| shift_vars(a, by);
+/// `k` looping over its points in one dimension: its row-major position `i0`. Index
+/// expressions that reach its variables through that position become `c · i0 + ...`;
+/// the others read each variable as `i0 / stride % extent`. For backends whose loops
+/// vectorise the last dimension, a kernel whose last dimension is narrower than a vector
+/// runs as one long vector loop (with gathered loads where an index is not affine in the
+/// position) instead of one remainder per row. The points, their order and every index
+/// value stay the same.
+pub fn flatten_kernel(k: &Kernel) -> Kernel {
+    let rank = k.space.len();
+    if rank < 2 {
+        return k.clone();
+    }
+    let strides = kiln_ir::row_major_strides(&k.space);
+    let expr = |e: &IExpr| {
+        collapse_expr(e, rank, &strides).unwrap_or_else(|| {
+            let pos = IExpr::Var(0);
+            let at = |v: usize| {
+                let q = IExpr::quot(pos.clone(), strides[v] as i64);
+                if v == 0 {
+                    q
+                } else {
+                    IExpr::modulo(q, k.space[v] as i64)
+                }
+            };
+            // Variable 0 first: the later substitutions introduce only the new variable 0.
+            let e = (0..rank).fold(e.clone(), |r, v| substitute(&r, v, &at(v)));
+            shift_vars_above(&e, rank, rank - 1)
+        })
+    };
+    Kernel {
+        name: k.name.clone(),
+        space: vec![k.points()],
+        nodes: k
+            .nodes
+            .iter()
+            .map(|n| super::Node {
+                kind: rebuild(&n.kind, &|o| o, &expr),
+                dtype: n.dtype,
+            })
+            .collect(),
+        reduce: k.reduce.clone(),
+        stores: k.stores.clone(),
+    }
+}
+
+/// `e` with every variable `v ≥ from` renumbered `v - by` (the others kept).
+fn shift_vars_above(e: &IExpr, from: usize, by: usize) -> IExpr {
+    let r = |a: &IExpr| shift_vars_above(a, from, by);
     match e {
-        IExpr::Var(v) => IExpr::Var(v - by),
-        IExpr::Const(_) => e.clone(),
+        IExpr::Var(v) if *v >= from => IExpr::Var(v - by),
+        IExpr::Var(_) | IExpr::Const(_) => e.clone(),
         IExpr::Add(a, b) => IExpr::sum(r(a), r(b)),
         IExpr::Mul(a, c) => IExpr::scaled(r(a), *c),
         IExpr::Div(a, c) => IExpr::quot(r(a), *c),

@@ -22,7 +22,7 @@ use kiln_ir::{
 };
 use serde::{Deserialize, Serialize};
 
-pub use collapse::collapse_leading_dims;
+pub use collapse::{collapse_leading_dims, flatten_kernel};
 pub use epilogue::fuse_epilogues;
 pub use print::print_program;
 pub use share::shared_temps;

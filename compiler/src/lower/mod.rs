@@ -321,7 +321,7 @@ fn reused_expensive_values(f: &Func, stop: &[Value]) -> Vec<Value> {
             continue;
         }
         let mut done = |v: Value| stop.contains(&v) || out.contains(&v);
-        if expensive(f, w, &mut done, &mut memo) {
+        if expensive(f, w, 0, &mut done, &mut memo) {
             out.push(w);
             // Values that read `w` now read a scratch buffer: what was memoised may change.
             memo.clear();
@@ -332,14 +332,17 @@ fn reused_expensive_values(f: &Func, stop: &[Value]) -> Vec<Value> {
 
 /// Whether computing `v` (within the fused expression: not through reductions, matrix
 /// products or `done` values) takes expensive math: a division or remainder, `pow`, a
-/// square root, a transcendental function or random bits. Memoised in `memo`.
+/// square root, a transcendental function or random bits. Memoised in `memo`; like
+/// [`has_transcendental`], it looks 64 operations deep at most (a chain thousands of ops
+/// long must not exhaust a compile thread's stack), which only ever computes less once.
 fn expensive(
     f: &Func,
     v: Value,
+    depth: usize,
     done: &mut dyn FnMut(Value) -> bool,
     memo: &mut HashMap<Value, bool>,
 ) -> bool {
-    if done(v) {
+    if done(v) || depth > 64 {
         return false;
     }
     if let Some(&e) = memo.get(&v) {
@@ -350,11 +353,16 @@ fn expensive(
     };
     let e = match &inst.op {
         Op::Unary(u) => {
-            is_transcendental(*u) || *u == UnaryOp::Sqrt || expensive(f, inst.args[0], done, memo)
+            is_transcendental(*u)
+                || *u == UnaryOp::Sqrt
+                || expensive(f, inst.args[0], depth + 1, done, memo)
         }
         Op::Binary(BinaryOp::Div | BinaryOp::Rem | BinaryOp::Pow) | Op::Random { .. } => true,
         Op::Reduce { .. } | Op::DotGeneral(_) | Op::Constant(_) | Op::Iota { .. } => false,
-        _ => inst.args.iter().any(|&a| expensive(f, a, done, memo)),
+        _ => inst
+            .args
+            .iter()
+            .any(|&a| expensive(f, a, depth + 1, done, memo)),
     };
     memo.insert(v, e);
     e

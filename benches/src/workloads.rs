@@ -6,6 +6,7 @@ use kiln_ir::{trace, Buffer, DType, Func, RandomAlg, RandomDist, Tensor, TensorT
 /// Every workload name, in the order the table shows them.
 pub const WORKLOADS: &[&str] = &[
     "bias_relu",
+    "narrow",
     "chain",
     "gelu",
     "gelu_f64",
@@ -178,6 +179,18 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
             );
             let args = vec![input(&[n / cols, cols], 12, 1.0), input(&[cols], 13, 1.0)];
             let (b, by) = one(f, args, n)?;
+            (b, by, Agreement::Exact)
+        }
+        "narrow" => {
+            // `tanh(x + b) * 0.5 + x` over points of 3 coordinates (a point cloud, RGB): a
+            // last dimension narrower than a vector, with a broadcast bias.
+            let rows = n / 4;
+            let f = trace("narrow", &[f32s(&[rows, 3]), f32s(&[3])], |a| {
+                let x = &a[0];
+                &((x + &a[1]).tanh() * 0.5) + x
+            });
+            let args = vec![input(&[rows, 3], 15, 1.0), input(&[3], 16, 1.0)];
+            let (b, by) = one(f, args, rows * 3)?;
             (b, by, Agreement::Exact)
         }
         "chain" => {

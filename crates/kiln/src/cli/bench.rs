@@ -14,7 +14,7 @@ pub struct BenchArgs {
     /// Problem size: small (1M elements), medium (16M / 4096x1024), large (64M).
     #[arg(long, default_value = "medium")]
     size: String,
-    /// Comma-separated subset of: bias_relu, chain, gelu, gelu_f64, softmax, layernorm, batchnorm, sum, mlp, frozen_dense, rng_normal,
+    /// Comma-separated subset of: bias_relu, narrow, chain, gelu, gelu_f64, softmax, layernorm, batchnorm, sum, mlp, frozen_dense, rng_normal,
     /// dropout, many_small, varying_shapes.
     #[arg(long, value_name = "A,B")]
     workloads: Option<String>,

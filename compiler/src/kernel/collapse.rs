@@ -7,7 +7,7 @@
 //! blocks would not fit in any cache). The points, their row-major order and every index
 //! value stay the same, so no result changes.
 
-use super::split::{rebuild, substitute};
+use super::split::{map_vars, rebuild, substitute};
 use super::{IExpr, Kernel, Program};
 
 /// Collapses the longest collapsible common prefix of `p`'s kernel spaces (module doc), if
@@ -141,14 +141,5 @@ pub fn flatten_kernel(k: &Kernel) -> Kernel {
 
 /// `e` with every variable `v ≥ from` renumbered `v - by` (the others kept).
 fn shift_vars_above(e: &IExpr, from: usize, by: usize) -> IExpr {
-    let r = |a: &IExpr| shift_vars_above(a, from, by);
-    match e {
-        IExpr::Var(v) if *v >= from => IExpr::Var(v - by),
-        IExpr::Var(_) | IExpr::Const(_) => e.clone(),
-        IExpr::Add(a, b) => IExpr::sum(r(a), r(b)),
-        IExpr::Mul(a, c) => IExpr::scaled(r(a), *c),
-        IExpr::Div(a, c) => IExpr::quot(r(a), *c),
-        IExpr::Rem(a, c) => IExpr::modulo(r(a), *c),
-        IExpr::Clamp(a, lo, hi) => IExpr::clamp(r(a), *lo, *hi),
-    }
+    map_vars(e, &|v| IExpr::Var(if v >= from { v - by } else { v }))
 }

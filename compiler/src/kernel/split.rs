@@ -234,10 +234,15 @@ pub fn operands(k: &NodeKind) -> Vec<NodeId> {
 
 /// `e` with variable `v` replaced by `by`.
 pub(super) fn substitute(e: &IExpr, v: usize, by: &IExpr) -> IExpr {
-    let r = |a: &IExpr| substitute(a, v, by);
+    map_vars(e, &|w| if w == v { by.clone() } else { IExpr::Var(w) })
+}
+
+/// `e` with every variable `w` replaced by `var(w)`.
+pub(super) fn map_vars(e: &IExpr, var: &dyn Fn(usize) -> IExpr) -> IExpr {
+    let r = |a: &IExpr| map_vars(a, var);
     match e {
-        IExpr::Var(w) if *w == v => by.clone(),
-        IExpr::Var(_) | IExpr::Const(_) => e.clone(),
+        IExpr::Var(w) => var(*w),
+        IExpr::Const(_) => e.clone(),
         IExpr::Add(a, b) => IExpr::sum(r(a), r(b)),
         IExpr::Mul(a, c) => IExpr::scaled(r(a), *c),
         IExpr::Div(a, c) => IExpr::quot(r(a), *c),

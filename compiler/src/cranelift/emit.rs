@@ -284,7 +284,13 @@ impl Emitter<'_, '_, '_> {
             |s: &mut Self, n: Value, element: &mut ColumnElement<'_, Self>| -> Result<(), String> {
                 let i = s.b.declare_var(types::I64);
                 s.b.def_var(i, zero);
-                for (rows, copies) in [(ROWS_IN_FLIGHT, 1), (1, 4)] {
+                // Single points (the few at a tile's end that fill no vector) take one
+                // position at a time only: eight rows in flight would double the code.
+                let passes: &[(i64, i64)] = match lanes {
+                    Lanes::Vector => &[(ROWS_IN_FLIGHT, 1), (1, 4)],
+                    Lanes::One => &[(1, 4)],
+                };
+                for &(rows, copies) in passes {
                     let row_blocks = s.stepped_loop_begin(i, rows, n);
                     let i0 = s.b.use_var(i);
                     let lane = s.b.ins().band_imm_s(i0, LANES as i64 - 1);
@@ -294,7 +300,10 @@ impl Emitter<'_, '_, '_> {
                         (0..rows).map(|r| s.b.ins().iadd_imm_s(i0, r)).collect();
                     let g = s.b.declare_var(types::I64);
                     s.b.def_var(g, zero);
-                    for copies in [copies, 1] {
+                    // Groups `copies` at a time, then one at a time (no second loop when
+                    // `copies` is 1: it would never run).
+                    let passes: &[i64] = if copies > 1 { &[copies, 1] } else { &[1] };
+                    for &copies in passes {
                         let blocks = s.stepped_loop_begin(g, copies, groups);
                         let g0 = s.b.use_var(g);
                         let at = s.b.ins().imul_imm_s(g0, group_bytes);

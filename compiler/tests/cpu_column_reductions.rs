@@ -57,25 +57,7 @@ fn batch_norm_statistics() {
     // Layer norm over the batch axis: the mean feeds the variance's reduced value (a load
     // broadcast along the sequence); 130 points are tiles of 64, 64 and 2 (single points);
     // 300 rows are 37 blocks of 8 in flight and 4 more.
-    check(
-        "func @f(%x: f32[300,130]) -> f32[300,130] {
-  %s = reduce_sum %x, axes=[0] : f32[130]
-  %n = constant 300.0 : f32[130]
-  %mean = div %s, %n : f32[130]
-  %mb = broadcast_in_dim %mean, dims=[1] : f32[300,130]
-  %d = sub %x, %mb : f32[300,130]
-  %d2 = mul %d, %d : f32[300,130]
-  %ss = reduce_sum %d2, axes=[0] : f32[130]
-  %var = div %ss, %n : f32[130]
-  %eps = constant 1e-5 : f32[130]
-  %ve = add %var, %eps : f32[130]
-  %r = rsqrt %ve : f32[130]
-  %rb = broadcast_in_dim %r, dims=[1] : f32[300,130]
-  %y = mul %d, %rb : f32[300,130]
-  return %y
-}",
-        4,
-    );
+    check(BATCH_NORM, 4);
 }
 
 #[test]

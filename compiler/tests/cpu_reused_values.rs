@@ -19,24 +19,6 @@ fn shape_of(src: &str) -> (usize, usize) {
     (p.kernels.len(), p.temps.len())
 }
 
-const BATCH_NORM: &str = "func @f(%x: f32[300,130]) -> f32[300,130] {
-  %s = reduce_sum %x, axes=[0] : f32[130]
-  %n = constant 300.0 : f32[130]
-  %mean = div %s, %n : f32[130]
-  %mr = reshape %mean : f32[1,130]
-  %mb = broadcast_in_dim %mr, dims=[0,1] : f32[300,130]
-  %d = sub %x, %mb : f32[300,130]
-  %d2 = mul %d, %d : f32[300,130]
-  %ss = reduce_sum %d2, axes=[0] : f32[130]
-  %var = div %ss, %n : f32[130]
-  %eps = constant 1e-5 : f32[130]
-  %ve = add %var, %eps : f32[130]
-  %r = rsqrt %ve : f32[130]
-  %rb = broadcast_in_dim %r, dims=[1] : f32[300,130]
-  %y = mul %d, %rb : f32[300,130]
-  return %y
-}";
-
 #[test]
 fn batch_norm_statistics_once_per_feature() {
     // Two reductions whose epilogues store the mean and rsqrt(var + eps), and the output.

@@ -7,7 +7,7 @@
 //! blocks would not fit in any cache). The points, their row-major order and every index
 //! value stay the same, so no result changes.
 
-use super::split::{map_vars, rebuild, substitute};
+use super::split::{map_vars, rebuild};
 use super::{IExpr, Kernel, Program};
 
 /// Collapses the longest collapsible common prefix of `p`'s kernel spaces (module doc), if
@@ -46,33 +46,18 @@ fn collapsed(p: &Program, len: usize) -> Option<Vec<Kernel>> {
     let mut out = Vec::with_capacity(p.kernels.len());
     for k in &p.kernels {
         let ok = std::cell::Cell::new(true);
-        let expr = |e: &IExpr| match collapse_expr(e, len, &strides) {
-            Some(c) => c,
-            None => {
+        let mut space = vec![rows];
+        space.extend_from_slice(&k.space[len..]);
+        let kernel = remapped(k, space, &|e| {
+            collapse_expr(e, len, &strides).unwrap_or_else(|| {
                 ok.set(false);
                 e.clone()
-            }
-        };
-        let nodes = k
-            .nodes
-            .iter()
-            .map(|n| super::Node {
-                kind: rebuild(&n.kind, &|o| o, &expr),
-                dtype: n.dtype,
             })
-            .collect();
+        });
         if !ok.get() {
             return None;
         }
-        let mut space = vec![rows];
-        space.extend_from_slice(&k.space[len..]);
-        out.push(Kernel {
-            name: k.name.clone(),
-            space,
-            nodes,
-            reduce: k.reduce.clone(),
-            stores: k.stores.clone(),
-        });
+        out.push(kernel);
     }
     Some(out)
 }
@@ -87,11 +72,12 @@ fn collapse_expr(e: &IExpr, len: usize, strides: &[usize]) -> Option<IExpr> {
             return None;
         }
     }
-    let rest = (0..len).fold(e.clone(), |r, v| substitute(&r, v, &IExpr::Const(0)));
-    Some(IExpr::sum(
-        IExpr::scaled(IExpr::Var(0), c),
-        shift_vars_above(&rest, len, len - 1),
-    ))
+    // The terms without the collapsed variables, the others renumbered.
+    let rest = map_vars(e, &|v| match v {
+        v if v < len => IExpr::Const(0),
+        v => IExpr::Var(v - (len - 1)),
+    });
+    Some(IExpr::sum(IExpr::scaled(IExpr::Var(0), c), rest))
 }
 
 /// `k` looping over its points in one dimension: its row-major position `i0`. Index
@@ -107,39 +93,35 @@ pub fn flatten_kernel(k: &Kernel) -> Kernel {
         return k.clone();
     }
     let strides = kiln_ir::row_major_strides(&k.space);
-    let expr = |e: &IExpr| {
+    remapped(k, vec![k.points()], &|e| {
         collapse_expr(e, rank, &strides).unwrap_or_else(|| {
-            let pos = IExpr::Var(0);
-            let at = |v: usize| {
-                let q = IExpr::quot(pos.clone(), strides[v] as i64);
-                if v == 0 {
-                    q
-                } else {
-                    IExpr::modulo(q, k.space[v] as i64)
-                }
-            };
-            // Variable 0 first: the later substitutions introduce only the new variable 0.
-            let e = (0..rank).fold(e.clone(), |r, v| substitute(&r, v, &at(v)));
-            shift_vars_above(&e, rank, rank - 1)
+            // Variable `v` from the position; the rest (a reduction's sequence) renumbered.
+            map_vars(e, &|v| match v {
+                0 => IExpr::quot(IExpr::Var(0), strides[0] as i64),
+                v if v < rank => IExpr::modulo(
+                    IExpr::quot(IExpr::Var(0), strides[v] as i64),
+                    k.space[v] as i64,
+                ),
+                v => IExpr::Var(v - (rank - 1)),
+            })
         })
-    };
+    })
+}
+
+/// `k` over `space`, its index expressions mapped by `expr`.
+fn remapped(k: &Kernel, space: Vec<usize>, expr: &dyn Fn(&IExpr) -> IExpr) -> Kernel {
     Kernel {
         name: k.name.clone(),
-        space: vec![k.points()],
+        space,
         nodes: k
             .nodes
             .iter()
             .map(|n| super::Node {
-                kind: rebuild(&n.kind, &|o| o, &expr),
+                kind: rebuild(&n.kind, &|o| o, expr),
                 dtype: n.dtype,
             })
             .collect(),
         reduce: k.reduce.clone(),
         stores: k.stores.clone(),
     }
-}
-
-/// `e` with every variable `v ≥ from` renumbered `v - by` (the others kept).
-fn shift_vars_above(e: &IExpr, from: usize, by: usize) -> IExpr {
-    map_vars(e, &|v| IExpr::Var(if v >= from { v - by } else { v }))
 }

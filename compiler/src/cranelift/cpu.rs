@@ -81,7 +81,7 @@ pub struct CpuExecutable {
     /// Per kernel, the partials function of a split reduction (see `schedule::split_chunks`).
     partial_fns: Vec<Option<KernelFn>>,
     module: Option<JITModule>,
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
     opts: CpuOptions,
     /// Row-blocked schedule (leading extent, rows per block), when the program allows it.
     blocking: Option<(usize, usize)>,
@@ -293,13 +293,7 @@ pub(super) fn assemble(
         }
     }
     let pool = if opts.threads > 1 {
-        Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(opts.threads)
-                .thread_name(|i| format!("kiln-cpu-{i}"))
-                .build()
-                .map_err(|e| failed(e.to_string()))?,
-        )
+        Some(kiln_interp::shared_pool(opts.threads).map_err(|e| failed(e.to_string()))?)
     } else {
         None
     };

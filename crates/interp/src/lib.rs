@@ -11,8 +11,9 @@
 //! a monomorphised loop over slices, large tensors are split across the interpreter's own
 //! thread pool, and `dot_general` calls a tuned GEMM.
 //!
-//! **Invariant:** this crate reads no environment variables and uses no global thread pool;
-//! the caller says how many threads to use.
+//! **Invariant:** this crate reads no environment variables and never runs on rayon's global
+//! pool; the caller says how many threads to use, and gets the process's pool of that many
+//! ([`shared_pool`]).
 
 #![warn(missing_docs)]
 
@@ -46,30 +47,57 @@ pub use run::{last_uses, LastUse, RunStats};
 
 use kiln_ir::typecheck::infer;
 use kiln_ir::{Op, Tensor, TensorType};
+use std::sync::{Arc, Mutex, Weak};
 
-/// The interpreter: evaluates ops and functions on host tensors, using its own thread pool.
+/// The process's worker pool of `threads` threads (0: one per available core), shared by
+/// every [`Interpreter`] and every compiled executable that asks for the same count, as XLA
+/// runs everything on one intra-op pool. A program that alternates fallback ops and
+/// compiled clusters then stays on the same warm threads, and a model with many clusters
+/// starts `threads` workers, not `threads` per cluster. The pool ends when the last user
+/// drops it.
+pub fn shared_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>, InterpError> {
+    static POOLS: Mutex<Vec<(usize, Weak<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+    let threads = match threads {
+        // Asked of the OS (affinity, cgroups), never of an environment variable.
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    // A poisoned registry still holds valid weak pointers: a panic cannot leave it torn.
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    pools.retain(|(_, p)| p.strong_count() > 0);
+    if let Some(pool) = pools
+        .iter()
+        .find(|(n, _)| *n == threads)
+        .and_then(|(_, p)| p.upgrade())
+    {
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("kiln-{i}"))
+        .build()
+        .map(Arc::new)
+        .map_err(|e| InterpError::ThreadPool {
+            threads,
+            reason: e.to_string(),
+        })?;
+    pools.push((threads, Arc::downgrade(&pool)));
+    Ok(pool)
+}
+
+/// The interpreter: evaluates ops and functions on host tensors, on the process's pool of
+/// its thread count ([`shared_pool`]).
 #[derive(Debug)]
 pub struct Interpreter {
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
 }
 
 impl Interpreter {
     /// An interpreter running on `threads` threads; 0 means one per available core.
     pub fn new(threads: usize) -> Result<Interpreter, InterpError> {
-        let threads = match threads {
-            // Asked of the OS (affinity, cgroups), never of an environment variable.
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("kiln-interp-{i}"))
-            .build()
-            .map_err(|e| InterpError::ThreadPool {
-                threads,
-                reason: e.to_string(),
-            })?;
-        Ok(Interpreter { pool })
+        Ok(Interpreter {
+            pool: shared_pool(threads)?,
+        })
     }
 
     /// Number of threads in the pool.
@@ -141,4 +169,35 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Reduce { kind, axes } => reduce::reduce(*kind, data(0), args[0].shape(), axes)?,
         Op::DotGeneral(d) => dot::dot_general(args[0], args[1], d)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_pool_per_thread_count_while_in_use() {
+        // Counts no other test here asks for.
+        let a = shared_pool(11).unwrap();
+        let b = shared_pool(11).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.current_num_threads(), 11);
+        let c = shared_pool(13).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(c.current_num_threads(), 13);
+        let interp = Interpreter::new(11).unwrap();
+        assert!(Arc::ptr_eq(&a, &interp.pool));
+        assert_eq!(interp.threads(), 11);
+        // Dropped by every user: the next caller gets a new pool.
+        let weak = Arc::downgrade(&c);
+        drop(c);
+        assert!(weak.upgrade().is_none());
+        assert_eq!(shared_pool(13).unwrap().current_num_threads(), 13);
+    }
+
+    #[test]
+    fn zero_threads_means_one_per_core() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(shared_pool(0).unwrap().current_num_threads(), cores);
+    }
 }

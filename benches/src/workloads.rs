@@ -7,6 +7,7 @@ use kiln_ir::{trace, Buffer, DType, Func, RandomAlg, RandomDist, Tensor, TensorT
 pub const WORKLOADS: &[&str] = &[
     "bias_relu",
     "narrow",
+    "narrow_bias",
     "chain",
     "gelu",
     "gelu_f64",
@@ -191,6 +192,17 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
             });
             let args = vec![input(&[rows, 3], 15, 1.0), input(&[3], 16, 1.0)];
             let (b, by) = one(f, args, rows * 3)?;
+            (b, by, Agreement::Exact)
+        }
+        "narrow_bias" => {
+            // `relu(x + b)` over rows of 10 (a dense layer of ten units, a classifier's
+            // logits): plain arithmetic over rows of two vectors and a remainder of two.
+            let rows = n / 16;
+            let f = trace("narrow_bias", &[f32s(&[rows, 10]), f32s(&[10])], |a| {
+                (&a[0] + &a[1]).relu()
+            });
+            let args = vec![input(&[rows, 10], 17, 1.0), input(&[10], 18, 1.0)];
+            let (b, by) = one(f, args, rows * 10)?;
             (b, by, Agreement::Exact)
         }
         "chain" => {

@@ -168,7 +168,7 @@ pub fn compile_program(
     if opts.threads == 0 {
         return Err(failed("threads must be at least 1".into()));
     }
-    let program = super::schedule::flatten_narrow(program);
+    let program = super::schedule::flatten_narrow(super::schedule::tile_narrow(program));
     if program
         .kernels
         .iter()

@@ -16,6 +16,7 @@ mod epilogue;
 mod print;
 mod share;
 mod split;
+mod tile;
 
 use kiln_ir::{
     BinaryOp, CompareDir, DType, RandomAlg, RandomDist, ReduceKind, Tensor, TensorType, UnaryOp,
@@ -27,6 +28,7 @@ pub use epilogue::fuse_epilogues;
 pub use print::print_program;
 pub use share::shared_temps;
 pub use split::{operands, split_long_reductions};
+pub use tile::tile_rows;
 
 /// An index into [`Kernel::nodes`].
 pub type NodeId = usize;

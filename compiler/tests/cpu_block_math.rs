@@ -403,11 +403,13 @@ fn max_and_min_rows_in_one_host_call() {
             );
             let c = cluster(&src);
             common::check_with_inputs(&c, std::slice::from_ref(&x));
-            if n == 1029 {
+            // Rows of 256 and more are one call; shorter ones reduce inline (a call costs
+            // about as much as 60 elements).
+            if n == 1029 || n == 33 {
                 let text = clif(&c, tag);
                 assert_eq!(
                     text.matches("call_indirect").count(),
-                    usize::from(wide()),
+                    usize::from(wide() && n == 1029),
                     "{text}"
                 );
             }

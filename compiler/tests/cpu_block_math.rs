@@ -416,3 +416,31 @@ fn max_and_min_rows_in_one_host_call() {
         }
     }
 }
+
+#[test]
+fn short_rows_compute_their_math_inline() {
+    // A softmax over rows of 10 (a classifier's logits): a call per row for `exp` and one
+    // for the division would cost more than the math, so both are inline; rows of 33 call.
+    for (n, calls) in [(10usize, 0usize), (33, 2)] {
+        let src = format!(
+            "func @f(%x: f32[64,{n}]) -> f32[64,{n}] {{
+  %m  = reduce_max %x, axes=[1] : f32[64]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[64,{n}]
+  %d  = sub %x, %mb : f32[64,{n}]
+  %e  = exp %d : f32[64,{n}]
+  %s  = reduce_sum %e, axes=[1] : f32[64]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[64,{n}]
+  %y  = div %e, %sb : f32[64,{n}]
+  return %y
+}}"
+        );
+        let c = cluster(&src);
+        check_cluster(&c, n as u64);
+        let text = clif(&c, &format!("rows{n}"));
+        assert_eq!(
+            text.matches("call_indirect").count(),
+            if wide() { calls } else { 0 },
+            "{text}"
+        );
+    }
+}

@@ -341,6 +341,26 @@ pub fn kernel_has_math(k: &Kernel) -> bool {
     })
 }
 
+/// The shortest window of elements that block math computes in host calls; kernels whose
+/// windows are shorter emit their math inline (the same `kiln_math` functions over
+/// Cranelift values, so the same bits). A call and its loop setup cost as much as a few
+/// dozen elements: a softmax over rows of 10 took 7.6–7.8 ms per 4M elements with a call
+/// per row for `exp` and one for the division, 6.1–6.7 ms inline; rows of 16: 4.9–6.5
+/// against 4.0–4.5 ms; rows of 24 were even; from rows of 33 on the calls are faster
+/// (3.1–3.4 against 3.5–3.9 ms, and 1.8–2.3 against 3.1–3.4 at 128).
+const BLOCK_MATH_MIN_WINDOW: usize = 24;
+
+/// The most elements one block-math call of kernel `k` can cover: a reduction's sequence,
+/// a pointwise kernel's innermost extent (windows never cross rows), or the whole space of a
+/// one-dimensional one.
+fn window_len(k: &Kernel) -> usize {
+    match (&k.reduce, k.space.as_slice()) {
+        (Some(r), _) => r.len,
+        (None, [n]) => *n,
+        (None, space) => space.last().copied().unwrap_or(1),
+    }
+}
+
 /// Loads, at the current position (the entry block), the host functions kernel `k` of `p`
 /// calls: the float remainder if it has one, block math if `wide_math` and it has a math
 /// node (or a [`kernel_has_scalar_op`] node).
@@ -352,6 +372,7 @@ pub fn import(
     wide_math: bool,
 ) -> HostCalls {
     let fmod = kernel_has_float_rem(k);
+    let wide_math = wide_math && window_len(k) >= BLOCK_MATH_MIN_WINDOW;
     let math = wide_math && kernel_has_math(k);
     let scalar = wide_math && kernel_has_scalar_op(k);
     let shifted = wide_math && kernel_has_shifted_math(k);

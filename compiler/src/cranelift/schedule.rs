@@ -120,7 +120,7 @@ const MAX_GROUP: usize = 64;
 /// rows ([`crate::kernel::tile_rows`]: `[rows, 10]` as `[rows / 8, 80]`, a broadcast bias
 /// read from a tile of 8 copies), so they run whole vectors with no scalar remainder per
 /// row, where a remainder of 1 to 3 elements cost as much as the vectors. A bias add with a
-/// `max` over `[419430, 10]`: 0.95–1.6 ms per call as rows of 10, 0.58–0.85 ms as rows of
+/// `max` over `[419428, 10]`: 0.95–1.6 ms per call as rows of 10, 0.58–0.85 ms as rows of
 /// 20. The group is the smallest that gives whole vectors, at least [`TILED_ROW`] elements
 /// and divides the rows; a kernel whose rows admit none, or that has a gathered operand,
 /// keeps its shape (and [`flatten_narrow`] may still flatten it). Not in row-blocked

@@ -105,3 +105,39 @@ fn empty_and_single_element_columns() {
         7,
     );
 }
+
+/// Whether the CPU compiles `src`'s one reduction kernel split across chunks (it then has a
+/// `_partials` function).
+fn split(src: &str) -> bool {
+    let dir = std::env::temp_dir().join(format!(
+        "kiln-colsplit-{}-{}",
+        std::process::id(),
+        src.len()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let opts = kiln_compiler::cpu::CpuOptions {
+        threads: 2,
+        dump_to: Some(dir.clone()),
+        ..kiln_compiler::cpu::CpuOptions::default()
+    };
+    kiln_compiler::cpu::compile_cluster(&cluster(src), &opts).expect("compiles");
+    let partials = dir.join("cluster_t.k0_partials.clif").exists();
+    std::fs::remove_dir_all(&dir).ok();
+    partials
+}
+
+#[test]
+fn few_long_columns_split_and_eight_or_more_run_as_one_tile() {
+    // 20000 rows: five chunks. Four columns are split across chunks; twelve (and ten, three
+    // vectors of points or two and two single points) are one tile reading each row once.
+    for (cols, splits) in [(4usize, true), (10, false), (12, false)] {
+        let src = format!(
+            "func @f(%x: f32[20000,{cols}]) -> f32[{cols}] {{
+  %s = reduce_sum %x, axes=[0] : f32[{cols}]
+  return %s
+}}"
+        );
+        assert_eq!(split(&src), splits, "{cols} columns");
+        check(&src, cols as u64);
+    }
+}

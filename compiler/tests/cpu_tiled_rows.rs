@@ -135,3 +135,21 @@ fn gathered_operands_and_odd_row_counts_keep_their_rows() {
     );
     check(src, 6);
 }
+
+#[test]
+fn a_boolean_mask_over_the_columns() {
+    // A tile of booleans (the mask's bytes repeated) selects per column.
+    let src = "func @f(%x: f32[64,6], %m: bool[6]) -> f32[64,6] {
+  %mb = broadcast_in_dim %m, dims=[1] : bool[64,6]
+  %z = constant 0.0 : f32[64,6]
+  %y = select %mb, %x, %z : f32[64,6]
+  %w = mul %y, %x : f32[64,6]
+  return %w
+}";
+    let text = compiled_text(src);
+    assert!(
+        text.contains("k0_tile0") && text.contains(": bool"),
+        "{text}"
+    );
+    check(src, 7);
+}

@@ -1,12 +1,13 @@
 //! Pointwise kernels over narrow rows (a last dimension under 16 that fills no whole
 //! vector, no transcendental math) loop over groups of rows on the CPU, with each operand
 //! that depends on the column alone read from a tile of repeated copies
-//! (`kernel::tile_rows`). The compiled bits must stay the interpreter's, and the dumped
-//! kernel text shows which kernels were regrouped.
+//! (`kernel::tile_rows`). The compiled bits must stay the interpreter's, and the compiled
+//! program's text shows which kernels were regrouped.
 
 mod common;
 use common::*;
 use kiln_compiler::cpu::{compile_cluster, CpuOptions};
+use kiln_compiler::kernel::print_program;
 
 fn check(src: &str, seed: u64) {
     let c = cluster(src);
@@ -16,21 +17,12 @@ fn check(src: &str, seed: u64) {
 
 /// The kernel text the CPU compiles for `src` (after its scheduling steps).
 fn compiled_text(src: &str) -> String {
-    let dir = std::env::temp_dir().join(format!(
-        "kiln-tiled-{}-{:x}",
-        std::process::id(),
-        src.len() * 31 + src.bytes().map(usize::from).sum::<usize>()
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     let opts = CpuOptions {
         threads: 2,
-        dump_to: Some(dir.clone()),
         ..CpuOptions::default()
     };
-    compile_cluster(&cluster(src), &opts).expect("compiles");
-    let text = std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel text");
-    std::fs::remove_dir_all(&dir).ok();
-    text
+    let exe = compile_cluster(&cluster(src), &opts).expect("compiles");
+    print_program(exe.program())
 }
 
 #[test]

@@ -158,14 +158,6 @@ pub fn emit_kernel(
     Ok(())
 }
 
-/// The shortest sequence whose float max or min is one host call ([`Emitter::host_extremum`]).
-/// The call costs about as much as 60 elements of the inline loop, so short rows reduce
-/// inline: a max over rows of 3 took 94 ms per 12M elements as host calls and 12 ms inline
-/// (the fallback: 19 ms); rows of 16: 18.6 against 3.1 ms, of 64: 2.9 against 1.5 ms, of
-/// 128: 1.7 against 1.2–1.5 ms; from 256 on the two are equal within noise (both stream
-/// from memory), and a row-fused softmax's rows of 1024 are faster as calls.
-const HOST_EXTREMUM_MIN_LEN: usize = 256;
-
 /// The unrolled stages of a staging loop: (copies per iteration, lanes per copy).
 const STAGES: [(i64, Lanes); 3] = [(4, Lanes::Vector), (1, Lanes::Vector), (1, Lanes::One)];
 
@@ -660,7 +652,7 @@ impl Emitter<'_, '_, '_> {
             return Ok(None);
         };
         let dt = self.ve.dtype(value);
-        if len < HOST_EXTREMUM_MIN_LEN || !dt.is_float() {
+        if len == 0 || !dt.is_float() {
             return Ok(None);
         }
         let Some(row) = self.ve.unit_stride_address(self.b, value, vars)? else {

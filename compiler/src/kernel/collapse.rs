@@ -65,7 +65,7 @@ fn collapsed(p: &Program, len: usize) -> Option<Vec<Kernel>> {
 /// `e` over the collapsed variables (variable 0 the row-major position of the first `len`,
 /// whose `strides` are given; variable `v ≥ len` becomes `v - len + 1`), when `e` is
 /// `c · position + (terms without them)`.
-fn collapse_expr(e: &IExpr, len: usize, strides: &[usize]) -> Option<IExpr> {
+pub(super) fn collapse_expr(e: &IExpr, len: usize, strides: &[usize]) -> Option<IExpr> {
     let c = e.coefficient(len - 1)?;
     for (v, &s) in strides.iter().enumerate() {
         if e.coefficient(v)? != c.checked_mul(i64::try_from(s).ok()?)? {

@@ -8,6 +8,7 @@
 //! point computes the same operations on the same values and stores at the same position,
 //! so no result changes.
 
+use super::collapse::collapse_expr;
 use super::split::{map_vars, rebuild};
 use super::{BufRef, IExpr, Kernel, Node, NodeKind, Program};
 use kiln_ir::TensorType;
@@ -33,16 +34,11 @@ pub fn tile_rows(p: &mut Program, ki: usize, group: usize) -> bool {
     let inner = group * w;
     // The position over the regrouped space [rows / group, group · w].
     let position = IExpr::sum(IExpr::scaled(IExpr::Var(0), inner as i64), IExpr::Var(1));
+    // `c · position + constant` over the old space (Var(0) the position: pointwise
+    // kernels have no other variables), the position rewritten over the regrouped space.
     let affine = |e: &IExpr| -> Option<IExpr> {
-        let c = e.coefficient(rank - 1)?;
-        for (v, &s) in strides.iter().enumerate() {
-            if e.coefficient(v)? != c.checked_mul(i64::try_from(s).ok()?)? {
-                return None;
-            }
-        }
-        // Pointwise kernels have no other variables: what is left is a constant.
-        let rest = map_vars(e, &|_| IExpr::Const(0));
-        Some(IExpr::sum(IExpr::scaled(position.clone(), c), rest))
+        let e = collapse_expr(e, rank, &strides)?;
+        Some(map_vars(&e, &|_| position.clone()))
     };
     let column_only = |e: &IExpr| (0..rank - 1).all(|v| e.coefficient(v) == Some(0));
     let first_temp = p.temps.len();

@@ -7,8 +7,10 @@
 //! ```
 //!
 //! The plain loop is the one the block math ran before: one `f32s::exp` call per element,
-//! vectorised by LLVM for AVX2 and FMA where the CPU has them. The last column is the staged
-//! loop's 512-bit build (`with_512_bit_vectors`, what `--xla_cpu_prefer_vector_width=512`
+//! vectorised by LLVM for AVX2 and FMA where the CPU has them. "staged" is what the block
+//! math runs now at the default width: on a CPU with AVX-512, the explicit 256-bit loop of
+//! `ymm.rs` (32 registers); otherwise the AVX2 build of the pipelined loop. The last column
+//! is the 512-bit build (`with_512_bit_vectors`, what `--xla_cpu_prefer_vector_width=512`
 //! selects), on a CPU with AVX-512. All return the same bits (checked here before timing).
 
 use std::hint::black_box;

@@ -41,7 +41,7 @@ fn undefined(op: &str, b: &Buffer) -> String {
 /// Applies a unary op to every element.
 pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
     let out = match a {
-        Buffer::F32(v) => float_unary(op, v).map(Buffer::F32),
+        Buffer::F32(v) => f32_unary(op, v).map(Buffer::F32),
         Buffer::F64(v) => float_unary(op, v).map(Buffer::F64),
         Buffer::I32(v) => int_unary(op, v).map(Buffer::I32),
         Buffer::I64(v) => int_unary(op, v).map(Buffer::I64),
@@ -49,6 +49,16 @@ pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
         Buffer::Bool(v) => (op == UnaryOp::Not).then(|| Buffer::Bool(map1(v, |x: bool| !x))),
     };
     out.ok_or_else(|| undefined(op.name(), a))
+}
+
+/// [`float_unary`], through the 256-bit vector loops with AVX-512 registers where they run
+/// `op` (`crate::ymm`): the same bits.
+fn f32_unary(op: UnaryOp, v: &[f32]) -> Option<Vec<f32>> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(out) = crate::ymm::map_f32(op, v) {
+        return Some(out);
+    }
+    float_unary(op, v)
 }
 
 fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
@@ -95,6 +105,10 @@ pub const MATH_OPS: [UnaryOp; 9] = [
 /// see [`crate::hw`]): the results are the fallback's bits. Returns false, writing nothing,
 /// for any other op or when the lengths differ.
 pub fn math_f32(op: UnaryOp, src: Option<&[f32]>, out: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ymm::math_f32(op, src, None, out) {
+        return true;
+    }
     math(op, src, out, |x| x)
 }
 
@@ -107,6 +121,10 @@ pub fn math_f64(op: UnaryOp, src: Option<&[f64]>, out: &mut [f64]) -> bool {
 /// `op`: the subtraction is one IEEE operation, the interpreter's `sub`, so the bits are
 /// those of `sub` then `op` — softmax's `exp(x - max)` in one pass over the block.
 pub fn math_shifted_f32(op: UnaryOp, src: Option<&[f32]>, c: f32, out: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ymm::math_f32(op, src, Some(c), out) {
+        return true;
+    }
     math(op, src, out, move |x| x - c)
 }
 

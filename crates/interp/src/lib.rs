@@ -28,6 +28,8 @@ pub mod reduce;
 mod run;
 mod scalar;
 mod shape;
+#[cfg(target_arch = "x86_64")]
+mod ymm;
 
 pub use elementwise::{
     math_f32, math_f64, math_shifted_f32, math_shifted_f64, scalar_f32, scalar_f64, MATH_OPS,

@@ -151,6 +151,20 @@ pub trait Arith {
     fn fcmp(&mut self, cc: FloatCC, a: Self::F, b: Self::F) -> Self::M;
     /// `if m { a } else { b }`, per lane.
     fn select(&mut self, m: Self::M, a: Self::F, b: Self::F) -> Self::F;
+    /// `if x < lo { lo } else { x }`: NaN passes through. The default is that compare and
+    /// select; an implementation with one instruction of exactly this meaning (x86 `maxps`
+    /// with `lo` first) overrides it.
+    #[inline(always)]
+    fn raise_to(&mut self, x: Self::F, lo: Self::F) -> Self::F {
+        let below = self.fcmp(FloatCC::Lt, x, lo);
+        self.select(below, lo, x)
+    }
+    /// `if x > hi { hi } else { x }`: NaN passes through; see [`Arith::raise_to`].
+    #[inline(always)]
+    fn lower_to(&mut self, x: Self::F, hi: Self::F) -> Self::F {
+        let above = self.fcmp(FloatCC::Gt, x, hi);
+        self.select(above, hi, x)
+    }
 
     /// The float's bit pattern.
     fn to_bits(&mut self, a: Self::F) -> Self::U;

@@ -77,10 +77,8 @@ pub(crate) fn poly_fma_estrin<A: Arith>(a: &mut A, x: A::F, xx: A::F, coeffs: &[
 pub(crate) fn clamp<A: Arith>(a: &mut A, x: A::F, lo: f64, hi: f64) -> A::F {
     let lo = c(a, lo);
     let hi = c(a, hi);
-    let below = a.fcmp(FloatCC::Lt, x, lo);
-    let x = a.select(below, lo, x);
-    let above = a.fcmp(FloatCC::Gt, x, hi);
-    a.select(above, hi, x)
+    let x = a.raise_to(x, lo);
+    a.lower_to(x, hi)
 }
 
 /// `v` rounded to the nearest integer (ties to even), as a float and as a signed integer.

@@ -1,8 +1,9 @@
 //! Scalar math written once, over the [`Arith`] trait of exactly-rounded primitives.
 //!
 //! Every function here is straight-line generic code; the interpreter instantiates it with
-//! plain `f32`/`f64` values ([`ScalarF32`], [`ScalarF64`]), the Cranelift backend with
-//! Cranelift values and the PTX emitter with PTX registers, so all three compute the same
+//! plain `f32`/`f64` values ([`ScalarF32`], [`ScalarF64`]) and, on x86-64 CPUs with AVX-512,
+//! with eight `f32` lanes of a 256-bit register ([`F32x8`]), the Cranelift backend with
+//! Cranelift values and the PTX emitter with PTX registers, so all of them compute the same
 //! sequence of IEEE operations and return the same bits (design.md, Invariant 1).
 //!
 //! Rules the generic functions follow (so that every backend can emit them):
@@ -35,6 +36,8 @@ mod pow;
 pub mod recording;
 mod scalar;
 mod trig;
+#[cfg(target_arch = "x86_64")]
+mod ymm;
 
 pub use arith::{Arith, FloatCC, Format, IntCC};
 pub use erf::erf;
@@ -45,6 +48,8 @@ pub use pio2::{TRIG_MEDIUM_F32, TRIG_MEDIUM_F64};
 pub use pow::{pow, rsqrt};
 pub use scalar::{ScalarF32, ScalarF64};
 pub use trig::{cos, cos_medium, sin, sin_medium, sincos};
+#[cfg(target_arch = "x86_64")]
+pub use ymm::F32x8;
 
 /// Defines the convenience module of plain functions for one scalar format.
 macro_rules! scalar_functions {

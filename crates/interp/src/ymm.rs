@@ -13,26 +13,21 @@ use core::arch::x86_64::*;
 use kiln_ir::UnaryOp;
 use kiln_math::{Arith, F32x8};
 
-/// The ops these loops run faster than the AVX2 build of [`crate::hw::with_simd`] (each
-/// op's vectors per step below is its fastest of 1, 2 and 4). `sin` and `cos` stay on the
-/// guarded loops of [`crate::par`].
-const OPS: [UnaryOp; 7] = [
-    UnaryOp::Exp,
-    UnaryOp::Expm1,
-    UnaryOp::Log,
-    UnaryOp::Log1p,
-    UnaryOp::Tanh,
-    UnaryOp::Logistic,
-    UnaryOp::Erf,
-];
+/// Whether these loops run `op`: the block-math ops ([`crate::MATH_OPS`]), which they run
+/// faster than the AVX2 build of [`crate::hw::with_simd`] (each op's vectors per step below
+/// is its fastest of 1, 2 and 4), except `sin` and `cos`, which keep the guarded loops of
+/// [`crate::par`].
+fn runs(op: UnaryOp) -> bool {
+    crate::MATH_OPS.contains(&op) && !matches!(op, UnaryOp::Sin | UnaryOp::Cos)
+}
 
 /// The implementation, when these loops run `op` on this thread: the CPU has
 /// [`F32x8::FEATURES`], the thread is not inside [`crate::with_512_bit_vectors`] (whose
-/// 512-bit build is as fast) and `op` is one of [`OPS`].
+/// 512-bit build is as fast) and [`runs`] `op`.
 fn ready(op: UnaryOp) -> Option<F32x8> {
     /// The CPU's answer, asked once (six feature tests cost more than a short block).
     static CPU: std::sync::OnceLock<Option<F32x8>> = std::sync::OnceLock::new();
-    if !OPS.contains(&op) || crate::hw::prefers_512_bit_vectors() {
+    if !runs(op) || crate::hw::prefers_512_bit_vectors() {
         return None;
     }
     *CPU.get_or_init(F32x8::new)
@@ -74,7 +69,7 @@ pub(crate) fn map_f32(op: UnaryOp, a: &[f32]) -> Option<Vec<f32>> {
     Some(unsafe { crate::par::collect(a.len(), fill) })
 }
 
-/// `dst[i] = op(src[i] - c)` for `i < n` (`op` one of [`OPS`]; others write nothing).
+/// `dst[i] = op(src[i] - c)` for `i < n` (`op` one that [`runs`]; others write nothing).
 ///
 /// # Safety
 /// `src` is valid for `n` reads and `dst` for `n` writes; the two are the same or disjoint.
@@ -127,9 +122,10 @@ unsafe fn run(y: F32x8, op: UnaryOp, src: *const f32, dst: *mut f32, n: usize, s
 trait Map: Fn(&mut F32x8, __m256) -> __m256 {}
 impl<T: Fn(&mut F32x8, __m256) -> __m256> Map for T {}
 
-/// Vectors per step of the loops below: four independent dependency chains per step keep
-/// both FMA pipes busy (`exp` over a 512-element window, ns per element on a Zen 4: one
-/// vector 0.33, two 0.25, three 0.23, four 0.22; the AVX2 build 0.33, the 512-bit one 0.24).
+/// Vectors per group of the pipelined `exp` loop: four independent dependency chains per
+/// half keep both FMA pipes busy (`exp` over a 512-element window in L1, ns per element on a
+/// Zen 4: not pipelined 0.33; groups of two vectors 0.25, three 0.23, four 0.22; the AVX2
+/// build 0.33, the 512-bit one 0.24).
 const G: usize = 4;
 /// Elements per step.
 const STEP: usize = 8 * G;
@@ -164,8 +160,9 @@ unsafe fn store(dst: *mut f32, at: usize, v: [__m256; G]) {
     }
 }
 
-/// `dst[i] = f(pre(src[i]))` for `i < n`: [`G`] vectors per step, then single vectors, the
-/// last `n % 8` elements through masked loads and stores.
+/// `dst[i] = f(pre(src[i]))` for `i < n`: `N` vectors per step (independent chains for the
+/// CPU to overlap), then single vectors, the last `n % 8` elements through masked loads and
+/// stores.
 ///
 /// # Safety
 /// The CPU has [`F32x8::FEATURES`] (the string below); `src` is valid for `n` reads and
@@ -279,7 +276,7 @@ mod tests {
             UnaryOp::Tanh => f32s::tanh,
             UnaryOp::Logistic => f32s::logistic,
             UnaryOp::Erf => f32s::erf,
-            _ => unreachable!("not one of OPS"),
+            _ => unreachable!("not run by these loops"),
         }
     }
 
@@ -327,7 +324,7 @@ mod tests {
         // Lengths through every loop: masked tails, single vectors, whole steps, and for
         // `exp` the pipelined groups (from 64 elements on).
         let lengths = (0..=100).chain([511, 512, 513, 1029]);
-        for op in OPS {
+        for op in crate::MATH_OPS.into_iter().filter(|&op| runs(op)) {
             for n in lengths.clone() {
                 let src = inputs(n);
                 for shift in [None, Some(0.75)] {
@@ -350,8 +347,8 @@ mod tests {
         };
         // Several of `collect`'s blocks, in parallel, and a partial one.
         let src = inputs(3 * crate::par::BLOCK + 77);
-        for op in OPS {
-            let out = map_f32(op, &src).expect("one of OPS");
+        for op in crate::MATH_OPS.into_iter().filter(|&op| runs(op)) {
+            let out = map_f32(op, &src).expect("an op these loops run");
             check(op, src.len(), &out, &src, None);
         }
         assert!(

@@ -37,11 +37,8 @@ pub fn wide_simd() -> bool {
 pub fn widest_simd() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        wide_simd()
-            && std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-            && std::arch::is_x86_feature_detected!("avx512bw")
+        // Exactly the features of `kiln_math::F32x8` (`ymm.rs`'s 256-bit loops).
+        kiln_math::F32x8::new().is_some()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -136,25 +136,30 @@ fn first(r: usize) -> __mmask8 {
     ((1u32 << r) - 1) as __mmask8
 }
 
-/// The `G` vectors at `src + at`, each through `pre`.
+/// The `N` vectors at `src + at`, each through `pre`.
 ///
 /// # Safety
-/// `src + at` is valid for `STEP` reads; the CPU has [`F32x8::FEATURES`].
+/// `src + at` is valid for `8 * N` reads; the CPU has [`F32x8::FEATURES`].
 #[inline(always)]
-unsafe fn load(y: &mut F32x8, src: *const f32, at: usize, pre: &impl Map) -> [__m256; G] {
-    let mut v = [unsafe { _mm256_setzero_ps() }; G];
+unsafe fn load<const N: usize>(
+    y: &mut F32x8,
+    src: *const f32,
+    at: usize,
+    pre: &impl Map,
+) -> [__m256; N] {
+    let mut v = [unsafe { _mm256_setzero_ps() }; N];
     for (j, v) in v.iter_mut().enumerate() {
         *v = pre(y, unsafe { _mm256_loadu_ps(src.add(at + 8 * j)) });
     }
     v
 }
 
-/// Stores `G` vectors at `dst + at`.
+/// Stores `N` vectors at `dst + at`.
 ///
 /// # Safety
-/// `dst + at` is valid for `STEP` writes; the CPU has [`F32x8::FEATURES`].
+/// `dst + at` is valid for `8 * N` writes; the CPU has [`F32x8::FEATURES`].
 #[inline(always)]
-unsafe fn store(dst: *mut f32, at: usize, v: [__m256; G]) {
+unsafe fn store<const N: usize>(dst: *mut f32, at: usize, v: [__m256; N]) {
     for (j, v) in v.into_iter().enumerate() {
         unsafe { _mm256_storeu_ps(dst.add(at + 8 * j), v) };
     }
@@ -181,16 +186,11 @@ unsafe fn each<const N: usize>(
     // SAFETY (every access): offsets stay below `n`; each vector is loaded before the same
     // positions are stored.
     while i + 8 * N <= n {
-        let mut v = [_mm256_setzero_ps(); N];
-        for (j, v) in v.iter_mut().enumerate() {
-            *v = pre(y, unsafe { _mm256_loadu_ps(src.add(i + 8 * j)) });
-        }
+        let mut v = unsafe { load::<N>(y, src, i, &pre) };
         for v in &mut v {
             *v = f(y, *v);
         }
-        for (j, v) in v.into_iter().enumerate() {
-            unsafe { _mm256_storeu_ps(dst.add(i + 8 * j), v) };
-        }
+        unsafe { store(dst, i, v) };
         i += 8 * N;
     }
     while i < n {
@@ -236,10 +236,10 @@ unsafe fn staged_exp(mut y: F32x8, src: *const f32, dst: *mut f32, n: usize, pre
         let y = &mut y;
         // SAFETY (every access): as in `each`; a group is loaded before the previous
         // group's positions, which precede it, are stored.
-        let v = unsafe { load(y, src, 0, &pre) };
+        let v = unsafe { load::<G>(y, src, 0, &pre) };
         let mut group = exp_start(y, v);
         for at in (STEP..full).step_by(STEP) {
-            let v = unsafe { load(y, src, at, &pre) };
+            let v = unsafe { load::<G>(y, src, at, &pre) };
             let next = exp_start(y, v);
             unsafe { store(dst, at - STEP, exp_finish(y, group)) };
             group = next;

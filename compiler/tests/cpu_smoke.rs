@@ -167,6 +167,149 @@ fn row_blocked_and_sequential_schedules_agree() {
     }
 }
 
+/// Rows of ordinary values, and rows with a NaN, an infinity, only `-inf`, only zeros of
+/// both signs, or a huge value: every path of the max (exact fold included) and of the
+/// division.
+fn rows_with_specials(rows: usize, cols: usize, dtype: &str) -> kiln_ir::Tensor {
+    let mut r = Rng(17);
+    let mut v: Vec<f64> = (0..rows * cols)
+        .map(|_| (r.next() % 4001) as f64 * 0.0037 - 7.4)
+        .collect();
+    for (i, row) in v.chunks_mut(cols).enumerate() {
+        let at = r.below(cols);
+        match i % 7 {
+            1 => row[at] = f64::NAN,
+            2 => row[at] = f64::INFINITY,
+            3 => row.fill(f64::NEG_INFINITY),
+            4 => row
+                .iter_mut()
+                .enumerate()
+                .for_each(|(j, x)| *x = if j % 3 == 0 { -0.0 } else { 0.0 }),
+            5 => row[at] = 3e38,
+            _ => {}
+        }
+    }
+    let data = match dtype {
+        "f32" => kiln_ir::Buffer::F32(v.iter().map(|&x| x as f32).collect()),
+        _ => kiln_ir::Buffer::F64(v),
+    };
+    kiln_ir::Tensor::new(vec![rows, cols], data).expect("sizes match")
+}
+
+#[test]
+fn row_pipelined_softmax_gives_the_interpreters_bits() {
+    // Softmax (max or min as the shift, a scaled exponent in the middle kernel) over rows
+    // long enough for host calls: the rows of each block run one by one, each row's
+    // division fused with the next row's max. One partial block (37 rows), rows that are
+    // not a multiple of 32 (257, 300), f64, and a longer middle kernel.
+    let cases = [
+        (37, 1024, "f32", "reduce_max", false),
+        (70, 257, "f32", "reduce_min", false),
+        (45, 300, "f64", "reduce_max", false),
+        (33, 512, "f32", "reduce_max", true),
+    ];
+    for (rows, cols, t, reduce, squared) in cases {
+        let ty = format!("{t}[{rows},{cols}]");
+        let exp = if squared {
+            format!("%h  = mul %d, %d : {ty}\n  %e  = exp %h : {ty}")
+        } else {
+            format!("%e  = exp %d : {ty}")
+        };
+        let src = format!(
+            "func @softmax(%x: {ty}) -> {ty} {{
+  %m  = {reduce} %x, axes=[1] : {t}[{rows}]
+  %mb = broadcast_in_dim %m, dims=[0] : {ty}
+  %d  = sub %x, %mb : {ty}
+  {exp}
+  %s  = reduce_sum %e, axes=[1] : {t}[{rows}]
+  %sb = broadcast_in_dim %s, dims=[0] : {ty}
+  %y  = div %e, %sb : {ty}
+  return %y
+}}"
+        );
+        let c = cluster(&src);
+        let x = rows_with_specials(rows, cols, t);
+        check_with_inputs(&c, std::slice::from_ref(&x));
+        for threads in [1, 2, 7] {
+            let opts = kiln_compiler::cpu::CpuOptions {
+                threads,
+                ..Default::default()
+            };
+            let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+            if !kiln_interp::wide_simd() {
+                eprintln!("skipping the schedule comparison: no AVX2 and FMA, so no host calls");
+                assert!(!exe.row_pipelined());
+                continue;
+            }
+            assert!(exe.row_pipelined(), "{}", exe.kernel_ir_text());
+            let pipelined = exe.run(&[&x]).expect("runs");
+            exe.set_row_pipelining(false);
+            let blocked = exe.run(&[&x]).expect("runs");
+            exe.set_row_blocking(false);
+            let sequential = exe.run(&[&x]).expect("runs");
+            for ((p, b), s) in pipelined.iter().zip(&blocked).zip(&sequential) {
+                let case = format!("{rows}x{cols} {t} {reduce}, {threads} threads");
+                assert!(p.bit_eq(b), "pipelined vs blocked, {case}");
+                assert!(p.bit_eq(s), "pipelined vs sequential, {case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn only_softmax_shaped_row_programs_are_pipelined() {
+    let opts = kiln_compiler::cpu::CpuOptions::default();
+    let pipelined = |src: &str| {
+        let exe = kiln_compiler::cpu::compile_cluster(&cluster(src), &opts).expect("compiles");
+        exe.row_pipelined()
+    };
+    let softmax = |n: usize| {
+        format!(
+            "func @softmax(%x: f32[64,{n}]) -> f32[64,{n}] {{
+  %m  = reduce_max %x, axes=[1] : f32[64]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[64,{n}]
+  %d  = sub %x, %mb : f32[64,{n}]
+  %e  = exp %d : f32[64,{n}]
+  %s  = reduce_sum %e, axes=[1] : f32[64]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[64,{n}]
+  %y  = div %e, %sb : f32[64,{n}]
+  return %y
+}}"
+        )
+    };
+    assert_eq!(pipelined(&softmax(1024)), kiln_interp::wide_simd());
+    // Rows too short for a host max: the max stays inline, nothing to pair with.
+    assert!(!pipelined(&softmax(100)));
+    // Log-softmax ends in a subtraction, not a division by a row value.
+    assert!(!pipelined(
+        "func @lsm(%x: f32[64,1024]) -> f32[64,1024] {
+  %m  = reduce_max %x, axes=[1] : f32[64]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[64,1024]
+  %d  = sub %x, %mb : f32[64,1024]
+  %e  = exp %d : f32[64,1024]
+  %s  = reduce_sum %e, axes=[1] : f32[64]
+  %l  = log %s : f32[64]
+  %lb = broadcast_in_dim %l, dims=[0] : f32[64,1024]
+  %y  = sub %d, %lb : f32[64,1024]
+  return %y
+}"
+    ));
+    // The max of a transposed input reads its row with a stride.
+    assert!(!pipelined(
+        "func @t(%x: f32[1024,64]) -> f32[64,1024] {
+  %xt = transpose %x, perm=[1,0] : f32[64,1024]
+  %m  = reduce_max %xt, axes=[1] : f32[64]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[64,1024]
+  %d  = sub %xt, %mb : f32[64,1024]
+  %e  = exp %d : f32[64,1024]
+  %s  = reduce_sum %e, axes=[1] : f32[64]
+  %sb = broadcast_in_dim %s, dims=[0] : f32[64,1024]
+  %y  = div %e, %sb : f32[64,1024]
+  return %y
+}"
+    ));
+}
+
 #[test]
 fn scratch_in_an_output_gives_the_interpreters_bits_when_not_row_blocked() {
     // Rows long enough that the reductions are split into chunks: not row-blocked, so the

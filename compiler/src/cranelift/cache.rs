@@ -37,7 +37,7 @@ fn host_key(opts: &CpuOptions) -> Result<String, String> {
 }
 
 /// Whether code compiled with `opts` here uses block math.
-fn wide_math(opts: &CpuOptions) -> bool {
+pub(super) fn wide_math(opts: &CpuOptions) -> bool {
     opts.wide_math && kiln_interp::wide_simd()
 }
 

@@ -6,7 +6,7 @@
 use super::emit::{emit_kernel, kernel_signature, Part};
 use super::schedule::{
     block_task, function_list, kernel_tasks, outputs_covered, partial_tasks, row_blocking,
-    split_chunks, Task,
+    row_pipeline, split_chunks, RowPipeline, Task,
 };
 use super::values::arg_slot;
 use crate::kernel::{print_program, shared_temps, BufRef, Kernel, Program, MAX_MATH_OPS};
@@ -85,6 +85,12 @@ pub struct CpuExecutable {
     opts: CpuOptions,
     /// Row-blocked schedule (leading extent, rows per block), when the program allows it.
     blocking: Option<(usize, usize)>,
+    /// Rows of a block run one by one, the last kernel of each with the first of the next
+    /// ([`RowPipeline`]), when the program has that form (only with `blocking`).
+    pipeline: Option<RowPipeline>,
+    /// Whether block math calls the interpreter's loops (`CpuOptions::wide_math` on a CPU
+    /// with AVX2), which the pipeline's fused call is one of.
+    wide_math: bool,
     /// Whether every element of every output is stored by some kernel, so outputs need no
     /// clearing before the kernels run (see `schedule::outputs_covered`).
     outputs_covered: bool,
@@ -298,6 +304,8 @@ pub(super) fn assemble(
         None
     };
     let blocking = row_blocking(&program);
+    let wide_math = super::cache::wide_math(opts);
+    let pipeline = row_pipeline(&program, wide_math);
     let outputs_covered = outputs_covered(&program);
     let shared = shared_temps(&program);
     let interp = if program.dots.is_empty() && program.fills.is_empty() {
@@ -313,6 +321,8 @@ pub(super) fn assemble(
         pool,
         opts: opts.clone(),
         blocking,
+        pipeline,
+        wide_math,
         outputs_covered,
         shared,
         interp,
@@ -344,7 +354,47 @@ fn call(f: KernelFn, args: Args, (r0, r1, c0, c1): Task) {
 #[derive(Clone, Copy)]
 struct Args(*const *mut u8);
 
+/// The interpreter's fused scalar-op-and-extremum loop over one element type.
+type ScalarExtremum<T> =
+    fn(kiln_ir::BinaryOp, Option<&[T]>, T, &mut [T], kiln_ir::ReduceKind, &[T]) -> Option<T>;
+
+/// [`CpuExecutable::fused_rows`] for elements of type `T`.
+///
+/// # Safety
+/// `slot` gives the buffers of a program whose [`RowPipeline`] is `pl`, with rows `r` and
+/// `r + 1` inside them (see the caller).
+unsafe fn fused_row<T: Copy>(
+    pl: &RowPipeline,
+    r: usize,
+    slot: impl Fn(BufRef) -> *mut u8,
+    f: ScalarExtremum<T>,
+) -> bool {
+    let (n, m) = (pl.tail_len, pl.head_len);
+    // SAFETY: as the caller promises.
+    unsafe {
+        let src = (slot(pl.tail_src) as *const T).add(r * n);
+        let dst = (slot(pl.tail_dst) as *mut T).add(r * n);
+        let c = *(slot(pl.tail_scalar) as *const T).add(r);
+        let other = std::slice::from_raw_parts((slot(pl.head_src) as *const T).add((r + 1) * m), m);
+        let out = std::slice::from_raw_parts_mut(dst, n);
+        let src = (!std::ptr::eq(src, dst)).then(|| std::slice::from_raw_parts(src, n));
+        match f(pl.op, src, c, out, pl.kind, other) {
+            Some(v) => {
+                *(slot(pl.head_dst) as *mut T).add(r + 1) = v;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 impl Args {
+    /// Pointer `i`.
+    fn get(self, i: usize) -> *mut u8 {
+        // SAFETY: callers pass an index inside the pointer array `self` was made from.
+        unsafe { *self.0.add(i) }
+    }
+
     /// A copy of the first `n` pointers.
     fn to_vec(self, n: usize) -> Vec<*mut u8> {
         // SAFETY: callers pass the length of the pointer array `self` was made from.
@@ -616,8 +666,13 @@ impl CpuExecutable {
                 at = at.wrapping_add((rb * per).div_ceil(8) * 8);
             }
             let a = Args(args.as_ptr());
-            for (k, &f) in p.kernels.iter().zip(&self.fns) {
-                call(f, a, block_task(k, b0, b1));
+            match &self.pipeline {
+                Some(pl) => self.run_rows(pl, a, b0, b1),
+                None => {
+                    for (k, &f) in p.kernels.iter().zip(&self.fns) {
+                        call(f, a, block_task(k, b0, b1));
+                    }
+                }
             }
         };
         match &self.pool {
@@ -629,6 +684,53 @@ impl CpuExecutable {
             _ => {
                 let mut state = init();
                 blocks.iter().for_each(|b| block(&mut state, b))
+            }
+        }
+    }
+
+    /// Runs rows `b0..b1` one at a time (see [`RowPipeline`]): every kernel on row `r`, the
+    /// last one fused with the first kernel of row `r + 1` when that row is in the block.
+    fn run_rows(&self, pl: &RowPipeline, a: Args, b0: usize, b1: usize) {
+        let (ks, fs) = (&self.program.kernels, &self.fns);
+        let last = ks.len() - 1;
+        call(fs[0], a, block_task(&ks[0], b0, b0 + 1));
+        for r in b0..b1 {
+            for (k, &f) in ks[1..last].iter().zip(&fs[1..last]) {
+                call(f, a, block_task(k, r, r + 1));
+            }
+            let next = r + 1 < b1;
+            if next && self.fused_rows(pl, a, r) {
+                continue;
+            }
+            call(fs[last], a, block_task(&ks[last], r, r + 1));
+            if next {
+                call(fs[0], a, block_task(&ks[0], r + 1, r + 2));
+            }
+        }
+    }
+
+    /// The last kernel on row `r` and the first on row `r + 1`, in one host loop; `false`
+    /// (nothing written) when the interpreter declines.
+    fn fused_rows(&self, pl: &RowPipeline, a: Args, r: usize) -> bool {
+        let slot = |b: BufRef| a.get(arg_slot(&self.program, b));
+        let at_width = |f: &mut dyn FnMut() -> bool| {
+            if self.opts.math_512 {
+                kiln_interp::with_512_bit_vectors(f)
+            } else {
+                f()
+            }
+        };
+        // SAFETY: the pointers are the program's buffers (scratch rebased to this block);
+        // row `r` of the last kernel's operands and output and row `r + 1` of the first
+        // kernel's input lie inside them (`row_pipeline` checked the index maps), and the
+        // result element `r + 1` of its scratch. The output row is the row operand itself
+        // or disjoint from it (different buffers).
+        unsafe {
+            match pl.dtype {
+                kiln_ir::DType::F32 => {
+                    at_width(&mut || fused_row(pl, r, slot, kiln_interp::scalar_extremum_f32))
+                }
+                _ => at_width(&mut || fused_row(pl, r, slot, kiln_interp::scalar_extremum_f64)),
             }
         }
     }
@@ -681,6 +783,21 @@ impl CpuExecutable {
     pub fn set_row_blocking(&mut self, on: bool) {
         self.blocking = if on {
             row_blocking(&self.program)
+        } else {
+            None
+        };
+    }
+
+    /// Whether row-blocked runs pipeline their rows ([`RowPipeline`]).
+    pub fn row_pipelined(&self) -> bool {
+        self.pipeline.is_some()
+    }
+
+    /// Turns row pipelining off (or back on where the program allows it); for tests and
+    /// benchmarks comparing schedules, which never differ in results.
+    pub fn set_row_pipelining(&mut self, on: bool) {
+        self.pipeline = if on {
+            row_pipeline(&self.program, self.wide_math)
         } else {
             None
         };

@@ -349,6 +349,22 @@ pub fn kernel_has_math(k: &Kernel) -> bool {
 /// from memory), and a row-fused softmax's rows of 1024 are faster as calls.
 const HOST_EXTREMUM_MIN_LEN: usize = 256;
 
+/// Whether kernel `k`'s reduction is a float max or min over sequences long enough for one
+/// host call ([`HOST_EXTREMUM_MIN_LEN`]), which it makes when wide math is on.
+pub fn host_extremum(k: &Kernel) -> bool {
+    k.reduce.as_ref().is_some_and(|r| {
+        r.len >= HOST_EXTREMUM_MIN_LEN
+            && EXTREMA.contains(&r.kind)
+            && k.nodes.get(r.value).is_some_and(|n| n.dtype.is_float())
+    })
+}
+
+/// Whether kernel `k`'s block math runs in host calls when wide math is on: its windows
+/// are at least [`BLOCK_MATH_MIN_WINDOW`] elements.
+pub fn host_windows(k: &Kernel) -> bool {
+    window_len(k) >= BLOCK_MATH_MIN_WINDOW
+}
+
 /// The shortest window of elements that block math computes in host calls; kernels whose
 /// windows are shorter emit their math inline (the same `kiln_math` functions over
 /// Cranelift values, so the same bits). A call and its loop setup cost as much as a few
@@ -379,16 +395,11 @@ pub fn import(
     wide_math: bool,
 ) -> HostCalls {
     let fmod = kernel_has_float_rem(k);
-    let wide_math = wide_math && window_len(k) >= BLOCK_MATH_MIN_WINDOW;
+    let wide_math = wide_math && host_windows(k);
     let math = wide_math && kernel_has_math(k);
     let scalar = wide_math && kernel_has_scalar_op(k);
     let shifted = wide_math && kernel_has_shifted_math(k);
-    let extremum = wide_math
-        && k.reduce.as_ref().is_some_and(|r| {
-            r.len >= HOST_EXTREMUM_MIN_LEN
-                && EXTREMA.contains(&r.kind)
-                && k.nodes.get(r.value).is_some_and(|n| n.dtype.is_float())
-        });
+    let extremum = wide_math && host_extremum(k);
     if !fmod && !math && !scalar && !shifted && !extremum {
         return HostCalls::default();
     }

@@ -7,6 +7,7 @@
 
 use super::emit::{Part, CHUNK, LANES};
 use crate::kernel::{operands, BufRef, Kernel, NodeKind, Program};
+use kiln_ir::{BinaryOp, DType, ReduceKind};
 
 /// A call of one kernel function on rows `r0..r1`, columns `c0..c1`.
 pub type Task = (i64, i64, i64, i64);
@@ -79,6 +80,114 @@ pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
         .unwrap_or(1)
         .max(1);
     Some((d0, (TASK_ELEMS / 2 / widest).max(1)))
+}
+
+/// Row pipelining of a row-blocked program ([`row_pipeline`]): its first kernel takes the
+/// float max or min of a contiguous row of an input (one host extremum call per row) and
+/// its last applies a scalar op by a per-row value to a contiguous row (one host scalar
+/// call per row) — softmax's max and division. The CPU then runs a block's rows one at a
+/// time, every kernel on a row before the next row, and the last kernel of row `r` in one
+/// loop with the first kernel of row `r + 1` ([`kiln_interp::scalar_extremum_f32`]): the
+/// division, bound by the divider, overlaps the max, bound by the loads of a row fresh
+/// from memory, and the row the max read is still in L1 when the next kernel reads it.
+/// Rows see their kernels in the same order as before and read only their own row of any
+/// scratch buffer ([`crate::kernel::row_fusion`]), so no result changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowPipeline {
+    /// The element type of both kernels (`F32` or `F64`).
+    pub dtype: DType,
+    /// The first kernel's reduction (max or min).
+    pub kind: ReduceKind,
+    /// The input the first kernel reduces, row by row ...
+    pub head_src: BufRef,
+    /// ... rows of this many elements ...
+    pub head_len: usize,
+    /// ... into element `r` of this scratch buffer.
+    pub head_dst: BufRef,
+    /// The last kernel's op (one of `kiln_interp::SCALAR_OPS`).
+    pub op: BinaryOp,
+    /// Its row operand ...
+    pub tail_src: BufRef,
+    /// ... its per-row operand (element `r`) ...
+    pub tail_scalar: BufRef,
+    /// ... the buffer it stores the row to ...
+    pub tail_dst: BufRef,
+    /// ... and the row length.
+    pub tail_len: usize,
+}
+
+/// The [`RowPipeline`] of `p`, if it is row-blocked and its first and last kernels have
+/// exactly those forms (and host calls, `wide_math`, are on).
+pub fn row_pipeline(p: &Program, wide_math: bool) -> Option<RowPipeline> {
+    let (d0, _) = row_blocking(p)?;
+    let (head, tail) = (p.kernels.first()?, p.kernels.last()?);
+    if !wide_math || p.kernels.len() < 2 || head.space != [d0] || tail.reduce.is_some() {
+        return None;
+    }
+    // Head: `reduce(load in[i0 * len + j])`, its result stored to a temp.
+    let r = head
+        .reduce
+        .as_ref()
+        .filter(|_| super::host::host_extremum(head))?;
+    let load = |k: &Kernel, id: usize| match &k.nodes.get(id)?.kind {
+        NodeKind::Load { buf, offset } => Some((*buf, offset.clone())),
+        _ => None,
+    };
+    let (head_src, at) = load(head, r.value)?;
+    let dtype = head.nodes[r.value].dtype;
+    let [store] = head.stores.as_slice() else {
+        return None;
+    };
+    let result = matches!(head.nodes[store.value].kind, NodeKind::ReduceResult);
+    if head.nodes.len() != 2
+        || !result
+        || !matches!(head_src, BufRef::Input(_))
+        || !matches!(store.buf, BufRef::Temp(_))
+        || !affine(&at, r.len as i64, 1)
+    {
+        return None;
+    }
+    // Tail: `op(load a[i0 * len + i1], load c[i0])`, stored.
+    let [_, len] = tail.space[..] else {
+        return None;
+    };
+    let [out] = tail.stores.as_slice() else {
+        return None;
+    };
+    let NodeKind::Binary(op, a, c) = tail.nodes[out.value].kind else {
+        return None;
+    };
+    let ((tail_src, at_a), (tail_scalar, at_c)) = (load(tail, a)?, load(tail, c)?);
+    let reads_output = |b: BufRef| matches!(b, BufRef::Output(_));
+    if tail.nodes.len() != 3
+        || super::host::scalar_op(op).is_none()
+        || !super::host::host_windows(tail)
+        || tail.nodes[out.value].dtype != dtype
+        || !matches!(dtype, DType::F32 | DType::F64)
+        || reads_output(tail_src)
+        || reads_output(tail_scalar)
+        || !affine(&at_a, len as i64, 1)
+        || !affine(&at_c, 1, 0)
+    {
+        return None;
+    }
+    Some(RowPipeline {
+        dtype,
+        kind: r.kind,
+        head_src,
+        head_len: r.len,
+        head_dst: store.buf,
+        op,
+        tail_src,
+        tail_scalar,
+        tail_dst: out.buf,
+        tail_len: len,
+    })
+}
+
+/// Whether `e` is exactly `row * v0 + col * v1` (variables 0 and 1).
+fn affine(e: &crate::kernel::IExpr, row: i64, col: i64) -> bool {
+    e.coefficient(0) == Some(row) && e.coefficient(1) == Some(col) && e.eval(&[0, 0]) == 0
 }
 
 /// Pointwise kernels whose last dimension is narrower than this loop over their points in

@@ -44,7 +44,7 @@ pub use hw::{
     widest_simd, with_512_bit_vectors, zeroed_buffer,
 };
 pub use reduce::canonical_reduce_ref;
-pub use reduce::{extremum_f32, extremum_f64};
+pub use reduce::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};
 pub use run::{last_uses, LastUse, RunStats};
 
 use kiln_ir::typecheck::infer;

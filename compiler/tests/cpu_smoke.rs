@@ -201,7 +201,7 @@ fn row_pipelined_softmax_gives_the_interpreters_bits() {
     // Softmax (max or min as the shift, a scaled exponent in the middle kernel) over rows
     // long enough for host calls: the rows of each block run one by one, each row's
     // division fused with the next row's max. One partial block (37 rows), rows that are
-    // not a multiple of 32 (257, 300), f64, and a longer middle kernel.
+    // not a multiple of 32 (257, 300), f64, a longer middle kernel, and none.
     let cases = [
         (37, 1024, "f32", "reduce_max", false),
         (70, 257, "f32", "reduce_min", false),
@@ -227,31 +227,47 @@ fn row_pipelined_softmax_gives_the_interpreters_bits() {
   return %y
 }}"
         );
-        let c = cluster(&src);
-        let x = rows_with_specials(rows, cols, t);
-        check_with_inputs(&c, std::slice::from_ref(&x));
-        for threads in [1, 2, 7] {
-            let opts = kiln_compiler::cpu::CpuOptions {
-                threads,
-                ..Default::default()
-            };
-            let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
-            if !kiln_interp::wide_simd() {
-                eprintln!("skipping the schedule comparison: no AVX2 and FMA, so no host calls");
-                assert!(!exe.row_pipelined());
-                continue;
-            }
-            assert!(exe.row_pipelined(), "{}", exe.kernel_ir_text());
-            let pipelined = exe.run(&[&x]).expect("runs");
-            exe.set_row_pipelining(false);
-            let blocked = exe.run(&[&x]).expect("runs");
-            exe.set_row_blocking(false);
-            let sequential = exe.run(&[&x]).expect("runs");
-            for ((p, b), s) in pipelined.iter().zip(&blocked).zip(&sequential) {
-                let case = format!("{rows}x{cols} {t} {reduce}, {threads} threads");
-                assert!(p.bit_eq(b), "pipelined vs blocked, {case}");
-                assert!(p.bit_eq(s), "pipelined vs sequential, {case}");
-            }
+        check_schedules(&cluster(&src), &rows_with_specials(rows, cols, t));
+    }
+    // Two kernels, nothing between: `x / max(x)`, the division reading the input itself
+    // (out of place).
+    let c = cluster(
+        "func @f(%x: f32[40,300]) -> f32[40,300] {
+  %m  = reduce_max %x, axes=[1] : f32[40]
+  %mb = broadcast_in_dim %m, dims=[0] : f32[40,300]
+  %y  = div %x, %mb : f32[40,300]
+  return %y
+}",
+    );
+    check_schedules(&c, &rows_with_specials(40, 300, "f32"));
+}
+
+/// `c` (a row-pipelined program where the CPU has AVX2 and FMA) against the interpreter,
+/// and its pipelined, row-blocked and sequential schedules against each other, at 1, 2 and
+/// 7 threads.
+fn check_schedules(c: &kiln_ir::Cluster, x: &kiln_ir::Tensor) {
+    check_with_inputs(c, std::slice::from_ref(x));
+    for threads in [1, 2, 7] {
+        let opts = kiln_compiler::cpu::CpuOptions {
+            threads,
+            ..Default::default()
+        };
+        let mut exe = kiln_compiler::cpu::compile_cluster(c, &opts).expect("compiles");
+        if !kiln_interp::wide_simd() {
+            eprintln!("skipping the schedule comparison: no AVX2 and FMA, so no host calls");
+            assert!(!exe.row_pipelined());
+            continue;
+        }
+        assert!(exe.row_pipelined(), "{}", exe.kernel_ir_text());
+        let pipelined = exe.run(&[x]).expect("runs");
+        exe.set_row_pipelining(false);
+        let blocked = exe.run(&[x]).expect("runs");
+        exe.set_row_blocking(false);
+        let sequential = exe.run(&[x]).expect("runs");
+        for ((p, b), s) in pipelined.iter().zip(&blocked).zip(&sequential) {
+            let case = format!("{}, {threads} threads", exe.kernel_ir_text());
+            assert!(p.bit_eq(b), "pipelined vs blocked, {case}");
+            assert!(p.bit_eq(s), "pipelined vs sequential, {case}");
         }
     }
 }

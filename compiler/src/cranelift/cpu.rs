@@ -88,9 +88,6 @@ pub struct CpuExecutable {
     /// Rows of a block run one by one, the last kernel of each with the first of the next
     /// ([`RowPipeline`]), when the program has that form (only with `blocking`).
     pipeline: Option<RowPipeline>,
-    /// Whether block math calls the interpreter's loops (`CpuOptions::wide_math` on a CPU
-    /// with AVX2), which the pipeline's fused call is one of.
-    wide_math: bool,
     /// Whether every element of every output is stored by some kernel, so outputs need no
     /// clearing before the kernels run (see `schedule::outputs_covered`).
     outputs_covered: bool,
@@ -304,8 +301,7 @@ pub(super) fn assemble(
         None
     };
     let blocking = row_blocking(&program);
-    let wide_math = super::cache::wide_math(opts);
-    let pipeline = row_pipeline(&program, wide_math);
+    let pipeline = row_pipeline(&program, super::cache::wide_math(opts));
     let outputs_covered = outputs_covered(&program);
     let shared = shared_temps(&program);
     let interp = if program.dots.is_empty() && program.fills.is_empty() {
@@ -322,7 +318,6 @@ pub(super) fn assemble(
         opts: opts.clone(),
         blocking,
         pipeline,
-        wide_math,
         outputs_covered,
         shared,
         interp,
@@ -797,7 +792,7 @@ impl CpuExecutable {
     /// benchmarks comparing schedules, which never differ in results.
     pub fn set_row_pipelining(&mut self, on: bool) {
         self.pipeline = if on {
-            row_pipeline(&self.program, self.wide_math)
+            row_pipeline(&self.program, super::cache::wide_math(&self.opts))
         } else {
             None
         };

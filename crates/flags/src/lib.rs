@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod files;
 pub mod logging;
 mod parse;
 mod provenance;

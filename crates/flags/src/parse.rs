@@ -62,21 +62,10 @@ pub(crate) fn apply_variable(
 /// naming `/dev/zero` or a large file by mistake must not read without end.
 const MAX_FLAG_FILE_BYTES: u64 = 1 << 20;
 
-/// The text of a flag file, at most [`MAX_FLAG_FILE_BYTES`] of UTF-8.
+/// The text of a flag file: a regular file of at most [`MAX_FLAG_FILE_BYTES`] of UTF-8 (a
+/// FIFO or a device is refused at once, never waited on or read without end).
 fn read_flag_file(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FLAG_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FLAG_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} MiB", MAX_FLAG_FILE_BYTES >> 20),
-        ));
-    }
-    String::from_utf8(bytes)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+    crate::files::read_regular_text(path, MAX_FLAG_FILE_BYTES)
 }
 
 fn apply_text(

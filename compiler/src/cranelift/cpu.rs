@@ -172,6 +172,8 @@ pub fn compile_program(
         return Err(failed("threads must be at least 1".into()));
     }
     let program = super::schedule::flatten_narrow(super::schedule::tile_narrow(program));
+    crate::kernel::verify_program(&program)
+        .map_err(|e| failed(format!("invalid kernel IR: {e}")))?;
     if program
         .kernels
         .iter()

@@ -70,7 +70,7 @@ fn fuse_pair(p: &mut Program, i: usize) -> bool {
     {
         return false;
     }
-    let k = p.kernels.remove(i);
+    let k = p.replace_kernels(i..i + 1, Vec::new()).remove(0);
     let j = &mut p.kernels[i - 1];
     let mut map: Vec<NodeId> = Vec::with_capacity(k.nodes.len());
     for (n, node) in k.nodes.iter().enumerate() {
@@ -89,11 +89,6 @@ fn fuse_pair(p: &mut Program, i: usize) -> bool {
         buf: s.buf,
         value: map[s.value],
     }));
-    for d in &mut p.dots {
-        if d.before > i {
-            d.before -= 1;
-        }
-    }
     true
 }
 

@@ -17,6 +17,7 @@ mod print;
 mod share;
 mod split;
 mod tile;
+mod verify;
 
 use kiln_ir::{
     BinaryOp, CompareDir, DType, RandomAlg, RandomDist, ReduceKind, Tensor, TensorType, UnaryOp,
@@ -29,6 +30,7 @@ pub use print::print_program;
 pub use share::shared_temps;
 pub use split::{operands, split_long_reductions};
 pub use tile::tile_rows;
+pub use verify::verify_program;
 
 /// An index into [`Kernel::nodes`].
 pub type NodeId = usize;
@@ -295,6 +297,40 @@ pub struct Program {
     pub dots: Vec<DotCall>,
     /// Random ops that are whole cluster outputs, filled before any kernel runs.
     pub fills: Vec<RandomFill>,
+}
+
+impl Program {
+    /// Replaces kernels `range` by `with`, keeping every matrix product where it was in the
+    /// run order: a dot that ran before a kernel after `range` still runs before that
+    /// kernel, and one that ran before the first replaced kernel runs before the first of
+    /// `with`. Every rewrite that adds or removes kernels goes through here; a dot's
+    /// position is an index into [`Program::kernels`], and shifting the kernels under it
+    /// without moving it would run the dot before its operands exist.
+    ///
+    /// A dot positioned strictly inside `range` has no place in `with` that this method
+    /// could know: the caller must not replace such a range (checked).
+    /// Returns the kernels replaced.
+    pub fn replace_kernels(
+        &mut self,
+        range: std::ops::Range<usize>,
+        with: Vec<Kernel>,
+    ) -> Vec<Kernel> {
+        assert!(
+            !self
+                .dots
+                .iter()
+                .any(|d| d.before > range.start && d.before < range.end),
+            "a dot runs between the kernels being replaced"
+        );
+        let (removed, added) = (range.len(), with.len());
+        for d in &mut self.dots {
+            // (`before > start` as well: a dot right at an empty range stays before `with`.)
+            if d.before >= range.end && d.before > range.start {
+                d.before = d.before - removed + added;
+            }
+        }
+        self.kernels.splice(range, with).collect()
+    }
 }
 
 /// A `random_*` op that is a cluster output, computed by the same host fill as the

@@ -110,6 +110,6 @@ pub fn tile_rows(p: &mut Program, ki: usize, group: usize) -> bool {
         p.temps.push(ty);
     }
     kernels.push(regrouped);
-    p.kernels.splice(ki..=ki, kernels);
+    p.replace_kernels(ki..ki + 1, kernels);
     true
 }

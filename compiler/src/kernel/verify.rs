@@ -1,0 +1,211 @@
+//! The kernel-IR verifier: what every [`Program`] must satisfy before a backend emits it.
+//!
+//! Rewrites of the kernel IR (epilogue fusion, row tiling, splitting long reductions,
+//! collapsing dimensions) each keep these facts; the verifier checks them all in one pass
+//! over the program, so a rewrite that breaks one is refused (the cluster runs on the
+//! fallback) instead of running code that reads a buffer nobody wrote yet — the way a dot
+//! left behind by an inserted kernel once returned zeros.
+//!
+//! Checked:
+//! - every buffer reference is in range, and nothing is stored into an input or a constant;
+//! - every node's operands are earlier nodes of its kernel, every store's value a node, a
+//!   reduction's value a node, [`NodeKind::ReduceResult`] only in a kernel that reduces;
+//! - index expressions use only the kernel's loop variables (and the sequence variable
+//!   `Var(space.len())` only inside a reduction);
+//! - in run order (random fills, then each kernel preceded by the dots placed before it),
+//!   every scratch buffer is written before anything reads it: by an earlier kernel, or by
+//!   a dot that ran earlier; a dot writes a scratch buffer and runs at a position no
+//!   greater than the number of kernels.
+
+use super::split::operands;
+use super::{BufRef, IExpr, Kernel, NodeKind, Program};
+
+/// Checks `p` (module doc); the error names the kernel or dot and what is wrong.
+pub fn verify_program(p: &Program) -> Result<(), String> {
+    let exists = |b: BufRef| match b {
+        BufRef::Input(i) => i < p.inputs.len(),
+        BufRef::Output(i) => i < p.outputs.len(),
+        BufRef::Temp(i) => i < p.temps.len(),
+        BufRef::Const(i) => i < p.consts.len(),
+    };
+    let mut written = vec![false; p.temps.len()];
+    for (i, f) in p.fills.iter().enumerate() {
+        if f.out >= p.outputs.len() || !exists(f.seed) {
+            return Err(format!("fill {i}: a buffer out of range"));
+        }
+    }
+    for (i, d) in p.dots.iter().enumerate() {
+        if d.before > p.kernels.len() {
+            return Err(format!(
+                "dot {i} runs before kernel {} of {}",
+                d.before,
+                p.kernels.len()
+            ));
+        }
+        if !exists(d.lhs) || !exists(d.rhs) || d.out >= p.temps.len() {
+            return Err(format!("dot {i}: a buffer out of range"));
+        }
+    }
+    let ready = |b: BufRef, written: &[bool]| match b {
+        BufRef::Temp(t) => written[t],
+        _ => true,
+    };
+    for ki in 0..=p.kernels.len() {
+        for (i, d) in p.dots.iter().enumerate().filter(|(_, d)| d.before == ki) {
+            for b in [d.lhs, d.rhs] {
+                if !ready(b, &written) {
+                    return Err(format!(
+                        "dot {i} (before kernel {ki}) reads {b:?} before anything writes it"
+                    ));
+                }
+            }
+            written[d.out] = true;
+        }
+        let Some(k) = p.kernels.get(ki) else {
+            break;
+        };
+        verify_kernel(k, &exists).map_err(|e| format!("kernel {}: {e}", k.name))?;
+        for n in &k.nodes {
+            if let NodeKind::Load { buf, .. } = n.kind {
+                if !ready(buf, &written) {
+                    return Err(format!(
+                        "kernel {} reads {buf:?} before anything writes it",
+                        k.name
+                    ));
+                }
+            }
+        }
+        for s in &k.stores {
+            if let BufRef::Temp(t) = s.buf {
+                written[t] = true;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The checks local to one kernel.
+fn verify_kernel(k: &Kernel, exists: &dyn Fn(BufRef) -> bool) -> Result<(), String> {
+    let vars = k.space.len() + usize::from(k.reduce.is_some());
+    let index_ok = |e: &IExpr| max_var(e).is_none_or(|v| v < vars);
+    for (n, node) in k.nodes.iter().enumerate() {
+        if let Some(&o) = operands(&node.kind).iter().find(|&&o| o >= n) {
+            return Err(format!("node {n} uses node {o}, not an earlier one"));
+        }
+        let ok = match &node.kind {
+            NodeKind::Load { buf, offset } => exists(*buf) && index_ok(offset),
+            NodeKind::Index(e) | NodeKind::InRange { e, .. } => index_ok(e),
+            NodeKind::Random { index, .. } => index_ok(index),
+            NodeKind::ReduceResult => k.reduce.is_some(),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!(
+                "node {n} ({:?}) refers to a buffer, variable or reduction that does not exist",
+                node.kind
+            ));
+        }
+    }
+    if k.reduce.as_ref().is_some_and(|r| r.value >= k.nodes.len()) {
+        return Err("the reduction's value is not a node".into());
+    }
+    for s in &k.stores {
+        if s.value >= k.nodes.len() || !exists(s.buf) {
+            return Err(format!("a store of node {} into {:?}", s.value, s.buf));
+        }
+        if matches!(s.buf, BufRef::Input(_) | BufRef::Const(_)) {
+            return Err(format!("a store into {:?}, which is read only", s.buf));
+        }
+    }
+    Ok(())
+}
+
+/// The largest variable `e` uses.
+fn max_var(e: &IExpr) -> Option<usize> {
+    match e {
+        IExpr::Var(v) => Some(*v),
+        IExpr::Const(_) => None,
+        IExpr::Add(a, b) => max_var(a).max(max_var(b)),
+        IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
+            max_var(a)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(src: &str) -> Program {
+        let body = kiln_ir::parse_func(src, "test.kir").expect("parses");
+        let c = kiln_ir::Cluster {
+            name: "c".into(),
+            body,
+        };
+        crate::lower::lower_cluster(&c).expect("lowers")
+    }
+
+    /// A broadcast into a matrix product: a kernel writes the operand, the dot reads it.
+    const DOT_OF_BROADCAST: &str = "func @f(%b: f32[3], %w: f32[3,1]) -> f32[8,1] {
+  %bb = broadcast_in_dim %b, dims=[1] : f32[8,3]
+  %o = dot_general %bb, %w, lhs_contract=[1], rhs_contract=[0] : f32[8,1]
+  return %o
+}";
+
+    #[test]
+    fn lowered_programs_verify() {
+        verify_program(&program(DOT_OF_BROADCAST)).unwrap();
+    }
+
+    #[test]
+    fn a_dot_before_its_operand_is_written_is_refused() {
+        let mut p = program(DOT_OF_BROADCAST);
+        assert_eq!(p.dots[0].before, 1);
+        p.dots[0].before = 0;
+        let e = verify_program(&p).unwrap_err();
+        assert!(e.contains("dot 0 (before kernel 0) reads Temp(0)"), "{e}");
+    }
+
+    #[test]
+    fn replacing_kernels_keeps_dots_in_place() {
+        // Inserting a kernel before the operand's kernel moves the dot with it.
+        let mut p = program(DOT_OF_BROADCAST);
+        let extra = p.kernels[0].clone();
+        let old = p.replace_kernels(0..1, vec![extra.clone(), p.kernels[0].clone()]);
+        assert_eq!(old.len(), 1);
+        assert_eq!(p.dots[0].before, 2);
+        verify_program(&p).unwrap();
+        // An empty range inserts; a dot right at it stays before the new kernels.
+        let mut p = program(DOT_OF_BROADCAST);
+        p.replace_kernels(1..1, vec![extra]);
+        assert_eq!(p.dots[0].before, 1);
+        // Removing a kernel after the dot moves nothing before it.
+        p.replace_kernels(2..3, vec![]);
+        assert_eq!(p.dots[0].before, 1);
+    }
+
+    #[test]
+    fn malformed_kernels_are_refused() {
+        let p = program(DOT_OF_BROADCAST);
+        let mut q = p.clone();
+        q.kernels[0].stores[0].buf = BufRef::Input(0);
+        assert!(verify_program(&q).unwrap_err().contains("read only"));
+        let mut q = p.clone();
+        q.kernels[0].stores[0].buf = BufRef::Temp(99);
+        assert!(verify_program(&q).is_err());
+        let mut q = p.clone();
+        q.kernels[0].nodes.push(super::super::Node {
+            kind: NodeKind::Unary(kiln_ir::UnaryOp::Neg, 5),
+            dtype: kiln_ir::DType::F32,
+        });
+        assert!(verify_program(&q)
+            .unwrap_err()
+            .contains("not an earlier one"));
+        let mut q = p;
+        q.kernels[0].nodes[0].kind = NodeKind::Load {
+            buf: BufRef::Input(0),
+            offset: IExpr::Var(7),
+        };
+        assert!(verify_program(&q).unwrap_err().contains("does not exist"));
+    }
+}

@@ -6,8 +6,10 @@
 //! The binaries: `interp_vs_numpy` times the interpreter op by op against numpy; `fusion`
 //! times single fused clusters.
 
+pub mod counting_alloc;
 pub mod harness;
 pub mod probe;
+pub mod programs;
 pub mod report;
 pub mod stats;
 pub mod workloads;

@@ -114,6 +114,17 @@ impl IExpr {
         }
     }
 
+    /// The number of nodes of the expression tree.
+    pub fn size(&self) -> usize {
+        1 + match self {
+            IExpr::Var(_) | IExpr::Const(_) => 0,
+            IExpr::Add(a, b) => a.size() + b.size(),
+            IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
+                a.size()
+            }
+        }
+    }
+
     /// How the expression changes when variable `v` grows by one, if it is linear in `v`
     /// (`Some(0)`: it does not depend on `v`). Backends use it to pick contiguous, splat or
     /// gathered vector loads.

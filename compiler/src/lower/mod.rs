@@ -16,13 +16,16 @@
 //! Deliberately not here: any choice of vector width or threading (the backend's business).
 
 use crate::kernel::{
-    BufRef, DotCall, IExpr, Kernel, Node, NodeId, NodeKind, Program, RandomFill, Reduction, Store,
+    BufRef, DotCall, IExpr, Kernel, NodeKind, Program, RandomFill, Reduction, Store,
 };
 use kiln_ir::{
     row_major_strides, BinaryOp, Buffer, Cluster, DType, Func, Op, RandomAlg, RandomDist, Scalar,
-    TensorType, UnaryOp, Value, ValueDef,
+    UnaryOp, Value, ValueDef,
 };
 use std::collections::HashMap;
+
+mod builder;
+use builder::KernelBuilder;
 
 /// Why a cluster could not be lowered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +117,7 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
             let a = inst.args[0];
             let in_shape = f.ty(a).shape.clone();
             let out_ty = f.ty(r).clone();
-            let mut kb = KernelBuilder::new(f, &temps, &mut prog.consts);
+            let mut kb = KernelBuilder::new(f, &mut temps, &mut prog);
             let space = nontrivial(&out_ty.shape);
             let kept = kept_index(&out_ty.shape);
             let j = IExpr::Var(space.len());
@@ -166,21 +169,23 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
             prog.fills.push(fill);
         }
     }
-    let filled = |o: usize| prog.fills.iter().any(|x| x.out == o);
+    let filled: Vec<bool> = (0..f.results.len())
+        .map(|o| prog.fills.iter().any(|x| x.out == o))
+        .collect();
     // One kernel per distinct output shape, so outputs of one shape share their DAG.
     let mut shapes: Vec<Vec<usize>> = Vec::new();
     for (o, r) in f.results.iter().enumerate() {
         let s = &f.ty(*r).shape;
-        if !filled(o) && !shapes.contains(s) {
+        if !filled[o] && !shapes.contains(s) {
             shapes.push(s.clone());
         }
     }
     for shape in shapes {
-        let mut kb = KernelBuilder::new(f, &temps, &mut prog.consts);
+        let mut kb = KernelBuilder::new(f, &mut temps, &mut prog);
         let idx = kept_index(&shape);
         let mut stores = Vec::new();
         for (o, &r) in f.results.iter().enumerate() {
-            if f.ty(r).shape == shape && !prog.fills.iter().any(|x| x.out == o) {
+            if f.ty(r).shape == shape && !filled[o] {
                 let value = kb.value_at(r, &idx)?;
                 stores.push(Store {
                     buf: BufRef::Output(o),
@@ -188,10 +193,11 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
                 });
             }
         }
+        let nodes = kb.nodes;
         let k = Kernel {
             name: format!("k{}", prog.kernels.len()),
             space: nontrivial(&shape),
-            nodes: kb.nodes,
+            nodes,
             reduce: None,
             stores,
         };
@@ -256,7 +262,7 @@ fn materialise(
     temps: &mut HashMap<Value, usize>,
 ) -> Result<(), LowerError> {
     let ty = f.ty(v).clone();
-    let mut kb = KernelBuilder::new(f, temps, &mut prog.consts);
+    let mut kb = KernelBuilder::new(f, temps, prog);
     let value = kb.value_at(v, &kept_index(&ty.shape))?;
     let nodes = kb.nodes;
     let t = prog.temps.len();
@@ -489,349 +495,6 @@ fn splat_bits(t: &kiln_ir::Tensor) -> Option<u64> {
         Buffer::Bool(v) => same(v, |x| x),
     };
     ok.then(|| Scalar::bits(t.data().get(0)))
-}
-
-/// Builds one kernel's DAG, hash-consing nodes and memoising `(value, index)` pairs.
-struct KernelBuilder<'a> {
-    f: &'a Func,
-    temps: &'a HashMap<Value, usize>,
-    consts: &'a mut Vec<std::sync::Arc<kiln_ir::Tensor>>,
-    nodes: Vec<Node>,
-    dedup: HashMap<Node, NodeId>,
-    memo: HashMap<(Value, Vec<IExpr>), NodeId>,
-}
-
-impl<'a> KernelBuilder<'a> {
-    fn new(
-        f: &'a Func,
-        temps: &'a HashMap<Value, usize>,
-        consts: &'a mut Vec<std::sync::Arc<kiln_ir::Tensor>>,
-    ) -> Self {
-        KernelBuilder {
-            f,
-            temps,
-            consts,
-            nodes: Vec::new(),
-            dedup: HashMap::new(),
-            memo: HashMap::new(),
-        }
-    }
-
-    fn node(&mut self, kind: NodeKind, dtype: DType) -> NodeId {
-        let n = Node { kind, dtype };
-        if let Some(&id) = self.dedup.get(&n) {
-            return id;
-        }
-        self.nodes.push(n.clone());
-        self.dedup.insert(n, self.nodes.len() - 1);
-        self.nodes.len() - 1
-    }
-
-    fn load(&mut self, buf: BufRef, idx: &[IExpr], ty: &TensorType) -> NodeId {
-        let offset = linearize(idx, &ty.shape);
-        self.node(NodeKind::Load { buf, offset }, ty.dtype)
-    }
-
-    /// The DAG node computing value `v` at multi-index `idx`.
-    fn value_at(&mut self, v: Value, idx: &[IExpr]) -> Result<NodeId, LowerError> {
-        let key = (v, idx.to_vec());
-        if let Some(&id) = self.memo.get(&key) {
-            return Ok(id);
-        }
-        // One level of recursion per op along a dependency chain: grown on demand, so a
-        // chain of thousands of ops lowers instead of overflowing the thread's stack.
-        let id = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.compute_at(v, idx))?;
-        self.memo.insert(key, id);
-        Ok(id)
-    }
-
-    fn compute_at(&mut self, v: Value, idx: &[IExpr]) -> Result<NodeId, LowerError> {
-        let f = self.f;
-        let ty = f.ty(v).clone();
-        let inst = match f.value(v).def {
-            ValueDef::Param(i) => return Ok(self.load(BufRef::Input(i), idx, &ty)),
-            ValueDef::Inst(i, _) => f.inst(i),
-        };
-        if let Some(&t) = self.temps.get(&v) {
-            return Ok(self.load(BufRef::Temp(t), idx, &ty));
-        }
-        let arg = |k: usize| inst.args[k];
-        let arg_shape = |k: usize| f.ty(inst.args[k]).shape.clone();
-        let dt = ty.dtype;
-        Ok(match &inst.op {
-            Op::Constant(t) => {
-                if let Some(bits) = splat_bits(t) {
-                    self.node(NodeKind::Const(bits), dt)
-                } else {
-                    let k = self.consts.len();
-                    self.consts.push(std::sync::Arc::clone(t));
-                    self.load(BufRef::Const(k), idx, &ty)
-                }
-            }
-            Op::Iota { dim } => self.node(NodeKind::Index(idx[*dim].clone()), dt),
-            Op::Unary(u) => {
-                let a = self.value_at(arg(0), idx)?;
-                self.node(NodeKind::Unary(*u, a), dt)
-            }
-            Op::Binary(b) => {
-                let x = self.value_at(arg(0), idx)?;
-                let y = self.value_at(arg(1), idx)?;
-                self.node(NodeKind::Binary(*b, x, y), dt)
-            }
-            Op::Compare(d) => {
-                let x = self.value_at(arg(0), idx)?;
-                let y = self.value_at(arg(1), idx)?;
-                self.node(NodeKind::Compare(*d, x, y), dt)
-            }
-            Op::Select => {
-                let p = self.value_at(arg(0), idx)?;
-                let x = self.value_at(arg(1), idx)?;
-                let y = self.value_at(arg(2), idx)?;
-                self.node(NodeKind::Select(p, x, y), dt)
-            }
-            Op::Convert => {
-                let a = self.value_at(arg(0), idx)?;
-                if f.ty(arg(0)).dtype == dt {
-                    a
-                } else {
-                    self.node(NodeKind::Convert(a), dt)
-                }
-            }
-            Op::BroadcastInDim { dims } => {
-                let s = arg_shape(0);
-                let sub: Vec<IExpr> = dims
-                    .iter()
-                    .zip(&s)
-                    .map(|(&d, &n)| {
-                        if n == 1 {
-                            IExpr::Const(0)
-                        } else {
-                            idx[d].clone()
-                        }
-                    })
-                    .collect();
-                self.value_at(arg(0), &sub)?
-            }
-            Op::Reshape => {
-                let sub = reshape_index(idx, &ty.shape, &arg_shape(0));
-                self.value_at(arg(0), &sub)?
-            }
-            Op::Transpose { perm } => {
-                let mut sub = vec![IExpr::Const(0); perm.len()];
-                for (i, &p) in perm.iter().enumerate() {
-                    sub[p] = idx[i].clone();
-                }
-                self.value_at(arg(0), &sub)?
-            }
-            Op::Slice { start, stride, .. } => {
-                let sub: Vec<IExpr> = idx
-                    .iter()
-                    .zip(start.iter().zip(stride))
-                    .map(|(e, (&s, &st))| {
-                        IExpr::sum(IExpr::scaled(e.clone(), st as i64), IExpr::Const(s as i64))
-                    })
-                    .collect();
-                self.value_at(arg(0), &sub)?
-            }
-            Op::Concat { axis } => self.concat_at(inst, *axis, idx, dt)?,
-            Op::Pad { low, .. } => self.pad_at(inst, low, idx, dt)?,
-            Op::Random { dist, alg } => {
-                // The seed's elements, at constant positions: loop-invariant nodes.
-                let n = arg_shape(0).first().copied().unwrap_or(0);
-                let mut seed = Vec::with_capacity(n);
-                for i in 0..n {
-                    seed.push(self.value_at(arg(0), &[IExpr::Const(i as i64)])?);
-                }
-                for &s in &seed {
-                    if !self.invariant(s) {
-                        return unsupported(format!(
-                            "{} whose seed depends on the iteration point",
-                            dist.name()
-                        ));
-                    }
-                }
-                let index = linearize(idx, &ty.shape);
-                self.node(
-                    NodeKind::Random {
-                        dist: *dist,
-                        alg: *alg,
-                        seed,
-                        index,
-                    },
-                    dt,
-                )
-            }
-            Op::Reduce { .. } | Op::DotGeneral(_) | Op::Cluster(_) => {
-                return unsupported(format!("{} inside a fused expression", inst.op.name()))
-            }
-        })
-    }
-
-    /// Whether node `n` is the same at every iteration point (uses no loop variable and no
-    /// reduction result).
-    fn invariant(&self, n: NodeId) -> bool {
-        fn uses_var(e: &IExpr) -> bool {
-            match e {
-                IExpr::Var(_) => true,
-                IExpr::Const(_) => false,
-                IExpr::Add(a, b) => uses_var(a) || uses_var(b),
-                IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-                    uses_var(a)
-                }
-            }
-        }
-        // Operands precede their users, so one backward sweep over `..=n` decides it.
-        let mut needed = vec![false; n + 1];
-        needed[n] = true;
-        for i in (0..=n).rev() {
-            if !needed[i] {
-                continue;
-            }
-            let operands: Vec<NodeId> = match &self.nodes[i].kind {
-                NodeKind::Load { offset: e, .. }
-                | NodeKind::Index(e)
-                | NodeKind::InRange { e, .. } => {
-                    if uses_var(e) {
-                        return false;
-                    }
-                    Vec::new()
-                }
-                NodeKind::Random { seed, index, .. } => {
-                    if uses_var(index) {
-                        return false;
-                    }
-                    seed.clone()
-                }
-                NodeKind::ReduceResult => return false,
-                NodeKind::Const(_) => Vec::new(),
-                NodeKind::Unary(_, a) | NodeKind::Convert(a) => vec![*a],
-                NodeKind::Binary(_, a, b) | NodeKind::Compare(_, a, b) => vec![*a, *b],
-                NodeKind::Select(p, a, b) => vec![*p, *a, *b],
-            };
-            for o in operands {
-                needed[o] = true;
-            }
-        }
-        true
-    }
-
-    fn concat_at(
-        &mut self,
-        inst: &kiln_ir::Inst,
-        axis: usize,
-        idx: &[IExpr],
-        dt: DType,
-    ) -> Result<NodeId, LowerError> {
-        // Later operands are selected by nested `select`s on the axis coordinate; every arm
-        // loads with its coordinate clamped in range, so unselected arms stay in bounds.
-        let mut offsets = Vec::new();
-        let mut off = 0i64;
-        for &a in &inst.args {
-            let n = self.f.ty(a).shape[axis] as i64;
-            offsets.push((a, off, n));
-            off += n;
-        }
-        let mut acc: Option<NodeId> = None;
-        for &(a, lo, n) in offsets.iter().rev() {
-            if n == 0 {
-                continue;
-            }
-            let mut sub = idx.to_vec();
-            sub[axis] = IExpr::clamp(IExpr::sum(idx[axis].clone(), IExpr::Const(-lo)), 0, n - 1);
-            let val = self.value_at(a, &sub)?;
-            acc = Some(match acc {
-                None => val,
-                Some(rest) => {
-                    let e = idx[axis].clone();
-                    let p = self.node(NodeKind::InRange { e, lo, hi: lo + n }, DType::Bool);
-                    self.node(NodeKind::Select(p, val, rest), dt)
-                }
-            });
-        }
-        // Every operand empty along `axis`: so is the result, and no point of any kernel
-        // reads it (a reduction over it has an empty sequence); any value stands in.
-        Ok(acc.unwrap_or_else(|| self.node(NodeKind::Const(0), dt)))
-    }
-
-    fn pad_at(
-        &mut self,
-        inst: &kiln_ir::Inst,
-        low: &[usize],
-        idx: &[IExpr],
-        dt: DType,
-    ) -> Result<NodeId, LowerError> {
-        let shape = self.f.ty(inst.args[0]).shape.clone();
-        let pad = self.value_at(inst.args[1], &[])?;
-        if shape.contains(&0) {
-            return Ok(pad);
-        }
-        let mut sub = Vec::new();
-        let mut inside: Option<NodeId> = None;
-        for (d, (&n, &l)) in shape.iter().zip(low).enumerate() {
-            let (n, l) = (n as i64, l as i64);
-            sub.push(IExpr::clamp(
-                IExpr::sum(idx[d].clone(), IExpr::Const(-l)),
-                0,
-                n - 1,
-            ));
-            let e = idx[d].clone();
-            let p = self.node(
-                NodeKind::InRange {
-                    e,
-                    lo: l,
-                    hi: l + n,
-                },
-                DType::Bool,
-            );
-            inside = Some(match inside {
-                None => p,
-                Some(q) => self.node(NodeKind::Binary(BinaryOp::And, q, p), DType::Bool),
-            });
-        }
-        let val = self.value_at(inst.args[0], &sub)?;
-        Ok(match inside {
-            None => val,
-            Some(p) => self.node(NodeKind::Select(p, val, pad), dt),
-        })
-    }
-}
-
-/// The operand index of a reshape from `from` (operand shape) to `to` (result shape).
-fn reshape_index(idx: &[IExpr], to: &[usize], from: &[usize]) -> Vec<IExpr> {
-    // An empty tensor is never indexed; avoid strides of 0 (division by zero below).
-    if from.contains(&0) || to.contains(&0) {
-        return vec![IExpr::Const(0); from.len()];
-    }
-    // Common case: only size-1 dimensions differ, so coordinates map one to one.
-    if nontrivial(to) == nontrivial(from) {
-        let mut it = idx
-            .iter()
-            .zip(to)
-            .filter(|(_, &n)| n != 1)
-            .map(|(e, _)| e.clone());
-        return from
-            .iter()
-            .map(|&n| {
-                if n == 1 {
-                    IExpr::Const(0)
-                } else {
-                    it.next().unwrap_or(IExpr::Const(0))
-                }
-            })
-            .collect();
-    }
-    let lin = linearize(idx, to);
-    let strides = row_major_strides(from);
-    from.iter()
-        .zip(&strides)
-        .map(|(&n, &s)| {
-            if n == 1 {
-                IExpr::Const(0)
-            } else {
-                IExpr::modulo(IExpr::quot(lin.clone(), s as i64), n as i64)
-            }
-        })
-        .collect()
 }
 
 /// True for unary ops computed with the generic math of `kiln_math`.

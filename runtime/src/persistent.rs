@@ -3,15 +3,23 @@
 //! hash of everything that determines the generated code, so a second process (or a later
 //! run) loads machine code instead of compiling.
 //!
-//! Entry format: `KILNCACHE\0`, then a bincode-2 encoded [`Entry`] (format version, Kiln
-//! version, full key text, backend, payload), then the 32-byte BLAKE3 hash of the encoded
-//! entry. Writes go to a temporary file in the same directory that is renamed into place, so
-//! concurrent processes and crashes never leave a torn entry under an entry's name. A
-//! corrupt, truncated, foreign-version or mismatching entry is reported as [`Lookup::Corrupt`]
-//! (the caller logs it, recompiles and rewrites it). Entries are read on demand.
+//! Entry format: `KILNCACHE2\0`, then a bincode-2 encoded `Entry` (format version, Kiln
+//! version, full key text, backend, payload), then a 32-byte tag:
+//! `blake3::keyed_hash(key, magic ‖ record)`, with the cache's key (32 random bytes in
+//! `DIR/.kiln-cache-key`, mode 600, made on first use). Writes go to a temporary file in
+//! the same directory that is renamed into place, so concurrent processes and crashes never
+//! leave a torn entry under an entry's name. Entries are read on demand.
 //!
-//! The cache holds executable code, so [`PersistentCache::open`] refuses a directory that is
-//! writable by other users or owned by someone else.
+//! The cache holds executable code, so nothing in it is trusted that someone else could
+//! have written (`persistent/trust.rs`): [`PersistentCache::open`] refuses a directory that
+//! is owned by another user or writable by its group or by other users (sticky or not), and
+//! a key file that is not the user's own regular file of mode 600. An entry that is not a regular file
+//! owned by the user, is larger than [`MAX_ENTRY_BYTES`], or whose tag does not verify
+//! (damaged, planted or edited without the key, copied from another cache directory) is
+//! never decoded: like a truncated, foreign-version or mismatching entry it is reported as
+//! [`Lookup::Corrupt`] with its path (the caller logs it at warn level, recompiles and
+//! rewrites it) and counted by [`PersistentCache::stats`]. Opening the cache removes
+//! temporary files that killed writers left more than a minute ago.
 
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -19,9 +27,26 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-const MAGIC: &[u8] = b"KILNCACHE\0";
-const FORMAT: u32 = 1;
+mod trust;
+
+/// The first bytes of an entry. Format 1 (`KILNCACHE\0`, an unkeyed checksum) is foreign.
+const MAGIC: &[u8] = b"KILNCACHE2\0";
+/// Format 1's header: such an entry is reported as foreign, never trusted.
+const MAGIC_V1: &[u8] = b"KILNCACHE\0";
+const FORMAT: u32 = 2;
 const EXTENSION: &str = "kce";
+const TAG_BYTES: usize = 32;
+
+/// The largest entry file that is read (and written): 2 GiB. An entry holds the cluster's
+/// kernel IR and launch data (kilobytes), each kernel's machine code (kilobytes) or the
+/// GPU module image (PTX text or a cubin, at most megabytes), and the cluster's non-splat
+/// constants in full: a frozen graph's weights. A `.kir` constant is at most 1 GiB
+/// (`kiln_ir::parse::MAX_CONSTANT_BYTES`), which bincode writes in at most 1.125 GiB
+/// (varint `i64`s); 2 GiB holds the largest such cluster with room to spare. A cluster
+/// whose entry would be larger is compiled each time and not cached (`put` says why), so
+/// no entry is ever rewritten only to be refused; a larger file found under an entry's
+/// name is refused without being read.
+pub const MAX_ENTRY_BYTES: u64 = 2 << 30;
 
 /// The decoded body of an entry file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -48,11 +73,20 @@ pub enum CacheDirError {
         reason: String,
     },
     /// Other users could plant executable code in it.
-    #[error("persistent cache directory {dir} {why}; the cache holds executable code, so Kiln refuses it (fix: chmod o-w,g-w {dir}, or use a directory of your own)")]
+    #[error("persistent cache directory {dir} {why}; the cache holds executable code, so Kiln refuses it (fix: chmod go-w {dir}, or use a directory of your own)")]
     Unsafe {
         /// The directory.
         dir: String,
-        /// What is wrong (world-writable, owned by another user).
+        /// What is wrong (writable by its group or others, owned by another user), with
+        /// its mode.
+        why: String,
+    },
+    /// The key that authenticates the entries could be known or replaced by someone else.
+    #[error("persistent cache key file {path} {why}; the key authenticates the cache's executable code, so Kiln refuses it (fix: delete it, and Kiln makes a new key and recompiles what it needs)")]
+    Key {
+        /// The key file.
+        path: String,
+        /// What is wrong with it.
         why: String,
     },
 }
@@ -64,7 +98,7 @@ pub enum Lookup {
     Hit(Vec<u8>),
     /// No entry with this key.
     Miss,
-    /// An entry exists but cannot be used; why.
+    /// An entry exists but cannot be used; why, starting with its path.
     Corrupt(String),
 }
 
@@ -73,16 +107,55 @@ pub enum Lookup {
 pub struct CacheStats {
     /// Valid entries.
     pub entries: usize,
-    /// Entries that would be ignored (corrupt, foreign version).
+    /// Entries that would be ignored (and rewritten on use): corrupt, foreign version, or
+    /// untrusted.
     pub corrupt: usize,
+    /// Of `corrupt`, those refused as untrusted: not a regular file of the current user, or
+    /// a tag that does not verify with this cache's key (planted, edited, copied from
+    /// another cache directory, or damaged).
+    pub untrusted: usize,
     /// Total bytes of entry files.
     pub bytes: u64,
 }
 
-/// An open, validated cache directory.
-#[derive(Debug, Clone)]
+/// An open, validated cache directory and its key.
+#[derive(Clone)]
 pub struct PersistentCache {
     dir: PathBuf,
+    key: [u8; trust::KEY_BYTES],
+}
+
+impl std::fmt::Debug for PersistentCache {
+    /// The directory only: the key stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersistentCache")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an entry file is not used.
+#[derive(Debug)]
+struct Rejected {
+    /// Not the user's own regular file, or its tag does not verify.
+    untrusted: bool,
+    why: String,
+}
+
+impl Rejected {
+    fn corrupt(why: impl Into<String>) -> Rejected {
+        Rejected {
+            untrusted: false,
+            why: why.into(),
+        }
+    }
+
+    fn untrusted(why: impl Into<String>) -> Rejected {
+        Rejected {
+            untrusted: true,
+            why: why.into(),
+        }
+    }
 }
 
 /// The fingerprint of the sources that generate code (`build.rs`): part of every key, so a
@@ -100,53 +173,29 @@ pub fn cache_key(canonical: &str, backend: &str, target: &str) -> (String, Strin
 }
 
 impl PersistentCache {
-    /// Validates `dir`: it must exist, be readable and writable, not be writable by other
-    /// users and be owned by the current user.
+    /// Validates `dir`: it must exist, be a directory of the current user that neither its
+    /// group nor other users can write, and be readable and writable. Then removes stale
+    /// temporary files and reads the key (making it on first use).
     pub fn open(dir: &Path) -> Result<PersistentCache, CacheDirError> {
         let shown = dir.display().to_string();
         let meta = fs::metadata(dir).map_err(|_| CacheDirError::Missing(shown.clone()))?;
         if !meta.is_dir() {
             return Err(CacheDirError::Missing(shown));
         }
+        trust::check_dir(&shown, &meta)?;
         let access = |e: std::io::Error| CacheDirError::Access {
             dir: shown.clone(),
             reason: e.to_string(),
         };
         fs::read_dir(dir).map_err(access)?;
-        let probe = dir.join(format!(".kiln-probe-{}", unique()));
+        let probe = dir.join(format!("{}probe-{}", trust::TMP_PREFIX, unique()));
         fs::write(&probe, b"").map_err(access)?;
-        let probe_meta = fs::metadata(&probe);
         let _ = fs::remove_file(&probe);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let mode = meta.mode();
-            if mode & 0o002 != 0 && mode & 0o1000 == 0 {
-                return Err(CacheDirError::Unsafe {
-                    dir: shown,
-                    why: format!("is writable by other users (mode {:o})", mode & 0o7777),
-                });
-            }
-            // Our uid is the owner of the probe file we just created.
-            if let Ok(p) = probe_meta {
-                if p.uid() != meta.uid() {
-                    return Err(CacheDirError::Unsafe {
-                        dir: shown,
-                        why: format!("is owned by another user (uid {})", meta.uid()),
-                    });
-                }
-                if mode & 0o020 != 0 {
-                    return Err(CacheDirError::Unsafe {
-                        dir: shown,
-                        why: format!("is writable by its group (mode {:o})", mode & 0o7777),
-                    });
-                }
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = probe_meta;
+        trust::remove_stale_temporaries(dir, std::time::SystemTime::now());
+        let key = trust::load_or_create_key(dir)?;
         Ok(PersistentCache {
             dir: dir.to_path_buf(),
+            key,
         })
     }
 
@@ -161,24 +210,23 @@ impl PersistentCache {
 
     /// Reads the entry for `key` (whose full text is `key_text`) written by `backend`.
     pub fn get(&self, key: &str, key_text: &str, backend: &str) -> Lookup {
-        let bytes = match fs::read(self.path(key)) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
-            Err(e) => return Lookup::Corrupt(format!("cannot read: {e}")),
-        };
-        match decode(&bytes) {
-            Ok(entry) if entry.key != key_text => Lookup::Corrupt(
-                "the entry belongs to another key (hash collision or edited file)".into(),
-            ),
-            Ok(entry) if entry.backend != backend => {
-                Lookup::Corrupt(format!("the entry is for backend '{}'", entry.backend))
+        let path = self.path(key);
+        let corrupt = |why: &str| Lookup::Corrupt(format!("{}: {why}", path.display()));
+        match self.check(&path) {
+            Ok(None) => Lookup::Miss,
+            Ok(Some(entry)) if entry.key != key_text => {
+                corrupt("the entry belongs to another key (hash collision or renamed file)")
             }
-            Ok(entry) => Lookup::Hit(entry.payload),
-            Err(why) => Lookup::Corrupt(why),
+            Ok(Some(entry)) if entry.backend != backend => {
+                corrupt(&format!("the entry is for backend '{}'", entry.backend))
+            }
+            Ok(Some(entry)) => Lookup::Hit(entry.payload),
+            Err(r) => corrupt(&r.why),
         }
     }
 
-    /// Writes an entry atomically (temporary file + rename).
+    /// Writes an entry atomically (temporary file + rename). An entry larger than
+    /// [`MAX_ENTRY_BYTES`] is not written (an error says so).
     pub fn put(
         &self,
         key: &str,
@@ -186,21 +234,29 @@ impl PersistentCache {
         backend: &str,
         payload: Vec<u8>,
     ) -> std::io::Result<()> {
-        let entry = Entry {
+        let bytes = self.seal(&Entry {
             format: FORMAT,
             kiln_version: env!("CARGO_PKG_VERSION").to_string(),
             key: key_text.to_string(),
             backend: backend.to_string(),
             payload,
-        };
-        let body = bincode::serde::encode_to_vec(&entry, bincode::config::standard())
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let tmp = self.dir.join(format!(".tmp-{key}-{}", unique()));
+        })?;
+        if bytes.len() as u64 > MAX_ENTRY_BYTES {
+            return Err(std::io::Error::other(format!(
+                "the entry would take {} bytes, more than the persistent cache's limit of {} GiB; this cluster is not cached",
+                bytes.len(),
+                MAX_ENTRY_BYTES >> 30
+            )));
+        }
+        let tmp = self
+            .dir
+            .join(format!("{}{key}-{}", trust::TMP_PREFIX, unique()));
         let write = || -> std::io::Result<()> {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(MAGIC)?;
-            f.write_all(&body)?;
-            f.write_all(blake3::hash(&body).as_bytes())?;
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            f.write_all(&bytes)?;
             f.sync_all()?;
             fs::rename(&tmp, self.path(key))
         };
@@ -211,32 +267,55 @@ impl PersistentCache {
         result
     }
 
-    /// Counts entries, checking each one. An error names the file or directory it is about.
+    /// The bytes of an entry file: magic, record, keyed tag.
+    fn seal(&self, entry: &Entry) -> std::io::Result<Vec<u8>> {
+        let body = bincode::serde::encode_to_vec(entry, bincode::config::standard())
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let mut bytes = Vec::with_capacity(MAGIC.len() + body.len() + TAG_BYTES);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&body);
+        let tag = blake3::keyed_hash(&self.key, &bytes);
+        bytes.extend_from_slice(tag.as_bytes());
+        Ok(bytes)
+    }
+
+    /// Counts entries, checking each one like a lookup would (without logging). An error
+    /// names the directory; an entry that cannot be read counts as corrupt.
     pub fn stats(&self) -> std::io::Result<CacheStats> {
         let mut s = CacheStats::default();
-        for p in self.files()? {
-            if p.extension().is_some_and(|x| x == EXTENSION) {
-                let bytes = fs::read(&p).map_err(|e| at(&p, e))?;
-                s.bytes += bytes.len() as u64;
-                match decode(&bytes) {
-                    Ok(_) => s.entries += 1,
-                    Err(_) => s.corrupt += 1,
+        for (p, meta) in self.listing()? {
+            let named_as_entry = p.extension().is_some_and(|x| x == EXTENSION);
+            if meta.is_dir() || !named_as_entry {
+                continue;
+            }
+            if meta.is_file() {
+                s.bytes += meta.len();
+            }
+            match self.check(&p) {
+                Ok(Some(_)) => s.entries += 1,
+                Ok(None) => {}
+                Err(r) => {
+                    s.corrupt += 1;
+                    s.untrusted += usize::from(r.untrusted);
                 }
             }
         }
         Ok(s)
     }
 
-    /// Removes every entry (and leftover temporary file); returns how many files went. An
-    /// error names the file or directory it is about.
+    /// Removes every entry (and leftover temporary file), whatever its file type, but not
+    /// the key; returns how many files went. An error names the file or directory it is
+    /// about.
     pub fn clear(&self) -> std::io::Result<usize> {
         let mut n = 0;
-        for p in self.files()? {
+        for (p, meta) in self.listing()? {
             let name = p
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
-            if p.extension().is_some_and(|x| x == EXTENSION) || name.starts_with(".tmp-") {
+            let ours = p.extension().is_some_and(|x| x == EXTENSION)
+                || name.starts_with(trust::TMP_PREFIX);
+            if ours && !meta.is_dir() {
                 fs::remove_file(&p).map_err(|e| at(&p, e))?;
                 n += 1;
             }
@@ -244,49 +323,99 @@ impl PersistentCache {
         Ok(n)
     }
 
-    /// The regular files in the directory. Kiln writes nothing else there, so anything else
-    /// (a subdirectory someone named `x.kce`) is not an entry and is left alone.
-    fn files(&self) -> std::io::Result<Vec<PathBuf>> {
+    /// Everything in the directory with its own metadata (symbolic links not followed).
+    /// Kiln writes no directories there, so a subdirectory someone named `x.kce` is not an
+    /// entry and is left alone.
+    fn listing(&self) -> std::io::Result<Vec<(PathBuf, fs::Metadata)>> {
         let mut files = Vec::new();
         for e in fs::read_dir(&self.dir).map_err(|e| at(&self.dir, e))? {
             let e = e.map_err(|e| at(&self.dir, e))?;
-            if e.file_type().map_err(|err| at(&e.path(), err))?.is_file() {
-                files.push(e.path());
+            match fs::symlink_metadata(e.path()) {
+                Ok(meta) => files.push((e.path(), meta)),
+                // Removed since the listing (a concurrent `clear` or writer).
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(at(&e.path(), err)),
             }
         }
         Ok(files)
+    }
+
+    /// The entry in `path` if there is one and it can be trusted and used: the user's own
+    /// regular file, at most [`MAX_ENTRY_BYTES`], read without blocking (a FIFO or device
+    /// is refused at once), whose tag verifies with this cache's key; only then decoded,
+    /// and checked for this format and Kiln version and for being filed under its key's
+    /// name.
+    fn check(&self, path: &Path) -> Result<Option<Entry>, Rejected> {
+        let meta = match fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Rejected::corrupt(format!("cannot examine: {e}"))),
+        };
+        if let Some(why) = trust::untrusted_file(&meta) {
+            return Err(Rejected::untrusted(format!("untrusted: the file {why}")));
+        }
+        let bytes = kiln_flags::files::read_regular_file(path, MAX_ENTRY_BYTES).map_err(|e| {
+            // Replaced by a FIFO or a device since the check above: refused all the same.
+            if e.kind() == std::io::ErrorKind::InvalidInput {
+                Rejected::untrusted(format!("untrusted: the file is {e}"))
+            } else {
+                Rejected::corrupt(format!("cannot read: {e}"))
+            }
+        })?;
+        let entry = self.open_sealed(&bytes)?;
+        let name = blake3::hash(entry.key.as_bytes()).to_hex();
+        if path.file_stem().is_some_and(|s| s != name.as_str()) {
+            return Err(Rejected::corrupt(
+                "the entry is filed under another key's name (renamed file)",
+            ));
+        }
+        Ok(Some(entry))
+    }
+
+    /// Verifies an entry file's header and tag, then decodes it.
+    fn open_sealed(&self, bytes: &[u8]) -> Result<Entry, Rejected> {
+        if bytes.starts_with(MAGIC_V1) {
+            return Err(Rejected::corrupt(
+                "foreign: an unauthenticated entry of an older Kiln (cache format 1)",
+            ));
+        }
+        if bytes.len() < MAGIC.len() + TAG_BYTES || !bytes.starts_with(MAGIC) {
+            return Err(Rejected::corrupt(
+                "not a Kiln cache entry (bad header or truncated)",
+            ));
+        }
+        let (sealed, tag) = bytes.split_at(bytes.len() - TAG_BYTES);
+        let tag: [u8; TAG_BYTES] = tag.try_into().expect("TAG_BYTES bytes");
+        // `blake3::Hash` compares in constant time.
+        if blake3::keyed_hash(&self.key, sealed) != blake3::Hash::from(tag) {
+            return Err(Rejected::untrusted(
+                "untrusted: its authentication tag does not verify with this cache's key \
+                 (damaged, planted or edited by someone without the key, or copied from \
+                 another cache directory)",
+            ));
+        }
+        let body = &sealed[MAGIC.len()..];
+        let (entry, used): (Entry, usize) =
+            bincode::serde::decode_from_slice(body, bincode::config::standard())
+                .map_err(|e| Rejected::corrupt(format!("cannot decode: {e}")))?;
+        if used != body.len() {
+            return Err(Rejected::corrupt("trailing bytes after the entry"));
+        }
+        if entry.format != FORMAT || entry.kiln_version != env!("CARGO_PKG_VERSION") {
+            return Err(Rejected::corrupt(format!(
+                "written by another Kiln version ({} format {}); this is {} format {FORMAT}",
+                entry.kiln_version,
+                entry.format,
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        Ok(entry)
     }
 }
 
 /// `e`, its message prefixed with `path`.
 fn at(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
-}
-
-/// Decodes and checks an entry file.
-fn decode(bytes: &[u8]) -> Result<Entry, String> {
-    if bytes.len() < MAGIC.len() + 32 || !bytes.starts_with(MAGIC) {
-        return Err("not a Kiln cache entry (bad header or truncated)".into());
-    }
-    let (body, sum) = bytes[MAGIC.len()..].split_at(bytes.len() - MAGIC.len() - 32);
-    if blake3::hash(body).as_bytes() != sum {
-        return Err("checksum mismatch (truncated or corrupted)".into());
-    }
-    let (entry, used): (Entry, usize) =
-        bincode::serde::decode_from_slice(body, bincode::config::standard())
-            .map_err(|e| format!("cannot decode: {e}"))?;
-    if used != body.len() {
-        return Err("trailing bytes after the entry".into());
-    }
-    if entry.format != FORMAT || entry.kiln_version != env!("CARGO_PKG_VERSION") {
-        return Err(format!(
-            "written by another Kiln version ({} format {}); this is {} format {FORMAT}",
-            entry.kiln_version,
-            entry.format,
-            env!("CARGO_PKG_VERSION")
-        ));
-    }
-    Ok(entry)
 }
 
 /// A name part unique within this machine: process id and a counter.
@@ -300,118 +429,4 @@ fn unique() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("kiln-pc-{name}-{}", unique()));
-        fs::create_dir_all(&d).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        d
-    }
-
-    #[test]
-    fn put_get_and_corruption() {
-        let d = dir("rt");
-        let c = PersistentCache::open(&d).unwrap();
-        let (key, text) = cache_key("func @x", "cpu", "x86_64");
-        assert_eq!(c.get(&key, &text, "cpu"), Lookup::Miss);
-        c.put(&key, &text, "cpu", vec![1, 2, 3]).unwrap();
-        assert_eq!(c.get(&key, &text, "cpu"), Lookup::Hit(vec![1, 2, 3]));
-        assert!(matches!(c.get(&key, &text, "gpu"), Lookup::Corrupt(_)));
-        let path = c.path(&key);
-        let mut bytes = fs::read(&path).unwrap();
-        let mid = bytes.len() / 2;
-        bytes[mid] ^= 0xff;
-        fs::write(&path, &bytes).unwrap();
-        assert_eq!(
-            c.get(&key, &text, "cpu"),
-            Lookup::Corrupt("checksum mismatch (truncated or corrupted)".into())
-        );
-        fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
-        assert!(matches!(c.get(&key, &text, "cpu"), Lookup::Corrupt(_)));
-        assert_eq!(c.stats().unwrap().corrupt, 1);
-        assert_eq!(c.clear().unwrap(), 1);
-        fs::remove_dir_all(&d).unwrap();
-    }
-
-    #[test]
-    fn only_files_are_entries_and_errors_name_the_path() {
-        let d = dir("sub");
-        let c = PersistentCache::open(&d).unwrap();
-        let (key, text) = cache_key("func @x", "cpu", "x86_64");
-        c.put(&key, &text, "cpu", vec![7]).unwrap();
-        // Kiln never writes a directory there; one named like an entry is left alone.
-        fs::create_dir(d.join("x.kce")).unwrap();
-        let s = c.stats().unwrap();
-        assert_eq!((s.entries, s.corrupt), (1, 0));
-        assert_eq!(c.clear().unwrap(), 1);
-        assert!(d.join("x.kce").is_dir());
-        fs::remove_dir_all(&d).unwrap();
-        let e = c.stats().unwrap_err().to_string();
-        assert!(e.starts_with(&format!("{}: ", d.display())), "{e}");
-    }
-
-    /// In this workspace the build script found the code-generating sources, so keys carry
-    /// their fingerprint: a build with different math or codegen gets different keys.
-    #[test]
-    fn keys_carry_the_codegen_fingerprint() {
-        assert_eq!(CODEGEN_FINGERPRINT.len(), 16, "{CODEGEN_FINGERPRINT}");
-        assert!(CODEGEN_FINGERPRINT.bytes().all(|b| b.is_ascii_hexdigit()));
-        let (_, text) = cache_key("func @x", "cpu", "t");
-        assert!(
-            text.contains(&format!("codegen {CODEGEN_FINGERPRINT}\n")),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn an_entry_from_another_version_is_corrupt() {
-        let d = dir("ver");
-        let c = PersistentCache::open(&d).unwrap();
-        let (key, text) = cache_key("func @x", "cpu", "t");
-        let entry = Entry {
-            format: FORMAT + 1,
-            kiln_version: "0.0.0".into(),
-            key: text.clone(),
-            backend: "cpu".into(),
-            payload: vec![7],
-        };
-        let body = bincode::serde::encode_to_vec(&entry, bincode::config::standard()).unwrap();
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend(&body);
-        bytes.extend(blake3::hash(&body).as_bytes());
-        fs::write(c.path(&key), bytes).unwrap();
-        match c.get(&key, &text, "cpu") {
-            Lookup::Corrupt(why) => assert!(
-                why.starts_with("written by another Kiln version (0.0.0"),
-                "{why}"
-            ),
-            other => panic!("{other:?}"),
-        }
-        fs::remove_dir_all(&d).unwrap();
-    }
-
-    #[test]
-    fn refuses_missing_and_world_writable_dirs() {
-        let e = PersistentCache::open(Path::new("/nonexistent/kiln-cache")).unwrap_err();
-        assert!(e.to_string().contains("does not exist"), "{e}");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let d = dir("ww");
-            fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
-            let e = PersistentCache::open(&d).unwrap_err();
-            assert!(
-                e.to_string()
-                    .contains("is writable by other users (mode 777)"),
-                "{e}"
-            );
-            fs::remove_dir_all(&d).unwrap();
-        }
-    }
-}
+mod tests;

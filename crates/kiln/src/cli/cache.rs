@@ -9,12 +9,12 @@ use std::process::ExitCode;
 /// `kiln cache …` subcommands.
 #[derive(clap::Subcommand)]
 pub enum CacheCommand {
-    /// Count valid and corrupt entries and their size.
+    /// Count valid, corrupt and untrusted entries and their size.
     Stats {
         /// The cache directory.
         dir: PathBuf,
     },
-    /// Delete every entry.
+    /// Delete every entry (the key stays).
     Clear {
         /// The cache directory.
         dir: PathBuf,
@@ -30,10 +30,11 @@ pub fn cache(cmd: CacheCommand) -> Result<ExitCode, KilnError> {
             let c = PersistentCache::open(&dir).map_err(kiln_runtime::RuntimeError::from)?;
             let s = c.stats().map_err(io)?;
             println!(
-                "{}: {} entries, {} corrupt or foreign (ignored and rewritten on use), {} bytes",
+                "{}: {} entries, {} corrupt or foreign (ignored and rewritten on use; {} of them untrusted: not your own regular file, or failing authentication with this cache's key), {} bytes",
                 dir.display(),
                 s.entries,
                 s.corrupt,
+                s.untrusted,
                 s.bytes
             );
         }

@@ -235,9 +235,9 @@ pub fn gpu_program(p: &Program) -> Program {
 /// Emits every kernel of `p` into one module for `target`, and each of its random fills
 /// ([`Program::fills`]) as a pointwise kernel over the fill's output.
 pub fn emit_program(p: &Program, target: Target) -> Result<PtxProgram, EmitError> {
-    kiln_compiler::kernel::verify_program(p).map_err(|reason| EmitError::Malformed {
-        kernel: p.name.clone(),
-        reason,
+    kiln_compiler::kernel::verify_program(p).map_err(|e| EmitError::Malformed {
+        kernel: e.at,
+        reason: e.reason,
     })?;
     if let Some(k) = p.kernels.iter().find(|k| k.math_ops() > MAX_MATH_OPS) {
         return Err(EmitError::Unsupported {

@@ -1,12 +1,13 @@
 //! Compile time and peak compile memory as a function of program length, on the
-//! reshape/transpose chain of issue 32 (`kiln_benches::programs::view_chain`): lowering to
+//! reshape/transpose chains of `kiln_benches::programs::view_chain` (issue 32's, which
+//! simplifies to the identity, and a misaligned one, which does not): lowering to
 //! kernel IR, CPU code (Cranelift) and PTX. Linear growth is the goal; before index
 //! expressions were bounded, 24 ops took 957 MB and 28 ops more than 4 GB.
 //!
 //! `cargo run --release -p kiln-benches --bin compile_cost [-- LENGTHS…]`
 
 use kiln_benches::counting_alloc::{peak_during, Counting};
-use kiln_benches::programs::view_chain;
+use kiln_benches::programs::{view_chain, Chain};
 use std::time::Instant;
 
 #[global_allocator]
@@ -24,10 +25,15 @@ fn main() {
     };
     let target = kiln_ptx::Target::from_sm(90).expect("sm_90 is a target");
     let opts = kiln_compiler::cpu::CpuOptions::default();
-    println!("| ops | kernels | lower ms | lower MB | CPU compile ms | CPU MB | PTX ms | PTX MB |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for n in lengths {
-        let body = kiln_ir::parse_func(&view_chain(n), "chain.kir").expect("parses");
+    println!(
+        "| chain | ops | kernels | lower ms | lower MB | CPU compile ms | CPU MB | PTX ms | PTX MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (chain, n) in [Chain::SplitMerge, Chain::Misaligned]
+        .into_iter()
+        .flat_map(|c| lengths.iter().map(move |&n| (c, n)))
+    {
+        let body = kiln_ir::parse_func(&view_chain(n, chain), "chain.kir").expect("parses");
         let c = kiln_ir::Cluster {
             name: "chain".into(),
             body,
@@ -53,7 +59,7 @@ fn main() {
             0
         });
         println!(
-            "| {n} | {kernels} | {lower_ms:.1} | {lower_mb:.1} | {cpu_ms:.1} | {cpu_mb:.1} | {ptx_ms:.1} | {ptx_mb:.1} |"
+            "| {chain:?} | {n} | {kernels} | {lower_ms:.1} | {lower_mb:.1} | {cpu_ms:.1} | {cpu_mb:.1} | {ptx_ms:.1} | {ptx_mb:.1} |"
         );
     }
 }

@@ -30,7 +30,7 @@ pub use print::print_program;
 pub use share::shared_temps;
 pub use split::{operands, split_long_reductions};
 pub use tile::tile_rows;
-pub use verify::verify_program;
+pub use verify::{verify_program, VerifyError};
 
 /// An index into [`Kernel::nodes`].
 pub type NodeId = usize;
@@ -70,11 +70,47 @@ pub enum IExpr {
 
 impl IExpr {
     /// `a + b`, folding constants.
+    ///
+    /// Also folds digits back together, for `x ≥ 0` (index expressions are never negative):
+    /// `(x / (n·q))·(n·q) + ((x / q) % n)·q` is `(x / q)·q`, and with `q = 1`,
+    /// `(x / n)·n + x % n` is `x` — what a reshape that splits a dimension followed by one
+    /// that merges it back (or the row-major position of split coordinates) produces.
     pub fn sum(a: IExpr, b: IExpr) -> IExpr {
+        if let (Some((x, p)), Some((y, q, n))) = (a.as_floor_multiple(), b.as_digit()) {
+            if x == y && p == n * q {
+                return IExpr::scaled(IExpr::quot(x.clone(), q), q);
+            }
+        }
         match (a, b) {
             (IExpr::Const(0), e) | (e, IExpr::Const(0)) => e,
             (IExpr::Const(x), IExpr::Const(y)) => IExpr::Const(x + y),
             (a, b) => IExpr::Add(Box::new(a), Box::new(b)),
+        }
+    }
+
+    /// `(x / p)·p` as `(x, p)`, `p ≥ 2`.
+    fn as_floor_multiple(&self) -> Option<(&IExpr, i64)> {
+        match self {
+            IExpr::Mul(d, p) => match d.as_ref() {
+                IExpr::Div(x, q) if q == p => Some((x, *p)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `((x / q) % n)·q` as `(x, q, n)`, and `x % n` as `(x, 1, n)`.
+    fn as_digit(&self) -> Option<(&IExpr, i64, i64)> {
+        match self {
+            IExpr::Rem(x, n) => Some((x, 1, *n)),
+            IExpr::Mul(r, q) => match r.as_ref() {
+                IExpr::Rem(d, n) => match d.as_ref() {
+                    IExpr::Div(x, q2) if q2 == q => Some((x, *q, *n)),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
         }
     }
 

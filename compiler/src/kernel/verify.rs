@@ -20,8 +20,30 @@
 use super::split::operands;
 use super::{BufRef, IExpr, Kernel, NodeKind, Program};
 
-/// Checks `p` (module doc); the error names the kernel or dot and what is wrong.
-pub fn verify_program(p: &Program) -> Result<(), String> {
+/// What [`verify_program`] found wrong, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyError {
+    /// The kernel's name (`k0`), `dot N`, `fill N`.
+    pub at: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl std::fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.at, self.reason)
+    }
+}
+
+fn error(at: impl Into<String>, reason: impl Into<String>) -> VerifyError {
+    VerifyError {
+        at: at.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Checks `p` (module doc).
+pub fn verify_program(p: &Program) -> Result<(), VerifyError> {
     let exists = |b: BufRef| match b {
         BufRef::Input(i) => i < p.inputs.len(),
         BufRef::Output(i) => i < p.outputs.len(),
@@ -31,19 +53,18 @@ pub fn verify_program(p: &Program) -> Result<(), String> {
     let mut written = vec![false; p.temps.len()];
     for (i, f) in p.fills.iter().enumerate() {
         if f.out >= p.outputs.len() || !exists(f.seed) {
-            return Err(format!("fill {i}: a buffer out of range"));
+            return Err(error(format!("fill {i}"), "a buffer out of range"));
         }
     }
     for (i, d) in p.dots.iter().enumerate() {
         if d.before > p.kernels.len() {
-            return Err(format!(
-                "dot {i} runs before kernel {} of {}",
-                d.before,
-                p.kernels.len()
+            return Err(error(
+                format!("dot {i}"),
+                format!("runs before kernel {} of {}", d.before, p.kernels.len()),
             ));
         }
         if !exists(d.lhs) || !exists(d.rhs) || d.out >= p.temps.len() {
-            return Err(format!("dot {i}: a buffer out of range"));
+            return Err(error(format!("dot {i}"), "a buffer out of range"));
         }
     }
     let ready = |b: BufRef, written: &[bool]| match b {
@@ -54,8 +75,9 @@ pub fn verify_program(p: &Program) -> Result<(), String> {
         for (i, d) in p.dots.iter().enumerate().filter(|(_, d)| d.before == ki) {
             for b in [d.lhs, d.rhs] {
                 if !ready(b, &written) {
-                    return Err(format!(
-                        "dot {i} (before kernel {ki}) reads {b:?} before anything writes it"
+                    return Err(error(
+                        format!("dot {i}"),
+                        format!("(before kernel {ki}) reads {b:?} before anything writes it"),
                     ));
                 }
             }
@@ -64,13 +86,13 @@ pub fn verify_program(p: &Program) -> Result<(), String> {
         let Some(k) = p.kernels.get(ki) else {
             break;
         };
-        verify_kernel(k, &exists).map_err(|e| format!("kernel {}: {e}", k.name))?;
+        verify_kernel(k, &exists).map_err(|e| error(&k.name, e))?;
         for n in &k.nodes {
             if let NodeKind::Load { buf, .. } = n.kind {
                 if !ready(buf, &written) {
-                    return Err(format!(
-                        "kernel {} reads {buf:?} before anything writes it",
-                        k.name
+                    return Err(error(
+                        &k.name,
+                        format!("reads {buf:?} before anything writes it"),
                     ));
                 }
             }
@@ -106,8 +128,8 @@ fn verify_kernel(k: &Kernel, exists: &dyn Fn(BufRef) -> bool) -> Result<(), Stri
             ));
         }
     }
-    if k.reduce.as_ref().is_some_and(|r| r.value >= k.nodes.len()) {
-        return Err("the reduction's value is not a node".into());
+    if let Some(r) = k.reduce.as_ref().filter(|r| r.value >= k.nodes.len()) {
+        return Err(format!("the reduction's value {} is not a node", r.value));
     }
     for s in &k.stores {
         if s.value >= k.nodes.len() || !exists(s.buf) {
@@ -162,8 +184,8 @@ mod tests {
         let mut p = program(DOT_OF_BROADCAST);
         assert_eq!(p.dots[0].before, 1);
         p.dots[0].before = 0;
-        let e = verify_program(&p).unwrap_err();
-        assert!(e.contains("dot 0 (before kernel 0) reads Temp(0)"), "{e}");
+        let e = verify_program(&p).unwrap_err().to_string();
+        assert!(e.contains("dot 0: (before kernel 0) reads Temp(0)"), "{e}");
     }
 
     #[test]
@@ -189,7 +211,7 @@ mod tests {
         let p = program(DOT_OF_BROADCAST);
         let mut q = p.clone();
         q.kernels[0].stores[0].buf = BufRef::Input(0);
-        assert!(verify_program(&q).unwrap_err().contains("read only"));
+        assert!(verify_program(&q).unwrap_err().reason.contains("read only"));
         let mut q = p.clone();
         q.kernels[0].stores[0].buf = BufRef::Temp(99);
         assert!(verify_program(&q).is_err());
@@ -200,12 +222,16 @@ mod tests {
         });
         assert!(verify_program(&q)
             .unwrap_err()
+            .reason
             .contains("not an earlier one"));
         let mut q = p;
         q.kernels[0].nodes[0].kind = NodeKind::Load {
             buf: BufRef::Input(0),
             offset: IExpr::Var(7),
         };
-        assert!(verify_program(&q).unwrap_err().contains("does not exist"));
+        assert!(verify_program(&q)
+            .unwrap_err()
+            .reason
+            .contains("does not exist"));
     }
 }

@@ -4,10 +4,7 @@
 //! computed into a scratch buffer by a kernel of its own instead (see
 //! [`KernelBuilder::value_at`]), so compile time and memory stay linear in the program.
 
-use super::{
-    linearize, materialise, nontrivial, splat_bits, unsupported, LowerError, RED_ZONE,
-    STACK_SEGMENT,
-};
+use super::{linearize, materialise, splat_bits, unsupported, LowerError, RED_ZONE, STACK_SEGMENT};
 use crate::kernel::{BufRef, IExpr, Node, NodeId, NodeKind, Program};
 use kiln_ir::{row_major_strides, BinaryOp, DType, Func, Op, TensorType, Value, ValueDef};
 use std::collections::HashMap;
@@ -357,34 +354,106 @@ pub(super) fn reshape_index(idx: &[IExpr], to: &[usize], from: &[usize]) -> Vec<
     if from.contains(&0) || to.contains(&0) {
         return vec![IExpr::Const(0); from.len()];
     }
-    // Common case: only size-1 dimensions differ, so coordinates map one to one.
-    if nontrivial(to) == nontrivial(from) {
-        let mut it = idx
-            .iter()
-            .zip(to)
-            .filter(|(_, &n)| n != 1)
-            .map(|(e, _)| e.clone());
-        return from
-            .iter()
-            .map(|&n| {
-                if n == 1 {
-                    IExpr::Const(0)
-                } else {
-                    it.next().unwrap_or(IExpr::Const(0))
-                }
-            })
-            .collect();
-    }
-    let lin = linearize(idx, to);
-    let strides = row_major_strides(from);
-    from.iter()
-        .zip(&strides)
-        .map(|(&n, &s)| {
-            if n == 1 {
-                IExpr::Const(0)
+    // The dimensions that are not 1 (size-1 dimensions have coordinate 0), split into the
+    // smallest groups whose sizes have equal products on both sides, as XLA decomposes a
+    // reshape: [16,64] -> [4,4,64] is a split of 16 into 4x4 and 64 kept. Each operand
+    // coordinate depends only on its group's result coordinates, so chains of reshapes
+    // and transposes keep short index expressions (and kept dimensions stay affine).
+    let kept = |s: &[usize]| -> Vec<usize> { (0..s.len()).filter(|&d| s[d] != 1).collect() };
+    let (fd, td) = (kept(from), kept(to));
+    debug_assert_eq!(from.iter().product::<usize>(), to.iter().product::<usize>());
+    let mut out = vec![IExpr::Const(0); from.len()];
+    let (mut i, mut j) = (0, 0);
+    while i < fd.len() && j < td.len() {
+        let (gi, gj) = (i, j);
+        let (mut pf, mut pt) = (from[fd[i]], to[td[j]]);
+        (i, j) = (i + 1, j + 1);
+        // Equal element counts (verified) and sizes of 2 or more: each side has dimensions
+        // left while its product is the smaller.
+        while pf != pt {
+            if pf < pt {
+                pf *= from[fd[i]];
+                i += 1;
             } else {
-                IExpr::modulo(IExpr::quot(lin.clone(), s as i64), n as i64)
+                pt *= to[td[j]];
+                j += 1;
             }
-        })
-        .collect()
+        }
+        let sizes = |dims: &[usize], shape: &[usize]| -> Vec<usize> {
+            dims.iter().map(|&d| shape[d]).collect()
+        };
+        let group: Vec<IExpr> = td[gj..j].iter().map(|&d| idx[d].clone()).collect();
+        let lin = linearize(&group, &sizes(&td[gj..j], to));
+        let from_sizes = sizes(&fd[gi..i], from);
+        let strides = row_major_strides(&from_sizes);
+        for (k, &d) in fd[gi..i].iter().enumerate() {
+            let q = IExpr::quot(lin.clone(), strides[k] as i64);
+            // The outermost coordinate needs no `%`: the position is below the group's size.
+            out[d] = if k == 0 {
+                q
+            } else {
+                IExpr::modulo(q, from_sizes[k] as i64)
+            };
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every shape of at most `rank` dimensions with `n` elements, size-1 dimensions
+    /// included.
+    fn shapes(n: usize, rank: usize) -> Vec<Vec<usize>> {
+        let mut out = if n == 1 { vec![vec![]] } else { vec![] };
+        if rank > 0 {
+            for d in (1..=n).filter(|d| n % d == 0) {
+                for mut rest in shapes(n / d, rank - 1) {
+                    rest.insert(0, d);
+                    out.push(rest);
+                }
+            }
+        }
+        out
+    }
+
+    /// The grouped reshape index names the same operand element as the row-major position
+    /// of the result point, for every pair of shapes and every point; the digit folding of
+    /// `IExpr::sum` is exact too (it is applied while the expressions are built).
+    #[test]
+    fn reshape_index_is_the_row_major_position() {
+        for n in [1, 6, 12, 24] {
+            let all = shapes(n, 4);
+            for to in &all {
+                for from in &all {
+                    let idx: Vec<IExpr> = (0..to.len()).map(IExpr::Var).collect();
+                    let sub = reshape_index(&idx, to, from);
+                    let lin_from = linearize(&sub, from);
+                    let strides = row_major_strides(to);
+                    for p in 0..n {
+                        let vars: Vec<i64> = strides
+                            .iter()
+                            .zip(to)
+                            .map(|(&s, &d)| (p / s % d) as i64)
+                            .collect();
+                        assert_eq!(lin_from.eval(&vars), p as i64, "{to:?} -> {from:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn split_then_merge_folds_to_the_coordinate() {
+        // [16] -> [4,4] -> [16]: the position of the split digits is the coordinate again.
+        let split = reshape_index(&[IExpr::Var(0)], &[16], &[4, 4]);
+        assert_eq!(linearize(&split, &[4, 4]), IExpr::Var(0));
+        // And over three digits: [24] -> [2,3,4] -> [24].
+        let split = reshape_index(&[IExpr::Var(0)], &[24], &[2, 3, 4]);
+        assert_eq!(linearize(&split, &[2, 3, 4]), IExpr::Var(0));
+        // A kept dimension beside a split one stays its own coordinate.
+        let sub = reshape_index(&[IExpr::Var(0), IExpr::Var(1)], &[16, 64], &[4, 4, 64]);
+        assert_eq!(sub[2], IExpr::Var(1));
+    }
 }

@@ -61,7 +61,14 @@ struct ClusterRecord {
     facts: ClusterFacts,
     instances: HashMap<String, Instance>,
     stats: ClusterStats,
+    /// The cluster's fallback past the transcendental-op cap was reported (once).
+    warned_math_cap: bool,
 }
+
+/// In the reason a backend gives for refusing a kernel past
+/// `kiln_compiler::kernel::MAX_MATH_OPS` ("300 transcendental ops (at most 256 are
+/// compiled per kernel)"): that fallback is a silent performance cliff, so it is a warning.
+const MATH_CAP_REASON: &str = "transcendental ops (at most";
 
 #[derive(Default)]
 struct State {
@@ -592,12 +599,23 @@ impl Runtime {
             }
             Err(failure) => {
                 match &failure {
-                    CompileFailure::Unsupported(why) => vlog!(
-                        flags,
-                        "xla_compilation_cache",
-                        1,
-                        "{id} for [{signature}] runs on the fallback: {why}"
-                    ),
+                    CompileFailure::Unsupported(why) => {
+                        vlog!(
+                            flags,
+                            "xla_compilation_cache",
+                            1,
+                            "{id} for [{signature}] runs on the fallback: {why}"
+                        );
+                        // Once per cluster, whatever its signatures.
+                        let first = why.contains(MATH_CAP_REASON) && {
+                            let mut st = lock(&inner.state);
+                            let rec = st.clusters.entry(id.to_string()).or_default();
+                            !std::mem::replace(&mut rec.warned_math_cap, true)
+                        };
+                        if first {
+                            tracing::warn!(target: "xla_compilation_cache", "{id} runs on the fallback, not compiled: {why}");
+                        }
+                    }
                     CompileFailure::Failed(why) => {
                         tracing::error!(target: "xla_compilation_cache", "compiling {id} for [{signature}] failed: {why}; using the fallback for this signature")
                     }

@@ -38,6 +38,22 @@ fn source_text(spec: &FlagSpec, flags: &Flags) -> String {
     }
 }
 
+/// The most characters a cell of the `kiln flags` table shows; a longer value (a flag can
+/// hold a value of any length) is cut, and says how long it was.
+pub const MAX_CELL_CHARS: usize = 80;
+
+/// `text`, or when it is longer than [`MAX_CELL_CHARS`] its start, an ellipsis and its
+/// length: `/very/long/pa… (70000 chars)`.
+fn shorten(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= MAX_CELL_CHARS {
+        return text.to_string();
+    }
+    let suffix = format!("… ({n} chars)");
+    let keep = MAX_CELL_CHARS - suffix.chars().count();
+    text.chars().take(keep).collect::<String>() + &suffix
+}
+
 /// The table `kiln flags` prints: every flag with its value in effect, its default, where the
 /// value came from and whether this build acts on it, then why the others do not act.
 pub fn render_flags_table(flags: &Flags) -> String {
@@ -53,7 +69,8 @@ pub fn render_flags_table(flags: &Flags) -> String {
                     spec.default.to_string(),
                     source_text(spec, flags),
                     spec.effect.summary().to_string(),
-                ];
+                ]
+                .map(|cell| shorten(&cell));
                 (group, cells)
             })
         })
@@ -64,10 +81,14 @@ pub fn render_flags_table(flags: &Flags) -> String {
             *width = (*width).max(cell.chars().count());
         }
     }
+    // Padded by hand: a `{cell:<width$}` width of 65,536 or more panics in `fmt`.
     let line = |cells: &[&str]| -> String {
         let mut text = String::from(" ");
         for (cell, width) in cells.iter().zip(widths) {
-            let _ = write!(text, " {cell:<width$} ");
+            text.push(' ');
+            text += cell;
+            let pad = width.saturating_sub(cell.chars().count()) + 1;
+            text.extend(std::iter::repeat_n(' ', pad));
         }
         text.trim_end().to_string() + "\n"
     };
@@ -221,6 +242,43 @@ mod tests {
             assert_eq!(cells[3], "default", "{row}");
         }
         assert!(table.contains("--tf_xla_async_io_level: Kiln's executor"));
+    }
+
+    /// Issue 32: a value of 65,535 characters or more made `{cell:<width$}` panic
+    /// ("Formatting argument out of range"). Any length renders, cut to a cell's width.
+    #[test]
+    fn long_values_render_shortened_with_their_length() {
+        for len in [80, 81, 65_534, 65_535, 65_536, 1 << 20] {
+            let dir = "d".repeat(len - 1);
+            let flags = Flags::from_sources(&Sources {
+                xla_flags: Some(format!("--xla_dump_to=/{dir}")),
+                ..Sources::default()
+            })
+            .unwrap();
+            let table = render_flags_table(&flags);
+            let row = table
+                .lines()
+                .find(|l| l.trim_start().starts_with("--xla_dump_to "))
+                .unwrap();
+            let value = row.split_whitespace().nth(1).unwrap();
+            if len <= MAX_CELL_CHARS {
+                assert_eq!(value, format!("/{dir}"));
+            } else {
+                assert!(value.starts_with("/ddd"), "{row}");
+                assert!(value.ends_with('…'), "{row}");
+                assert!(row.contains(&format!("… ({len} chars)")), "{row}");
+            }
+            assert!(
+                table
+                    .lines()
+                    .all(|l| l.chars().count() < 6 * MAX_CELL_CHARS),
+                "a line of the table is too long"
+            );
+        }
+        assert_eq!(shorten("é".repeat(80).as_str()), "é".repeat(80));
+        let cut = shorten(&"é".repeat(100));
+        assert_eq!(cut.chars().count(), MAX_CELL_CHARS);
+        assert!(cut.ends_with("é… (100 chars)"), "{cut}");
     }
 
     #[test]

@@ -3,12 +3,12 @@
 
 use crate::dtype::{DType, TensorType};
 use crate::func::{Func, Loc, Module, Value};
-use crate::lex::{tokenize, Tok, Token};
+use crate::lex::{check_tokens, Lexer, Tok, Token};
 use crate::op::{
     all_op_names, BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp,
 };
 use literal::{tensor_from_literal, Lit, MAX_LITERAL_DEPTH};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 
 mod literal;
@@ -41,17 +41,18 @@ pub fn parse_module(src: &str, file: &str) -> Result<Module, ParseError> {
         loc,
         message,
     };
-    let toks = tokenize(src).map_err(|(loc, m)| err(loc, m))?;
-    let mut p = Parser {
-        toks,
-        pos: 0,
-        in_cluster: false,
-    };
+    // An unexpected character anywhere is reported before any syntax error; the parser
+    // then reads tokens as it goes, holding two at a time rather than the whole file.
+    check_tokens(src).map_err(|(loc, m)| err(loc, m))?;
+    let mut p = Parser::new(src);
     let mut module = Module::default();
+    // Function names seen so far: a set, so a file of n functions parses in O(n), not
+    // O(n²) as a `module.func(name)` scan per function did (100,000 functions took 50 s).
+    let mut seen = HashSet::new();
     while p.peek() != &Tok::Eof {
         let at = p.loc();
         let f = p.func().map_err(|(loc, m)| err(loc, m))?;
-        if module.func(&f.name).is_some() {
+        if !seen.insert(f.name.clone()) {
             return Err(err(at, format!("function '@{}' is defined twice", f.name)));
         }
         module.funcs.push(f);
@@ -105,26 +106,56 @@ enum AttrVal {
     List(Vec<usize>),
 }
 
-struct Parser {
-    toks: Vec<Token>,
-    pos: usize,
+struct Parser<'a> {
+    lexer: Lexer<'a>,
+    /// The current token and the one after it (the parser looks one token ahead).
+    ahead: VecDeque<Token>,
     /// Inside a cluster's region, where another cluster is an error: clusters cannot nest,
     /// and each nested one would be one more level of recursion in the parser.
     in_cluster: bool,
 }
 
-impl Parser {
+impl<'a> Parser<'a> {
+    /// A parser at the start of `src`, which [`check_tokens`] has accepted.
+    fn new(src: &'a str) -> Parser<'a> {
+        let mut p = Parser {
+            lexer: Lexer::new(src),
+            ahead: VecDeque::with_capacity(2),
+            in_cluster: false,
+        };
+        p.fill();
+        p
+    }
+    /// Reads tokens until two are ahead (after the end, the lexer repeats `Eof`).
+    fn fill(&mut self) {
+        while self.ahead.len() < 2 {
+            let t = self
+                .lexer
+                .next_token()
+                .expect("check_tokens accepted the whole source");
+            self.ahead.push_back(t);
+        }
+    }
+    /// Moves past the current token (never past the end).
+    fn advance(&mut self) {
+        if self.ahead[0].tok != Tok::Eof {
+            self.ahead.pop_front();
+            self.fill();
+        }
+    }
     fn peek(&self) -> &Tok {
-        &self.toks[self.pos].tok
+        &self.ahead[0].tok
+    }
+    /// The token after the current one.
+    fn peek2(&self) -> &Tok {
+        &self.ahead[1].tok
     }
     fn loc(&self) -> Loc {
-        self.toks[self.pos].loc
+        self.ahead[0].loc
     }
     fn next(&mut self) -> Token {
-        let t = self.toks[self.pos].clone();
-        if t.tok != Tok::Eof {
-            self.pos += 1;
-        }
+        let t = self.ahead[0].clone();
+        self.advance();
         t
     }
     fn unexpected<T>(&self, what: &str) -> PResult<T> {
@@ -135,7 +166,7 @@ impl Parser {
     }
     fn eat(&mut self, c: char) -> bool {
         if self.peek() == &Tok::Punct(c) {
-            self.pos += 1;
+            self.advance();
             true
         } else {
             false
@@ -151,7 +182,7 @@ impl Parser {
     fn keyword(&mut self, kw: &str) -> PResult<()> {
         match self.peek() {
             Tok::Ident(w) if w == kw => {
-                self.pos += 1;
+                self.advance();
                 Ok(())
             }
             _ => self.unexpected(&format!("'{kw}'")),
@@ -162,7 +193,7 @@ impl Parser {
         match self.peek() {
             Tok::ValueName(n) => {
                 let n = n.clone();
-                self.pos += 1;
+                self.advance();
                 Ok((n, loc))
             }
             _ => self.unexpected("a value name like '%x'"),
@@ -185,7 +216,7 @@ impl Parser {
     fn list_until<T>(
         &mut self,
         close: char,
-        mut item: impl FnMut(&mut Parser) -> PResult<T>,
+        mut item: impl FnMut(&mut Parser<'a>) -> PResult<T>,
     ) -> PResult<Vec<T>> {
         let mut items = Vec::new();
         if self.eat(close) {
@@ -316,7 +347,7 @@ impl Parser {
         if self.peek() != &Tok::Arrow {
             return self.unexpected("'->'");
         }
-        self.pos += 1;
+        self.advance();
         if !self.eat('(') {
             return Ok(vec![self.ty()?]);
         }
@@ -326,9 +357,11 @@ impl Parser {
     /// `%a, %b, …` up to `=`, each name new in `f`.
     fn result_names(&mut self, f: &Func) -> PResult<Vec<(String, Loc)>> {
         let mut names: Vec<(String, Loc)> = Vec::new();
+        // A set, not a scan of `names`: a cluster may have very many results.
+        let mut seen = HashSet::new();
         loop {
             let (name, loc) = self.value_name()?;
-            if f.lookup(&name).is_some() || names.iter().any(|(n, _)| *n == name) {
+            if f.lookup(&name).is_some() || !seen.insert(name.clone()) {
                 return Err((loc, format!("'%{name}' is defined twice")));
             }
             names.push((name, loc));
@@ -408,7 +441,7 @@ impl Parser {
                 if self.in_cluster {
                     return Err((self.loc(), "clusters cannot nest".into()));
                 }
-                self.pos += 1;
+                self.advance();
                 return self.cluster(f, names);
             }
         }
@@ -453,14 +486,15 @@ impl Parser {
         let loc = self.loc();
         match self.peek().clone() {
             Tok::ValueName(n) => {
-                self.pos += 1;
+                self.advance();
                 let v = f
                     .lookup(&n)
                     .ok_or((loc, format!("use of undefined value '%{n}'")))?;
                 Ok(Item::Value(v))
             }
-            Tok::Ident(key) if self.toks[self.pos + 1].tok == Tok::Punct('=') => {
-                self.pos += 2;
+            Tok::Ident(key) if self.peek2() == &Tok::Punct('=') => {
+                self.advance();
+                self.advance();
                 let vloc = self.loc();
                 let val = match self.next().tok {
                     Tok::Number(n) => AttrVal::Int(n.parse().map_err(|_| {

@@ -1,9 +1,21 @@
-//! `.npy` files <-> [`Tensor`], through the `npyz` crate (C order, little-endian).
+//! `.npy` files <-> [`Tensor`] (C order, little-endian).
+//!
+//! Reading parses the header here, not in the `npyz` crate, because every size in it is
+//! checked against the file before anything is allocated: npyz allocates the header length
+//! the file claims (4 GiB for a 130-byte file claiming `0xFFFFFFF0`) and multiplies the
+//! shape without checking (an overflowing shape read as an empty tensor). Writing goes
+//! through npyz, into a temporary file renamed over the target ([`write_atomically`]).
 
 use kiln_ir::{Buffer, DType, Tensor};
 use npyz::WriterBuilder;
-use std::io;
-use std::path::Path;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// The largest `.npy` file read: 16 GiB. Inputs are legitimately large (a batch of
+/// activations, a weight matrix), so the bound is generous; what it rules out is reading
+/// without end (a huge or growing file). A file within it must also fit in memory twice
+/// (the file's bytes and the decoded tensor), which is checked before reading.
+pub const MAX_NPY_BYTES: u64 = 16 << 30;
 
 /// A `.npy` file could not be read or written; the message names the file.
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +27,14 @@ pub enum NpyError {
         path: String,
         /// The I/O error.
         source: io::Error,
+    },
+    /// The file is not a `.npy` file Kiln can read: bad magic, version or header.
+    #[error("{path}: not a valid .npy file: {problem}")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// What is wrong, e.g. `the header claims 4294967280 bytes but only 120 follow`.
+        problem: String,
     },
     /// The file's element type has no Kiln dtype.
     #[error("{path}: unsupported .npy dtype '{descr}' (Kiln reads f32, f64, i32, i64, u32 and bool, little-endian)")]
@@ -33,6 +53,20 @@ pub enum NpyError {
         descr: String,
         /// The shape the header declares.
         shape: Vec<usize>,
+    },
+    /// More data follows the header than its shape and dtype describe.
+    #[error("{path}: the header declares {descr} data of shape {shape:?} ({need} bytes), but {have} bytes follow it")]
+    TrailingData {
+        /// The file.
+        path: String,
+        /// The numpy type descriptor.
+        descr: String,
+        /// The shape the header declares.
+        shape: Vec<usize>,
+        /// Bytes the shape and dtype need.
+        need: usize,
+        /// Bytes after the header.
+        have: usize,
     },
     /// Fortran-ordered arrays are not read (numpy writes C order by default).
     #[error("{path}: Fortran-ordered arrays are not supported; save with np.ascontiguousarray")]
@@ -61,49 +95,415 @@ fn dtype_of(descr: &str) -> Option<DType> {
     })
 }
 
-/// Reads a `.npy` file into a tensor.
+/// Reads a `.npy` file into a tensor. The file must be a regular file of at most
+/// [`MAX_NPY_BYTES`] (a FIFO or device is refused at once, never waited on), and every
+/// size its header declares is checked against its length before anything is allocated.
 pub fn read_npy(path: &Path) -> Result<Tensor, NpyError> {
-    let bytes = std::fs::read(path).map_err(io_err(path))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(io_err(path))?;
-    if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {
-        return Err(NpyError::FortranOrder {
-            path: path.display().to_string(),
-        });
-    }
-    // `descr()` is the Python literal (`'<f4'`); a plain type string prints bare (`<f4`).
-    let descr = match npy.dtype() {
-        npyz::DType::Plain(ts) => ts.to_string(),
-        other => other.descr(),
-    };
-    let dtype = dtype_of(&descr).ok_or_else(|| NpyError::UnsupportedDType {
-        path: path.display().to_string(),
-        descr: descr.clone(),
-    })?;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let e = |source: io::Error| match source.kind() {
-        // `read_exact` ran out of data: say what the header promised.
-        io::ErrorKind::UnexpectedEof => NpyError::Truncated {
-            path: path.display().to_string(),
-            descr: descr.clone(),
-            shape: shape.clone(),
-        },
-        _ => io_err(path)(source),
-    };
-    let data = match dtype {
-        DType::F32 => Buffer::F32(npy.into_vec().map_err(&e)?),
-        DType::F64 => Buffer::F64(npy.into_vec().map_err(&e)?),
-        DType::I32 => Buffer::I32(npy.into_vec().map_err(&e)?),
-        DType::I64 => Buffer::I64(npy.into_vec().map_err(&e)?),
-        DType::U32 => Buffer::U32(npy.into_vec().map_err(&e)?),
-        DType::Bool => Buffer::Bool(npy.into_vec().map_err(&e)?),
-    };
-    Tensor::new(shape.clone(), data).map_err(|m| e(io::Error::new(io::ErrorKind::InvalidData, m)))
+    read_npy_within(path, MAX_NPY_BYTES)
 }
 
-/// Writes a tensor as a `.npy` file (C order, little-endian).
+/// [`read_npy`] with another bound on the file's size.
+pub fn read_npy_within(path: &Path, max_bytes: u64) -> Result<Tensor, NpyError> {
+    // Refuse a file too large for memory before reading it: its bytes and the decoded
+    // tensor are both held for a moment. (A FIFO or device reports no useful length; the
+    // read below refuses it.)
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.is_file() && meta.len() <= max_bytes {
+            let need = usize::try_from(meta.len().saturating_mul(2)).unwrap_or(usize::MAX);
+            kiln_interp::check_allocation(need).map_err(|need| {
+                io_err(path)(io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    format!(
+                        "{} bytes: reading it needs {need} bytes, more than this machine can allocate",
+                        meta.len()
+                    ),
+                ))
+            })?;
+        }
+    }
+    let bytes = kiln_flags::files::read_regular_file(path, max_bytes).map_err(io_err(path))?;
+    decode(&bytes, path)
+}
+
+/// The byte counts of a `.npy` file: where the header text is and where the data starts.
+struct Layout<'a> {
+    header: &'a str,
+    data: &'a [u8],
+}
+
+/// Splits a `.npy` file into its header text and data, checking the claimed header length
+/// against the bytes actually there.
+fn layout(bytes: &[u8]) -> Result<Layout<'_>, String> {
+    const MAGIC: &[u8] = b"\x93NUMPY";
+    if bytes.len() < MAGIC.len() + 2 || !bytes.starts_with(MAGIC) {
+        return Err("it does not start with the .npy magic '\\x93NUMPY'".into());
+    }
+    let (major, minor) = (bytes[6], bytes[7]);
+    let (len_bytes, utf8) = match major {
+        1 => (2, false),
+        2 => (4, false),
+        3 => (4, true),
+        _ => return Err(format!("unsupported format version {major}.{minor}")),
+    };
+    let start = 8 + len_bytes;
+    let Some(len_field) = bytes.get(8..start) else {
+        return Err("the file ends inside the header length".into());
+    };
+    let header_len = len_field
+        .iter()
+        .rev()
+        .fold(0usize, |n, &b| (n << 8) | b as usize);
+    let rest = &bytes[start..];
+    if header_len > rest.len() {
+        return Err(format!(
+            "the header claims {header_len} bytes but only {} follow",
+            rest.len()
+        ));
+    }
+    let (header, data) = rest.split_at(header_len);
+    let header = std::str::from_utf8(header)
+        .ok()
+        .filter(|h| utf8 || h.is_ascii())
+        .ok_or_else(|| {
+            format!(
+                "the header is not {} text",
+                if utf8 { "UTF-8" } else { "ASCII" }
+            )
+        })?;
+    Ok(Layout { header, data })
+}
+
+/// A value of the header's Python dict literal.
+#[derive(Debug)]
+enum PyValue {
+    Str(String),
+    Bool(bool),
+    Int(String),
+    /// A tuple or list.
+    Seq(Vec<PyValue>),
+    None,
+}
+
+/// Nested tuples and lists deeper than this are refused (a structured dtype nests a few
+/// levels; a header of thousands of brackets would recurse that deep).
+const MAX_HEADER_DEPTH: usize = 32;
+
+/// A reader of the header's dict literal: `{'descr': '<f4', 'fortran_order': False,
+/// 'shape': (2, 3), }`, keys in any order, strings in either quote.
+struct HeaderParser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> HeaderParser<'a> {
+    fn skip_space(&mut self) {
+        let rest = &self.text[self.pos..];
+        self.pos += rest.len() - rest.trim_start().len();
+    }
+
+    fn peek(&mut self) -> Option<char> {
+        self.skip_space();
+        self.text[self.pos..].chars().next()
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        if self.peek() == Some(c) {
+            self.pos += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: char) -> Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected '{c}' at byte {} of the header {:?}",
+                self.pos,
+                self.text.trim_end()
+            ))
+        }
+    }
+
+    /// The dict: its entries in order, each with the text of its value.
+    fn dict(&mut self) -> Result<Vec<(String, PyValue, &'a str)>, String> {
+        self.expect('{')?;
+        let mut entries = Vec::new();
+        while !self.eat('}') {
+            let key = match self.value(0)?.0 {
+                PyValue::Str(k) => k,
+                _ => return Err("a header key is not a string".into()),
+            };
+            self.expect(':')?;
+            let (value, text) = self.value(0)?;
+            entries.push((key, value, text));
+            if !self.eat(',') {
+                self.expect('}')?;
+                break;
+            }
+        }
+        if self.peek().is_some() {
+            return Err(format!(
+                "unexpected text after the header's dict at byte {}",
+                self.pos
+            ));
+        }
+        Ok(entries)
+    }
+
+    /// One value and the text it was read from.
+    fn value(&mut self, depth: usize) -> Result<(PyValue, &'a str), String> {
+        let bad = |p: &Self| {
+            format!(
+                "unexpected text at byte {} of the header {:?}",
+                p.pos,
+                p.text.trim_end()
+            )
+        };
+        let c = self.peek().ok_or_else(|| bad(self))?;
+        let start = self.pos;
+        let value = match c {
+            '\'' | '"' => {
+                let body = &self.text[start + 1..];
+                let end = body.find(c).ok_or_else(|| bad(self))?;
+                if body[..end].contains('\\') {
+                    return Err("escapes in header strings are not supported".into());
+                }
+                self.pos = start + 1 + end + 1;
+                PyValue::Str(body[..end].to_string())
+            }
+            '(' | '[' => {
+                if depth >= MAX_HEADER_DEPTH {
+                    return Err(format!(
+                        "the header nests more than {MAX_HEADER_DEPTH} levels"
+                    ));
+                }
+                let close = if c == '(' { ')' } else { ']' };
+                self.pos += 1;
+                let mut items = Vec::new();
+                while !self.eat(close) {
+                    items.push(self.value(depth + 1)?.0);
+                    if !self.eat(',') {
+                        self.expect(close)?;
+                        break;
+                    }
+                }
+                PyValue::Seq(items)
+            }
+            _ => {
+                let rest = &self.text[start..];
+                let n = rest
+                    .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '-' || ch == '_'))
+                    .unwrap_or(rest.len());
+                let word = &rest[..n];
+                self.pos += n;
+                // Python 2's numpy wrote long integers as `3L`.
+                let int = word.strip_suffix('L').unwrap_or(word);
+                let digits = int.strip_prefix('-').unwrap_or(int);
+                match word {
+                    "True" => PyValue::Bool(true),
+                    "False" => PyValue::Bool(false),
+                    "None" => PyValue::None,
+                    _ if !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit()) => {
+                        PyValue::Int(int.to_string())
+                    }
+                    _ => return Err(bad(self)),
+                }
+            }
+        };
+        Ok((value, self.text[start..self.pos].trim()))
+    }
+}
+
+/// What the header declares.
+struct Header {
+    /// The type string (`<f4`), or the text of a `descr` that is not one (a structured
+    /// dtype's list of fields).
+    descr: String,
+    /// `fortran_order`.
+    fortran: bool,
+    shape: Vec<usize>,
+}
+
+/// Reads the header's dict: `descr`, `fortran_order` and `shape`, each checked.
+fn header(text: &str) -> Result<Header, String> {
+    let entries = HeaderParser { text, pos: 0 }.dict()?;
+    let get = |key: &str| {
+        entries
+            .iter()
+            .rev()
+            .find(|(k, _, _)| k == key)
+            .map(|(_, v, t)| (v, *t))
+            .ok_or_else(|| format!("the header has no '{key}'"))
+    };
+    let descr = match get("descr")? {
+        (PyValue::Str(s), _) => s.clone(),
+        // A structured dtype (a list of fields): reported as written.
+        (_, text) => text.to_string(),
+    };
+    let fortran = match get("fortran_order")? {
+        (PyValue::Bool(b), _) => *b,
+        (_, text) => return Err(format!("'fortran_order' is {text}, not True or False")),
+    };
+    let shape = match get("shape")? {
+        (PyValue::Seq(dims), text) => dims
+            .iter()
+            .map(|d| match d {
+                PyValue::Int(n) => n.parse::<usize>().map_err(|_| {
+                    if n.starts_with('-') {
+                        format!("the shape {text} has a negative dimension")
+                    } else {
+                        format!("the shape {text} has a dimension too large to address")
+                    }
+                }),
+                _ => Err(format!(
+                    "the shape {text} holds something other than integers"
+                )),
+            })
+            .collect::<Result<Vec<usize>, String>>()?,
+        (_, text) => return Err(format!("the shape {text} is not a tuple")),
+    };
+    Ok(Header {
+        descr,
+        fortran,
+        shape,
+    })
+}
+
+/// The bytes `shape` takes at `size` bytes per element: as numpy counts, the nonzero
+/// dimensions' product times the element size must fit in an `isize` (so `(0, 2**40,
+/// 2**40)` is refused too), and an empty shape takes no bytes.
+fn data_bytes(shape: &[usize], size: usize) -> Option<usize> {
+    let nonzero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(size, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize)?;
+    Some(if shape.contains(&0) { 0 } else { nonzero })
+}
+
+/// Decodes a whole `.npy` file held in memory; `path` names it in errors.
+fn decode(bytes: &[u8], path: &Path) -> Result<Tensor, NpyError> {
+    let name = || path.display().to_string();
+    let malformed = |problem: String| NpyError::Malformed {
+        path: name(),
+        problem,
+    };
+    let Layout { header: text, data } = layout(bytes).map_err(malformed)?;
+    let h = header(text).map_err(malformed)?;
+    let dtype = dtype_of(&h.descr).ok_or_else(|| NpyError::UnsupportedDType {
+        path: name(),
+        descr: h.descr.clone(),
+    })?;
+    if h.fortran && h.shape.len() > 1 {
+        return Err(NpyError::FortranOrder { path: name() });
+    }
+    let size = dtype.size_bytes();
+    let need = data_bytes(&h.shape, size).ok_or_else(|| {
+        malformed(format!(
+            "the shape {:?} of {} is too large: its elements would take more than {} bytes",
+            h.shape,
+            h.descr,
+            isize::MAX
+        ))
+    })?;
+    if data.len() < need {
+        return Err(NpyError::Truncated {
+            path: name(),
+            descr: h.descr,
+            shape: h.shape,
+        });
+    }
+    if data.len() > need {
+        return Err(NpyError::TrailingData {
+            path: name(),
+            descr: h.descr,
+            shape: h.shape,
+            need,
+            have: data.len(),
+        });
+    }
+    // `need` bytes were read, so the element count is at most the file's length.
+    fn le<const N: usize, T>(data: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
+        data.chunks_exact(N)
+            .map(|c| f(c.try_into().expect("chunks of N bytes")))
+            .collect()
+    }
+    let buffer = match dtype {
+        DType::F32 => Buffer::F32(le(data, f32::from_le_bytes)),
+        DType::F64 => Buffer::F64(le(data, f64::from_le_bytes)),
+        DType::I32 => Buffer::I32(le(data, i32::from_le_bytes)),
+        DType::I64 => Buffer::I64(le(data, i64::from_le_bytes)),
+        DType::U32 => Buffer::U32(le(data, u32::from_le_bytes)),
+        DType::Bool => Buffer::Bool(
+            data.iter()
+                .enumerate()
+                .map(|(i, &b)| match b {
+                    0 => Ok(false),
+                    1 => Ok(true),
+                    _ => Err(malformed(format!(
+                        "element {i} of its bool data is {b}, not 0 or 1"
+                    ))),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    Tensor::new(h.shape, buffer).map_err(|e| malformed(e.to_string()))
+}
+
+/// Writes a file through `write`, atomically: into a new temporary file in the same
+/// directory (`.NAME.kiln-tmp-PID-N`), renamed over `path` once complete. On any failure
+/// the temporary file is removed and `path` is left as it was: never a 0-byte or partial
+/// file where a complete one was expected. An existing `path` that is not a regular file
+/// (a directory, a FIFO, a device) is refused.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut io::BufWriter<std::fs::File>) -> io::Result<()>,
+) -> io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "exists and is not a regular file",
+            ));
+        }
+    }
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "names no file"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(file_name);
+    tmp_name.push(format!(
+        ".kiln-tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp: PathBuf = path.with_file_name(tmp_name);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
+    let result = (|| {
+        let mut out = io::BufWriter::new(file);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes a tensor as a `.npy` file (C order, little-endian), atomically
+/// ([`write_atomically`]): a failed write leaves no file behind.
 pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
-    let file = std::fs::File::create(path).map_err(io_err(path))?;
-    let out = io::BufWriter::new(file);
     let shape: Vec<u64> = t.shape().iter().map(|&d| d as u64).collect();
     fn write<T: npyz::AutoSerialize + Clone>(
         out: impl io::Write,
@@ -118,14 +518,17 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
         w.extend(items.iter().cloned())?;
         w.finish()
     }
-    match t.data() {
-        Buffer::F32(v) => write(out, &shape, v),
-        Buffer::F64(v) => write(out, &shape, v),
-        Buffer::I32(v) => write(out, &shape, v),
-        Buffer::I64(v) => write(out, &shape, v),
-        Buffer::U32(v) => write(out, &shape, v),
-        Buffer::Bool(v) => write(out, &shape, v),
-    }
+    write_atomically(path, |out| {
+        match t.data() {
+            Buffer::F32(v) => write(&mut *out, &shape, v),
+            Buffer::F64(v) => write(&mut *out, &shape, v),
+            Buffer::I32(v) => write(&mut *out, &shape, v),
+            Buffer::I64(v) => write(&mut *out, &shape, v),
+            Buffer::U32(v) => write(&mut *out, &shape, v),
+            Buffer::Bool(v) => write(&mut *out, &shape, v),
+        }?;
+        out.flush()
+    })
     .map_err(io_err(path))
 }
 
@@ -174,6 +577,266 @@ mod tests {
                 p.display()
             )
         );
+    }
+
+    /// A `.npy` file of format `version` with the given header text (padded as numpy does)
+    /// and data.
+    fn npy_bytes(version: u8, header: &str, data: &[u8]) -> Vec<u8> {
+        let mut out = b"\x93NUMPY".to_vec();
+        out.extend([version, 0]);
+        let len_bytes = if version == 1 { 2 } else { 4 };
+        let mut text = header.to_string();
+        while !(8 + len_bytes + text.len() + 1).is_multiple_of(64) {
+            text.push(' ');
+        }
+        text.push('\n');
+        out.extend(&(text.len() as u32).to_le_bytes()[..len_bytes]);
+        out.extend(text.as_bytes());
+        out.extend(data);
+        out
+    }
+
+    fn decoded(bytes: &[u8]) -> Result<Tensor, String> {
+        decode(bytes, Path::new("t.npy")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn reads_headers_as_numpy_writes_them() {
+        let data: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let want = Tensor::new([2], Buffer::F32(vec![1.5, -2.0])).unwrap();
+        for (version, header) in [
+            (
+                1,
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+            ),
+            (
+                2,
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+            ),
+            (
+                3,
+                "{\"shape\": (2L,), \"fortran_order\": True, \"descr\": \"<f4\"}",
+            ),
+            (1, "{'descr':'<f4','fortran_order':False,'shape':[2]}"),
+        ] {
+            let t = decoded(&npy_bytes(version, header, &data)).unwrap();
+            assert!(t.bit_eq(&want), "{header}");
+        }
+        let scalar = npy_bytes(
+            1,
+            "{'descr': '<i8', 'fortran_order': False, 'shape': (), }",
+            &7i64.to_le_bytes(),
+        );
+        assert!(decoded(&scalar)
+            .unwrap()
+            .bit_eq(&Tensor::new(Vec::<usize>::new(), Buffer::I64(vec![7])).unwrap()));
+        let empty = npy_bytes(
+            1,
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 0), }",
+            &[],
+        );
+        assert_eq!(decoded(&empty).unwrap().shape(), [3, 0]);
+        let bools = npy_bytes(
+            1,
+            "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
+            &[1, 0],
+        );
+        assert!(decoded(&bools)
+            .unwrap()
+            .bit_eq(&Tensor::new([2], Buffer::Bool(vec![true, false])).unwrap()));
+    }
+
+    /// Issue 32: a 130-byte v2 file whose header claims 0xFFFFFFF0 bytes made Kiln allocate
+    /// 4 GiB before noticing. Every length is now checked against the bytes there.
+    #[test]
+    fn a_header_length_past_the_end_is_refused_without_allocating_it() {
+        let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+        bytes.extend(0xFFFF_FFF0u32.to_le_bytes());
+        bytes.resize(130, b' ');
+        assert_eq!(
+            decoded(&bytes).unwrap_err(),
+            "t.npy: not a valid .npy file: the header claims 4294967280 bytes but only 118 follow"
+        );
+        let mut v1 = b"\x93NUMPY\x01\x00".to_vec();
+        v1.extend(0xFFFFu16.to_le_bytes());
+        assert!(decoded(&v1)
+            .unwrap_err()
+            .contains("the header claims 65535 bytes but only 0 follow"));
+        for (bytes, problem) in [
+            (
+                &b"\x93NUMPY\x02\x00\x01"[..],
+                "the file ends inside the header length",
+            ),
+            (&b"\x93NUMP"[..], "it does not start with the .npy magic"),
+            (
+                &b"PK\x03\x04 a zip file"[..],
+                "it does not start with the .npy magic",
+            ),
+            (
+                &b"\x93NUMPY\x04\x00\x00\x00"[..],
+                "unsupported format version 4.0",
+            ),
+        ] {
+            let e = decoded(bytes).unwrap_err();
+            assert!(
+                e.starts_with(&format!("t.npy: not a valid .npy file: {problem}")),
+                "{e}"
+            );
+        }
+    }
+
+    /// Issue 32: a shape whose product overflows read as an empty tensor. It is an error,
+    /// as in numpy, even with a zero dimension; and the data must be exactly the size the
+    /// shape and dtype say.
+    #[test]
+    fn shapes_are_checked_against_the_data() {
+        let f4 = |shape: &str, data: &[u8]| {
+            decoded(&npy_bytes(
+                1,
+                &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}"),
+                data,
+            ))
+        };
+        for shape in [
+            "(4294967296, 4294967296)",
+            "(0, 4294967296, 4294967296)",
+            "(4294967296, 4294967296, 0)",
+            "(2305843009213693952,)",
+        ] {
+            let e = f4(shape, &[]).unwrap_err();
+            assert!(
+                e.contains(
+                    "is too large: its elements would take more than 9223372036854775807 bytes"
+                ),
+                "{shape}: {e}"
+            );
+        }
+        let e = f4("(18446744073709551616,)", &[]).unwrap_err();
+        assert!(
+            e.ends_with("the shape (18446744073709551616,) has a dimension too large to address"),
+            "{e}"
+        );
+        let e = f4("(-1,)", &[]).unwrap_err();
+        assert!(e.ends_with("has a negative dimension"), "{e}");
+        assert_eq!(
+            f4("(2,)", &[0; 12]).unwrap_err(),
+            "t.npy: the header declares <f4 data of shape [2] (8 bytes), but 12 bytes follow it"
+        );
+        assert!(f4("(2,)", &[0; 7]).unwrap_err().contains("truncated"));
+        assert!(f4("(2, 0)", &[0; 4])
+            .unwrap_err()
+            .contains("(0 bytes), but 4 bytes follow it"));
+        assert!(f4("(2,)", &[0; 8]).is_ok());
+    }
+
+    #[test]
+    fn malformed_headers_say_what_is_wrong() {
+        let h = |header: &str| decoded(&npy_bytes(1, header, &[0; 4])).unwrap_err();
+        let base = "t.npy: not a valid .npy file: ";
+        assert_eq!(
+            h("{'descr': '<f4', 'fortran_order': False}"),
+            format!("{base}the header has no 'shape'")
+        );
+        assert_eq!(
+            h("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}"),
+            format!("{base}'fortran_order' is 0, not True or False")
+        );
+        assert_eq!(
+            h("{'descr': '<f4', 'fortran_order': False, 'shape': 1}"),
+            format!("{base}the shape 1 is not a tuple")
+        );
+        assert!(
+            h("{'descr': '<f4', 'fortran_order': False, 'shape': ('a',)}")
+                .contains("holds something other than integers")
+        );
+        assert!(h("{'descr': '<f4' 'fortran_order': False}").contains("expected '}'"));
+        assert!(
+            h("{'descr': '<f4', 'fortran_order': False, 'shape': (1,)} x")
+                .contains("unexpected text after")
+        );
+        let deep = format!(
+            "{{'descr': {}'<f4'{}, 'fortran_order': False, 'shape': (1,)}}",
+            "[".repeat(1000),
+            "]".repeat(1000)
+        );
+        assert!(h(&deep).contains("nests more than 32 levels"));
+        assert_eq!(
+            h("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}"),
+            "t.npy: unsupported .npy dtype '[('a', '<f4')]' (Kiln reads f32, f64, i32, i64, u32 and bool, little-endian)"
+        );
+        assert!(h("{'descr': '>f4', 'fortran_order': False, 'shape': (1,)}")
+            .contains("unsupported .npy dtype '>f4'"));
+        assert!(
+            h("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1)}")
+                .contains("Fortran-ordered")
+        );
+        let bools = npy_bytes(
+            1,
+            "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
+            &[1, 2],
+        );
+        assert!(decoded(&bools)
+            .unwrap_err()
+            .ends_with("element 1 of its bool data is 2, not 0 or 1"));
+    }
+
+    #[test]
+    fn files_past_the_bound_and_non_files_are_refused() {
+        let dir = std::env::temp_dir().join(format!("kiln-npy-bound-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("x.npy");
+        write_npy(&p, &Tensor::new([4], Buffer::F32(vec![1.0; 4])).unwrap()).unwrap();
+        let e = read_npy_within(&p, 100).unwrap_err().to_string();
+        assert_eq!(e, format!("{}: larger than 100 bytes", p.display()));
+        assert!(read_npy_within(&p, 1 << 20).is_ok());
+        let e = read_npy(&dir).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("{}: not a regular file (a directory)", dir.display())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 32: a failed write left a 0-byte file. The output appears complete or not at
+    /// all, and no temporary file stays behind.
+    #[test]
+    fn failed_writes_leave_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!("kiln-npy-atomic-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("out.npy");
+        let e = write_atomically(&p, |w| {
+            w.write_all(b"partial")?;
+            Err(io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert_eq!(e.to_string(), "disk full");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "nothing is left"
+        );
+        // An existing file is replaced only by a complete one.
+        std::fs::write(&p, b"old").unwrap();
+        assert!(write_atomically(&p, |_| Err(io::Error::other("no"))).is_err());
+        assert_eq!(std::fs::read(&p).unwrap(), b"old");
+        let t = Tensor::new([3], Buffer::I32(vec![1, 2, 3])).unwrap();
+        write_npy(&p, &t).unwrap();
+        assert!(read_npy(&p).unwrap().bit_eq(&t));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        // A directory is not replaced; a missing directory is an error naming the file.
+        let e = write_npy(&dir, &t).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("{}: exists and is not a regular file", dir.display())
+        );
+        let missing = dir.join("no/such/dir/y.npy");
+        let e = write_npy(&missing, &t).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", missing.display())), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

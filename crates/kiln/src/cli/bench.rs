@@ -50,22 +50,18 @@ pub fn bench(a: BenchArgs, flags: &kiln::config::Flags) -> Result<ExitCode, Kiln
     .map(|gpu| std::sync::Arc::new(kiln_runtime::GpuBackend::with_gpu(gpu, flags)));
     let anchors = match &a.compare {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| KilnError::Invalid(format!("{}: {e}", p.display())))?;
+            let text = super::read_text(p, super::MAX_JSON_BYTES)?;
             kiln_benches::parse_anchors(&text).map_err(|e| KilnError::Invalid(e.to_string()))?
         }
         None => Vec::new(),
     };
     let report = run_bench(&opts, flags).map_err(|e| KilnError::Invalid(e.to_string()))?;
     print!("{}", kiln_benches::render_table(&report, &anchors));
-    let write = |p: &PathBuf, s: String| {
-        std::fs::write(p, s).map_err(|e| KilnError::Invalid(format!("{}: {e}", p.display())))
-    };
     if let Some(p) = &a.json {
-        write(p, kiln_benches::to_json(&report))?;
+        super::write_file(p, kiln_benches::to_json(&report).as_bytes())?;
     }
     if let Some(p) = &a.svg {
-        write(p, kiln_benches::render_svg(&report, &anchors))?;
+        super::write_file(p, kiln_benches::render_svg(&report, &anchors).as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }

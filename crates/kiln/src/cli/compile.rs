@@ -23,6 +23,10 @@ use std::process::ExitCode;
 /// Exit code when some clusters were skipped.
 const PARTIAL: u8 = 3;
 
+/// The largest CLIF dump read back from the scratch directory: 1 GiB (one cluster's
+/// kernels are KB to a few MB of text).
+const MAX_CLIF_BYTES: u64 = 1 << 30;
+
 /// Arguments of `kiln compile`.
 #[derive(clap::Args)]
 pub struct CompileArgs {
@@ -119,9 +123,7 @@ pub fn compile(a: CompileArgs, flags: &kiln::config::Flags) -> Result<ExitCode, 
             match result {
                 Ok((text, ext)) => {
                     let path = a.out.join(format!("{stem}.{ext}"));
-                    std::fs::write(&path, &text).map_err(|e| {
-                        KilnError::Invalid(format!("cannot write {}: {e}", path.display()))
-                    })?;
+                    super::write_file(&path, text.as_bytes())?;
                     println!("wrote {} ({} bytes)", path.display(), text.len());
                     written += 1;
                 }
@@ -189,7 +191,7 @@ fn clif_text(c: &Cluster, out: &Path) -> Result<String, String> {
             let mut text = String::new();
             for k in &exe.program().kernels {
                 let path = scratch.join(format!("{}.{}.clif", c.name, k.name));
-                let clif = std::fs::read_to_string(&path)
+                let clif = kiln_flags::files::read_regular_text(&path, MAX_CLIF_BYTES)
                     .map_err(|e| format!("reading {}: {e}", path.display()))?;
                 text += &format!("; kernel {} of {}\n{clif}\n", k.name, c.name);
             }

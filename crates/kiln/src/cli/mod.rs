@@ -71,9 +71,34 @@ pub fn main() -> Result<ExitCode, KilnError> {
     }
 }
 
+/// The largest `.kir` file read: 1 GiB. Programs are text: even one holding its weights as
+/// constants is a few hundred MB, and parsing holds the text plus the module built from it.
+/// The bound keeps a huge or endless file (a symlink to `/dev/zero` is refused anyway) from
+/// being read without end.
+pub const MAX_KIR_BYTES: u64 = 1 << 30;
+
+/// The largest JSON file read (`kiln bench --compare`): 64 MiB, far above any anchor
+/// file (a few KB per workload).
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
+
+/// Reads a text file a user named, through [`kiln_flags::files::read_regular_text`]: a FIFO,
+/// device or directory is refused at once, and a file over `max_bytes` is not read. Errors
+/// name the file and the problem (`x.kir: not a regular file (a FIFO)`).
+fn read_text(path: &Path, max_bytes: u64) -> Result<String, KilnError> {
+    kiln_flags::files::read_regular_text(path, max_bytes)
+        .map_err(|e| KilnError::Invalid(format!("{}: {e}", path.display())))
+}
+
+/// Writes a file a user named, atomically ([`kiln::npy::write_atomically`]): a failed
+/// write leaves no partial file. Errors name the file.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), KilnError> {
+    use std::io::Write;
+    kiln::npy::write_atomically(path, |w| w.write_all(bytes))
+        .map_err(|e| KilnError::Invalid(format!("cannot write {}: {e}", path.display())))
+}
+
 /// Reads and parses a `.kir` file; errors name the file (and line for syntax errors).
 fn load_module(path: &Path) -> Result<kiln::Module, KilnError> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| KilnError::Invalid(format!("{}: {e}", path.display())))?;
+    let src = read_text(path, MAX_KIR_BYTES)?;
     Ok(kiln::parse_module(&src, &path.display().to_string())?)
 }

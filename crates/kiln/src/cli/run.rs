@@ -19,7 +19,8 @@ pub struct RunArgs {
     /// Synthesise parameters without --input from this seed.
     #[arg(long, value_name = "SEED")]
     random_inputs: Option<u64>,
-    /// Save outputs to .npy files, in result order (repeatable).
+    /// Save outputs to .npy files, one per result in result order (repeatable). Each is
+    /// written to a temporary file renamed into place, so a failed write leaves none.
     #[arg(long = "output", value_name = "FILE")]
     outputs: Vec<PathBuf>,
     /// Run the function this many times (the default compile policy compiles on the 3rd).
@@ -57,12 +58,16 @@ pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnErro
             .entry()
             .expect("the parser rejects files without functions"),
     };
-    if a.outputs.len() > func.results.len() {
+    // One --output per result or none, checked before anything runs: fewer used to save
+    // the first results and drop the others without a word.
+    if !a.outputs.is_empty() && a.outputs.len() != func.results.len() {
         return Err(KilnError::Invalid(format!(
-            "{} --output files given but @{} returns {} value(s)",
+            "{} --output file{} given but @{} returns {} value{}: give one per result, in order, or none",
             a.outputs.len(),
+            if a.outputs.len() == 1 { "" } else { "s" },
             func.name,
-            func.results.len()
+            func.results.len(),
+            if func.results.len() == 1 { "" } else { "s" },
         )));
     }
     let files = inputs::parse_input_flags(&a.inputs)?;

@@ -91,10 +91,12 @@ use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, UnaryOp};
 use kiln_math::{Arith, FloatCC};
 use std::fmt::Display;
 
-/// Length of a canonical-order chunk (Invariant 2; `kiln_interp::reduce::CHUNK`).
-const CHUNK: u64 = 4096;
-/// Lane accumulators of the canonical order: one warp.
-const LANES: u64 = 32;
+/// Length of a canonical-order chunk (Invariant 2).
+const CHUNK: u64 = kiln_compiler::kernel::CHUNK as u64;
+/// Lane accumulators of the canonical order: one warp (a reduction maps lane `l` to the
+/// warp's thread `l`).
+const LANES: u64 = kiln_compiler::kernel::LANES as u64;
+const _: () = assert!(LANES == 32, "the canonical lanes are one warp's threads");
 /// Most bytes of a row [`Emitter::prefetch_next_row`] prefetches per input.
 const PREFETCH_ROW_BYTES: u64 = 32 << 10;
 /// Elements per lane a reduction loop (and a row-fused pointwise loop) evaluates before
@@ -1897,8 +1899,8 @@ impl<'a> Emitter<'a> {
     /// `p[j] = op(p[j], p[j + s])` for `s = 16 … 1`, lane `j` holding `p[j]`.
     fn tree(&mut self, kind: ReduceKind, dt: DType, acc: Reg) -> Reg {
         let mut p = acc;
-        for s in [16u32, 8, 4, 2, 1] {
-            let other = self.shuffle(dt, "down", p, s);
+        for s in kiln_compiler::kernel::TREE {
+            let other = self.shuffle(dt, "down", p, s as u32);
             p = self.combine(dt, kind, p, other);
         }
         p

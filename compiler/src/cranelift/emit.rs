@@ -18,10 +18,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use kiln_ir::ReduceKind;
 
-/// Length of a canonical-order chunk (Invariant 2).
-pub(super) const CHUNK: usize = 4096;
-/// Lane accumulators of the canonical order.
-pub(super) const LANES: usize = 32;
+use crate::kernel::{CHUNK, LANES, TREE};
 /// Sequence positions a column reduction reads at once (a divisor of [`LANES`], so the
 /// positions `i..i + 8` from a multiple of 8 fall in accumulators `i % 32 ..`, in order).
 const ROWS_IN_FLIGHT: i64 = 8;
@@ -333,7 +330,7 @@ impl Emitter<'_, '_, '_> {
                     s.b.ins().load(t, MemFlagsData::trusted(), at, off)
                 })
                 .collect();
-            for step in [16usize, 8, 4, 2, 1] {
+            for step in TREE {
                 for j in 0..step {
                     p[j] = s.ve.combine(s.b, dt, c.kind, p[j], p[j + step]);
                 }
@@ -963,7 +960,7 @@ impl Emitter<'_, '_, '_> {
         // accumulators (s / step apart) and the rest lanes of accumulator 0.
         let mut p: Vec<Value> = accs.iter().map(|&a| self.b.use_var(a)).collect();
         if vector {
-            let tree = [16usize, 8, 4, 2, 1];
+            let tree = TREE;
             for s in tree.iter().filter(|&&s| s >= step).map(|s| s / step) {
                 for j in 0..s {
                     p[j] = self.ve.combine(self.b, dt, kind, p[j], p[j + s]);
@@ -980,7 +977,7 @@ impl Emitter<'_, '_, '_> {
             }
             Ok(q[0])
         } else {
-            for s in [16usize, 8, 4, 2, 1] {
+            for s in TREE {
                 for j in 0..s {
                     p[j] = self.ve.combine(self.b, dt, kind, p[j], p[j + s]);
                 }

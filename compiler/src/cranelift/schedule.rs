@@ -5,8 +5,9 @@
 //! through memory once per kernel. The split never changes a result: every element is
 //! computed by the same code whichever task computes it, and reductions never span tasks.
 
-use super::emit::{Part, CHUNK, LANES};
+use super::emit::Part;
 use crate::kernel::{operands, BufRef, Kernel, NodeKind, Program};
+use crate::kernel::{CHUNK, LANES};
 use kiln_ir::{BinaryOp, DType, ReduceKind};
 
 /// A call of one kernel function on rows `r0..r1`, columns `c0..c1`.

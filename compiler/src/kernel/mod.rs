@@ -26,6 +26,9 @@ use serde::{Deserialize, Serialize};
 
 pub use collapse::{collapse_leading_dims, flatten_kernel};
 pub use epilogue::fuse_epilogues;
+/// The canonical reduction order (design.md, Invariant 2), defined once by the reference
+/// semantics: [`LANES`] lane accumulators, chunks of [`CHUNK`], the pairwise [`TREE`].
+pub use kiln_interp::reduce::{CHUNK, LANES, TREE};
 pub use print::print_program;
 pub use share::shared_temps;
 pub use split::{operands, split_long_reductions};
@@ -298,13 +301,13 @@ pub struct Kernel {
 pub const MAX_MATH_OPS: usize = 256;
 
 impl Kernel {
-    /// The transcendental ops (the interpreter's [`kiln_interp::MATH_OPS`], and `pow`): each
+    /// The transcendental ops ([`UnaryOp::is_transcendental`], and `pow`): each
     /// is dozens to hundreds of instructions, where other nodes are one or a few.
     pub fn math_ops(&self) -> usize {
         self.nodes
             .iter()
             .filter(|n| match n.kind {
-                NodeKind::Unary(op, _) => kiln_interp::MATH_OPS.contains(&op),
+                NodeKind::Unary(op, _) => op.is_transcendental(),
                 NodeKind::Binary(op, _, _) => op == kiln_ir::BinaryOp::Pow,
                 _ => false,
             })

@@ -20,8 +20,7 @@
 use super::{BufRef, IExpr, Kernel, Node, NodeId, NodeKind, Program, Reduction, Store};
 use kiln_ir::TensorType;
 
-/// Chunk length of the canonical order (`kiln_interp::reduce::CHUNK`).
-pub const CHUNK: usize = 4096;
+pub use kiln_interp::reduce::CHUNK;
 
 /// `p` with every kernel whose reduction is longer than [`CHUNK`] and that has fewer than
 /// `max_points` kept points split in two (module doc). Kernels are renamed only by the

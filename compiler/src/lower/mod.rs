@@ -497,11 +497,8 @@ fn splat_bits(t: &kiln_ir::Tensor) -> Option<u64> {
     ok.then(|| Scalar::bits(t.data().get(0)))
 }
 
-/// True for unary ops computed with the generic math of `kiln_math`.
+/// Unary ops worth computing once rather than per reader: the transcendental functions
+/// ([`UnaryOp::is_transcendental`]) and `rsqrt` (a division and a square root).
 pub fn is_transcendental(u: UnaryOp) -> bool {
-    use UnaryOp::*;
-    matches!(
-        u,
-        Exp | Expm1 | Log | Log1p | Tanh | Logistic | Sin | Cos | Erf | Rsqrt
-    )
+    u.is_transcendental() || u == UnaryOp::Rsqrt
 }

@@ -176,11 +176,33 @@ fn an_unreadable_flag_file() {
         xla(&std::env::temp_dir().display().to_string()),
         Err(FlagsError::UnreadableFile { .. })
     ));
-    // Nor is an endless one (read up to a limit, not until memory runs out), nor binary data.
+    // Nor is a device (refused before reading: it could be endless), a FIFO (refused at
+    // once: opening it would wait for a writer), a file past the limit, or binary data.
     if std::path::Path::new("/dev/zero").exists() {
         assert_eq!(
             message(tf("/dev/zero")),
-            "TF_XLA_FLAGS does not start with `-`, so it names a flag file, but `/dev/zero` could not be read: larger than 1 MiB."
+            "TF_XLA_FLAGS does not start with `-`, so it names a flag file, but `/dev/zero` could not be read: not a regular file (a character device)."
+        );
+    }
+    let big = std::env::temp_dir().join(format!("kiln-flags-{}-big", std::process::id()));
+    std::fs::write(&big, vec![b' '; (1 << 20) + 1]).unwrap();
+    let error = message(tf(&big.display().to_string()));
+    std::fs::remove_file(&big).unwrap();
+    assert!(
+        error.ends_with("could not be read: larger than 1 MiB."),
+        "{error}"
+    );
+    #[cfg(unix)]
+    {
+        let fifo = std::env::temp_dir().join(format!("kiln-flags-{}-fifo", std::process::id()));
+        let path = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let error = message(tf(&fifo.display().to_string()));
+        std::fs::remove_file(&fifo).unwrap();
+        assert!(
+            error.ends_with("could not be read: not a regular file (a FIFO)."),
+            "{error}"
         );
     }
     let binary = std::env::temp_dir().join(format!("kiln-flags-{}-binary", std::process::id()));

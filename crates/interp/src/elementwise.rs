@@ -86,18 +86,8 @@ fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
 }
 
 /// The float unary ops whose work compiled kernels may hand to [`math_f32`] /
-/// [`math_f64`]: the transcendental ones, each dozens of IEEE operations.
-pub const MATH_OPS: [UnaryOp; 9] = [
-    UnaryOp::Exp,
-    UnaryOp::Expm1,
-    UnaryOp::Log,
-    UnaryOp::Log1p,
-    UnaryOp::Tanh,
-    UnaryOp::Logistic,
-    UnaryOp::Erf,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-];
+/// [`math_f64`]: the transcendental ones ([`UnaryOp::TRANSCENDENTAL`]).
+pub const MATH_OPS: [UnaryOp; 9] = UnaryOp::TRANSCENDENTAL;
 
 /// `out[i] = op(src[i])` for every element (`op` one of [`MATH_OPS`]), or `op` applied to
 /// `out` in place when `src` is `None`; on the calling thread, through the same `kiln_math`

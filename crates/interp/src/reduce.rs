@@ -56,8 +56,12 @@ pub const LANES: usize = 32;
 /// Chunk length of the canonical order: longer sequences are reduced chunk by chunk.
 pub const CHUNK: usize = 4096;
 
-/// Strides of the final pairwise tree over the lanes, in order.
-const TREE: [usize; 5] = [16, 8, 4, 2, 1];
+/// Strides of the final pairwise tree over the lanes, in order: `p[j] = op(p[j], p[j + s])`
+/// for each `s`, for `j < s`. Every backend runs exactly these steps.
+pub const TREE: [usize; 5] = [16, 8, 4, 2, 1];
+
+// The tree halves the lanes down to one.
+const _: () = assert!(TREE[0] * 2 == LANES && TREE[TREE.len() - 1] == 1);
 
 /// Bytes of the 32 accumulator rows of an outer-axis reduction: they stay in L2 while the
 /// reduced rows stream past, and each row is read in runs long enough to prefetch well.

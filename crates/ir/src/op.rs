@@ -93,6 +93,28 @@ named_enum! {
     }
 }
 
+impl UnaryOp {
+    /// The transcendental functions: each is dozens of IEEE operations of `kiln_math`'s
+    /// generic code (where the others are one or a few), which the backends may run as
+    /// block math and count against a kernel's budget of math.
+    pub const TRANSCENDENTAL: [UnaryOp; 9] = [
+        UnaryOp::Exp,
+        UnaryOp::Expm1,
+        UnaryOp::Log,
+        UnaryOp::Log1p,
+        UnaryOp::Tanh,
+        UnaryOp::Logistic,
+        UnaryOp::Erf,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+    ];
+
+    /// Whether the op is one of [`UnaryOp::TRANSCENDENTAL`].
+    pub fn is_transcendental(self) -> bool {
+        UnaryOp::TRANSCENDENTAL.contains(&self)
+    }
+}
+
 named_enum! {
     /// Elementwise ops with two operands of equal type.
     BinaryOp {

@@ -408,7 +408,7 @@ mod tests {
     fn shapes(n: usize, rank: usize) -> Vec<Vec<usize>> {
         let mut out = if n == 1 { vec![vec![]] } else { vec![] };
         if rank > 0 {
-            for d in (1..=n).filter(|d| n % d == 0) {
+            for d in (1..=n).filter(|&d| n.is_multiple_of(d)) {
                 for mut rest in shapes(n / d, rank - 1) {
                     rest.insert(0, d);
                     out.push(rest);

@@ -456,8 +456,9 @@ fn decode(bytes: &[u8], path: &Path) -> Result<Tensor, NpyError> {
 /// Writes a file through `write`, atomically: into a new temporary file in the same
 /// directory (`.NAME.kiln-tmp-PID-N`), renamed over `path` once complete. On any failure
 /// the temporary file is removed and `path` is left as it was: never a 0-byte or partial
-/// file where a complete one was expected. An existing `path` that is not a regular file
-/// (a directory, a FIFO, a device) is refused.
+/// file where a complete one was expected. A character device (`/dev/null`) is written in
+/// place; any other existing `path` that is not a regular file (a directory, a FIFO) is
+/// refused.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut io::BufWriter<std::fs::File>) -> io::Result<()>,
@@ -465,10 +466,18 @@ pub fn write_atomically(
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     if let Ok(meta) = std::fs::metadata(path) {
+        // A character device (`--output /dev/null`) is written in place: there is nothing
+        // to tear, and renaming over it would replace the device node.
+        #[cfg(unix)]
+        if std::os::unix::fs::FileTypeExt::is_char_device(&meta.file_type()) {
+            let mut out = io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+            write(&mut out)?;
+            return out.into_inner().map(drop).map_err(|e| e.into_error());
+        }
         if !meta.is_file() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "exists and is not a regular file",
+                "exists and is not a regular file or a character device",
             ));
         }
     }
@@ -831,8 +840,20 @@ mod tests {
         let e = write_npy(&dir, &t).unwrap_err().to_string();
         assert_eq!(
             e,
-            format!("{}: exists and is not a regular file", dir.display())
+            format!(
+                "{}: exists and is not a regular file or a character device",
+                dir.display()
+            )
         );
+        // `--output /dev/null` discards the result and leaves the device alone.
+        #[cfg(unix)]
+        {
+            write_npy(Path::new("/dev/null"), &t).unwrap();
+            let meta = std::fs::metadata("/dev/null").unwrap();
+            assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+                &meta.file_type()
+            ));
+        }
         let missing = dir.join("no/such/dir/y.npy");
         let e = write_npy(&missing, &t).unwrap_err().to_string();
         assert!(e.starts_with(&format!("{}: ", missing.display())), "{e}");

@@ -1,0 +1,170 @@
+//! HLO element types and shapes -> Kiln types; constant literals -> tensors.
+
+use crate::ast::{ArrayShape, Literal, Shape};
+use crate::error::Pos;
+use kiln_ir::{Buffer, DType, Tensor, TensorType};
+
+/// Kiln's dtype for an HLO element type, or a message naming the one Kiln lacks.
+pub(crate) fn dtype(name: &str) -> Result<DType, String> {
+    Ok(match name {
+        "pred" => DType::Bool,
+        "f32" => DType::F32,
+        "f64" => DType::F64,
+        "s32" => DType::I32,
+        "s64" => DType::I64,
+        "u32" => DType::U32,
+        other => {
+            return Err(format!(
+                "unsupported dtype '{other}' (Kiln has pred, f32, f64, s32, s64, u32)"
+            ))
+        }
+    })
+}
+
+/// Kiln's type for an HLO array shape.
+pub(crate) fn array_type(a: &ArrayShape) -> Result<TensorType, String> {
+    let dtype = dtype(&a.dtype)?;
+    if a.dynamic.iter().any(|&d| d) {
+        return Err(format!(
+            "dynamic shape {} (Kiln's shapes are static)",
+            Shape::Array(a.clone())
+        ));
+    }
+    let shape = a
+        .dims
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} is too large")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TensorType::new(dtype, shape))
+}
+
+/// The Kiln types of a shape's arrays, tuples flattened in order.
+pub(crate) fn leaf_types(shape: &Shape, out: &mut Vec<TensorType>) -> Result<(), String> {
+    match shape {
+        Shape::Array(a) => out.push(array_type(a)?),
+        Shape::Tuple(items) => {
+            for s in items {
+                leaf_types(s, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The tensor a `constant(literal)` of type `ty` holds. The literal must have exactly the
+/// type's structure (one list level per dimension), as XLA prints it, so nothing is
+/// allocated beyond the elements written.
+pub(crate) fn tensor(lit: &Literal, ty: &TensorType) -> Result<Tensor, (Pos, String)> {
+    let mut items = Vec::new();
+    collect(lit, &ty.shape, ty.dtype, &mut items)?;
+    let data = Buffer::from_scalars(ty.dtype, &items).ok_or_else(|| {
+        (
+            lit_pos(lit),
+            "a literal element has another dtype".to_string(),
+        )
+    })?;
+    Tensor::new(ty.shape.clone(), data).map_err(|e| (lit_pos(lit), e.to_string()))
+}
+
+fn lit_pos(lit: &Literal) -> Pos {
+    match lit {
+        Literal::Scalar(_, p) | Literal::List(_, p) | Literal::Tuple(_, p) | Literal::Elided(p) => {
+            *p
+        }
+    }
+}
+
+fn collect(
+    lit: &Literal,
+    dims: &[usize],
+    dtype: DType,
+    out: &mut Vec<kiln_ir::Scalar>,
+) -> Result<(), (Pos, String)> {
+    match (lit, dims.split_first()) {
+        (Literal::Scalar(text, pos), None) => {
+            out.push(scalar(text, dtype).map_err(|m| (*pos, m))?);
+            Ok(())
+        }
+        (Literal::List(items, pos), Some((&n, rest))) => {
+            if items.len() != n {
+                let msg = format!(
+                    "expected {n} elements in this literal list, found {}",
+                    items.len()
+                );
+                return Err((*pos, msg));
+            }
+            items.iter().try_for_each(|i| collect(i, rest, dtype, out))
+        }
+        (Literal::Elided(pos), _) => Err((
+            *pos,
+            "the constant was printed without its values ('{...}'); print it in full \
+             (XLA's print_large_constants)"
+                .into(),
+        )),
+        (Literal::Tuple(_, pos), _) => Err((*pos, "tuple constants are not supported".into())),
+        (Literal::Scalar(_, pos), Some(_)) => Err((
+            *pos,
+            format!(
+                "expected a list of {} dimensions, found a scalar",
+                dims.len()
+            ),
+        )),
+        (Literal::List(_, pos), None) => Err((*pos, "expected a scalar, found a list".into())),
+    }
+}
+
+/// One element as written, in the dtype of its constant.
+fn scalar(text: &str, dtype: DType) -> Result<kiln_ir::Scalar, String> {
+    use kiln_ir::Scalar as S;
+    let bad = || format!("'{text}' is not a {dtype} value");
+    Ok(match dtype {
+        // Decimals, `inf`, `-inf`, `nan`, `-nan`: Rust reads them correctly rounded.
+        DType::F32 => S::F32(text.parse().map_err(|_| bad())?),
+        DType::F64 => S::F64(text.parse().map_err(|_| bad())?),
+        DType::I32 => S::I32(text.parse().map_err(|_| bad())?),
+        DType::I64 => S::I64(text.parse().map_err(|_| bad())?),
+        DType::U32 => S::U32(text.parse().map_err(|_| bad())?),
+        DType::Bool => match text {
+            "true" | "1" => S::Bool(true),
+            "false" | "0" => S::Bool(false),
+            _ => return Err(bad()),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(s: &str) -> Literal {
+        let src = format!("HloModule m\nENTRY e {{\n ROOT c = f32[] constant({s})\n}}");
+        let m = crate::parse(&src, "t.hlo").unwrap();
+        match &m.computations[0].instructions[0].operands {
+            crate::ast::Operands::Literal(l) => l.clone(),
+            _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn literals() {
+        let t = tensor(
+            &lit("{ {1, -inf}, {nan, 1e-07} }"),
+            &TensorType::new(DType::F32, [2, 2]),
+        )
+        .unwrap();
+        let v = t.as_f32().unwrap();
+        assert_eq!(v[0], 1.0);
+        assert_eq!(v[1], f32::NEG_INFINITY);
+        assert!(v[2].is_nan());
+        assert_eq!(v[3], 1e-7);
+        let b = tensor(&lit("{true, false}"), &TensorType::new(DType::Bool, [2])).unwrap();
+        assert_eq!(b.data(), &Buffer::Bool(vec![true, false]));
+        let err = tensor(&lit("{1, 2, 3}"), &TensorType::new(DType::F32, [2])).unwrap_err();
+        assert_eq!(err.1, "expected 2 elements in this literal list, found 3");
+        let err = tensor(&lit("4294967296"), &TensorType::scalar(DType::U32)).unwrap_err();
+        assert_eq!(err.1, "'4294967296' is not a u32 value");
+        let err = tensor(&lit("{...}"), &TensorType::new(DType::F32, [9])).unwrap_err();
+        assert!(err.1.contains("print_large_constants"), "{}", err.1);
+        assert!(tensor(&lit("{}"), &TensorType::new(DType::F32, [0])).is_ok());
+    }
+}

@@ -111,7 +111,9 @@ impl<'m> Ctx<'m> {
             problems = diags
                 .into_iter()
                 .map(|d| Problem {
-                    pos: d.loc.map_or(Pos::default(), |l| Pos {
+                    // A problem with no instruction (a parameter, the results): the
+                    // entry computation's place.
+                    pos: d.loc.map_or(self.m.entry().pos, |l| Pos {
                         line: l.line,
                         col: l.col,
                     }),

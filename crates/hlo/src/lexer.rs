@@ -77,6 +77,11 @@ pub struct Lexer<'a> {
     line: u32,
     /// Byte offset where the current line starts (columns count characters from there).
     line_start: usize,
+    /// Columns are counted incrementally (a megabyte-long line of constants must not cost
+    /// its length per token): `counted` characters of the current line lie before byte
+    /// `counted_to`.
+    counted_to: usize,
+    counted: usize,
     ahead: VecDeque<Token>,
 }
 
@@ -89,6 +94,8 @@ impl<'a> Lexer<'a> {
             i: 0,
             line: 1,
             line_start: 0,
+            counted_to: 0,
+            counted: 0,
             ahead: VecDeque::new(),
         }
     }
@@ -115,8 +122,15 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn pos_at(&self, i: usize) -> Pos {
-        let col = self.src[self.line_start..i].chars().count() + 1;
+    /// The position of byte `i` of the current line; `i` never decreases between calls.
+    fn pos_at(&mut self, i: usize) -> Pos {
+        if self.counted_to < self.line_start || self.counted_to > i {
+            self.counted_to = self.line_start;
+            self.counted = 0;
+        }
+        self.counted += self.src[self.counted_to..i].chars().count();
+        self.counted_to = i;
+        let col = self.counted + 1;
         Pos {
             line: self.line,
             col: u32::try_from(col).unwrap_or(u32::MAX),

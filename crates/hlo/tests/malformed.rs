@@ -23,6 +23,8 @@ fn sources() -> Vec<&'static str> {
         include_str!("data/attributes.hlo"),
         include_str!("data/jax_after_optimizations.hlo"),
         include_str!("data/ops.hlo"),
+        include_str!("data/real/mlp_grad.hlo"),
+        include_str!("data/real/layer_norm.hlo"),
     ]
 }
 

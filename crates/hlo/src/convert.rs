@@ -349,6 +349,16 @@ impl<'m> Ctx<'m> {
         }
     }
 
+    /// The declared shape of instruction `name` of the computation being converted.
+    pub(crate) fn declared_shape(&self, name: &str) -> Option<&'m Shape> {
+        let m: &'m HloModule = self.m;
+        let comp = &m.computations[*self.active.last()?];
+        comp.instructions
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| &i.shape)
+    }
+
     /// `t`, if its types are those `inst` declares.
     pub(crate) fn check_tree(&self, inst: &Instruction, t: Tree) -> Lowered {
         let mut declared = Vec::new();

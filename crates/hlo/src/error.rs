@@ -40,7 +40,7 @@ impl fmt::Display for Diagnostic {
     /// `unsupported HLO op 'gather' at model.hlo:12:5 in %name`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = format!("{}:{}:{}", self.file, self.pos.line, self.pos.col);
-        match self.message.split_once(" {at} ") {
+        match self.message.rsplit_once(" {at} ") {
             Some((head, tail)) => write!(f, "{head} at {at} {tail}"),
             None => write!(f, "{at}: {}", self.message),
         }

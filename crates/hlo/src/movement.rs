@@ -52,7 +52,11 @@ impl Ctx<'_> {
                 .is_none_or(|l| l.iter().rev().copied().eq(0..arr.dims.len() as u64)),
             None => true,
         };
-        let operand_shape = inst.operand_refs().first().and_then(|o| o.shape.as_ref());
+        // The operand's layout: printed inline (TensorFlow's style) or where it is defined.
+        let operand_shape = inst
+            .operand_refs()
+            .first()
+            .and_then(|o| o.shape.as_ref().or_else(|| self.declared_shape(&o.name)));
         if self.f.ty(a).dtype != ty.dtype || !default(Some(&inst.shape)) || !default(operand_shape)
         {
             return Err(unsupported_op(

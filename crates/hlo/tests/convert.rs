@@ -397,3 +397,19 @@ fn large_constants_printed_in_full_import_in_linear_time() {
         format!("t.hlo:4:{col}: expected '=', found end of file")
     );
 }
+
+#[test]
+fn a_bitcast_that_is_not_a_reshape_is_refused() {
+    // JAX style: the operand's layout is where it is defined.
+    let text = entry("  x = f32[2,3]{0,1} parameter(0)\n  ROOT y = f32[6]{0} bitcast(x)");
+    assert_eq!(
+        error(&text),
+        "unsupported HLO op 'bitcast' that is not a reshape (another dtype or a non-default \
+         layout) at t.hlo:5:22 in %y"
+    );
+    let text = entry("  x = f32[2,3]{1,0} parameter(0)\n  ROOT y = f32[3,2]{0,1} bitcast(x)");
+    assert!(error(&text).contains("'bitcast' that is not a reshape"));
+    let text = entry("  x = f32[2,3]{1,0} parameter(0)\n  ROOT y = f32[3,2]{1,0} bitcast(x)");
+    let out = run(&text, &[f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.])]);
+    assert!(out[0].bit_eq(&f32s(&[3, 2], &[1., 2., 3., 4., 5., 6.])));
+}

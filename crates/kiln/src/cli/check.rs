@@ -1,4 +1,4 @@
-//! `kiln check FILE.kir`: parse and verify, printing every error.
+//! `kiln check FILE.kir|FILE.hlo`: parse (or import) and verify, printing every error.
 
 use super::load_module;
 use kiln::KilnError;
@@ -8,7 +8,7 @@ use std::process::ExitCode;
 /// Arguments of `kiln check`.
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// The .kir file.
+    /// The .kir file, or an XLA HLO module (recognised by its `HloModule` header).
     file: PathBuf,
     /// Also print the parsed module in canonical form.
     #[arg(long)]

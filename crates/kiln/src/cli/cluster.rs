@@ -1,4 +1,4 @@
-//! `kiln cluster FILE.kir`: the graph after the pass pipeline and auto-clustering, and
+//! `kiln cluster FILE.kir|FILE.hlo`: the graph after the pass pipeline and auto-clustering, and
 //! TensorFlow's clustering summary.
 
 use super::load_module;
@@ -10,7 +10,7 @@ use std::process::ExitCode;
 /// Arguments of `kiln cluster`.
 #[derive(clap::Args)]
 pub struct ClusterArgs {
-    /// The .kir file.
+    /// The .kir file, or an XLA HLO module (recognised by its `HloModule` header).
     file: PathBuf,
     /// Skip a pass by name (repeatable), as --xla_disable_hlo_passes does.
     #[arg(long = "disable-pass", value_name = "NAME")]

@@ -1,4 +1,4 @@
-//! `kiln compile FILE.kir --target sm_80|sm_90|cpu --out DIR`: runs the pass pipeline,
+//! `kiln compile FILE.kir|FILE.hlo --target sm_80|sm_90|cpu --out DIR`: runs the pass pipeline,
 //! lowers every cluster to kernel IR and writes each cluster's code, without a GPU:
 //!
 //! - GPU targets: `DIR/<cluster>.ptx`, one PTX module with one `.entry` per kernel, followed
@@ -30,7 +30,7 @@ const MAX_CLIF_BYTES: u64 = 1 << 30;
 /// Arguments of `kiln compile`.
 #[derive(clap::Args)]
 pub struct CompileArgs {
-    /// The .kir file.
+    /// The .kir file, or an XLA HLO module (recognised by its `HloModule` header).
     file: PathBuf,
     /// What to generate: a GPU (`sm_80`, `sm_86`, `sm_89`, `sm_90`, …) or `cpu` (CLIF).
     #[arg(long, value_name = "sm_80|sm_90|cpu")]

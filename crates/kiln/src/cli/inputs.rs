@@ -1,52 +1,128 @@
-//! Gathering a function's inputs for `kiln run`: `.npy` files by parameter name, or
-//! deterministic random tensors from a seed.
+//! Gathering a function's inputs for `kiln run`: `.npy` files by parameter name or
+//! position, or deterministic random tensors from a seed.
 
 use kiln::{npy, Buffer, DType, Func, KilnError, Tensor, TensorType};
-use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// Parses `NAME=PATH` pairs (the `%` in front of the name is optional).
-pub fn parse_input_flags(items: &[String]) -> Result<HashMap<String, PathBuf>, KilnError> {
-    let mut map = HashMap::new();
-    for item in items {
-        let (name, path) = item.split_once('=').ok_or_else(|| {
-            KilnError::Invalid(format!("--input '{item}': expected NAME=FILE.npy"))
-        })?;
-        let name = name.trim_start_matches('%').to_string();
-        if map.insert(name.clone(), PathBuf::from(path)).is_some() {
-            return Err(KilnError::Invalid(format!(
-                "--input '{name}' is given twice"
-            )));
-        }
-    }
-    Ok(map)
+/// Which parameter an `--input` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Param {
+    /// By name (`x=…` or `%x=…`).
+    Name(String),
+    /// By position among the function's parameters, from 0 (`0=…`): for HLO, the entry
+    /// computation's `parameter(N)`.
+    Index(usize),
 }
 
-/// One tensor per parameter of `f`, from the named files or, for parameters without a file,
-/// from `seed`. Every error names the parameter and what was expected.
-pub fn gather(
-    f: &Func,
-    files: &HashMap<String, PathBuf>,
-    seed: Option<u64>,
-) -> Result<Vec<Tensor>, KilnError> {
+/// One `--input`: the parameter it names, the file, and the text as given (for errors).
+#[derive(Debug, Clone)]
+pub struct InputFlag {
+    param: Param,
+    path: PathBuf,
+    given: String,
+}
+
+/// Parses `NAME=PATH` and `N=PATH` pairs. A bare number selects a parameter by position;
+/// `%N` is a parameter named `N` (the `%` in front of a name is otherwise optional).
+pub fn parse_input_flags(items: &[String]) -> Result<Vec<InputFlag>, KilnError> {
+    items
+        .iter()
+        .map(|item| {
+            let (name, path) = item.split_once('=').ok_or_else(|| {
+                KilnError::Invalid(format!(
+                    "--input '{item}': expected NAME=FILE.npy or INDEX=FILE.npy"
+                ))
+            })?;
+            let param = if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+                Param::Index(name.parse().map_err(|_| {
+                    KilnError::Invalid(format!("--input '{item}': parameter index out of range"))
+                })?)
+            } else {
+                Param::Name(name.trim_start_matches('%').to_string())
+            };
+            Ok(InputFlag {
+                param,
+                path: PathBuf::from(path),
+                given: name.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The file given for each parameter of `f`, in order (`None` where none was given).
+/// Errors: an unknown name or index, a parameter given twice (by name and by position
+/// too), or a bare number that is another parameter's name (write `%N` for the name).
+fn resolve(f: &Func, flags: &[InputFlag]) -> Result<Vec<Option<PathBuf>>, KilnError> {
     let names: Vec<&str> = f.params.iter().map(|&p| f.value(p).name.as_str()).collect();
-    if let Some(unknown) = files.keys().find(|k| !names.contains(&k.as_str())) {
-        return Err(KilnError::Invalid(format!(
-            "--input '{unknown}': @{} has no parameter '%{unknown}' (parameters: {})",
-            f.name,
-            names
-                .iter()
-                .map(|n| format!("%{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+    let listing = || {
+        names
+            .iter()
+            .map(|n| format!("%{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut chosen: Vec<Option<&InputFlag>> = vec![None; names.len()];
+    for flag in flags {
+        let i = match &flag.param {
+            Param::Name(name) => names.iter().position(|n| n == name).ok_or_else(|| {
+                KilnError::Invalid(format!(
+                    "--input '{name}': @{} has no parameter '%{name}' (parameters: {})",
+                    f.name,
+                    listing()
+                ))
+            })?,
+            Param::Index(i) => {
+                let at = match names.get(*i) {
+                    Some(n) => format!("parameter {i} is '%{n}'"),
+                    None => format!("@{} has no parameter {i}", f.name),
+                };
+                if let Some(j) = names.iter().position(|n| *n == flag.given) {
+                    if j != *i {
+                        return Err(KilnError::Invalid(format!(
+                            "--input '{i}': ambiguous: {at}, but parameter {j} is named '%{g}' (write --input %{g}=FILE for the name)",
+                            g = flag.given
+                        )));
+                    }
+                }
+                if *i >= names.len() {
+                    return Err(KilnError::Invalid(format!(
+                        "--input '{i}': {at} (parameters, from 0: {})",
+                        listing()
+                    )));
+                }
+                *i
+            }
+        };
+        if let Some(prev) = chosen[i] {
+            let name = names[i];
+            return Err(if prev.param == flag.param {
+                KilnError::Invalid(format!("--input '{}' is given twice", flag.given))
+            } else {
+                KilnError::Invalid(format!(
+                    "--input '{}' and --input '{}' both give parameter {i} ('%{name}')",
+                    prev.given, flag.given
+                ))
+            });
+        }
+        chosen[i] = Some(flag);
     }
+    Ok(chosen
+        .into_iter()
+        .map(|c| c.map(|c| c.path.clone()))
+        .collect())
+}
+
+/// One tensor per parameter of `f`, from the given files or, for parameters without a file,
+/// from `seed`. Every error names the parameter and what was expected.
+pub fn gather(f: &Func, flags: &[InputFlag], seed: Option<u64>) -> Result<Vec<Tensor>, KilnError> {
+    let files = resolve(f, flags)?;
     f.params
         .iter()
+        .zip(&files)
         .enumerate()
-        .map(|(i, &p)| {
+        .map(|(i, (&p, file))| {
             let (name, ty) = (&f.value(p).name, f.ty(p));
-            match (files.get(name), seed) {
+            match (file, seed) {
                 (Some(path), _) => {
                     let t = npy::read_npy(path)?;
                     if t.ty() != *ty {
@@ -69,7 +145,7 @@ pub fn gather(
                     Ok(random_tensor(ty, seed.wrapping_add(i as u64)))
                 }
                 (None, None) => Err(KilnError::Invalid(format!(
-                    "missing input for parameter '%{name}: {ty}' (give --input {name}=FILE.npy or --random-inputs SEED)"
+                    "missing input for parameter '%{name}: {ty}' (give --input {name}=FILE.npy, --input {i}=FILE.npy or --random-inputs SEED)"
                 ))),
             }
         })

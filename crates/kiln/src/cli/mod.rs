@@ -6,6 +6,7 @@ mod cache;
 mod check;
 mod cluster;
 mod compile;
+mod import;
 mod inputs;
 mod random;
 mod run;
@@ -25,17 +26,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a .kir function on .npy inputs (or synthesised random inputs).
+    /// Run a .kir function (or an XLA HLO module) on .npy inputs (or synthesised random
+    /// inputs).
     Run(run::RunArgs),
-    /// Parse and verify a .kir file, printing every error.
+    /// Parse and verify a .kir file (or import an XLA HLO module), printing every error.
     Check(check::CheckArgs),
-    /// Run the pass pipeline and auto-clustering on a .kir file; print the clustered graph
-    /// and TensorFlow's clustering summary (honours TF_XLA_FLAGS).
+    /// Run the pass pipeline and auto-clustering on a .kir file (or an XLA HLO module);
+    /// print the clustered graph and TensorFlow's clustering summary (honours TF_XLA_FLAGS).
     Cluster(cluster::ClusterArgs),
-    /// Lower every cluster of a .kir file and write its code to a directory: PTX for a GPU
-    /// target (sm_80, sm_90, …; no GPU needed) or CLIF for `cpu`. Exit code 3 when some
-    /// clusters were skipped (named on stderr).
+    /// Lower every cluster of a .kir file (or an XLA HLO module) and write its code to a
+    /// directory: PTX for a GPU target (sm_80, sm_90, …; no GPU needed) or CLIF for `cpu`.
+    /// Exit code 3 when some clusters were skipped (named on stderr).
     Compile(compile::CompileArgs),
+    /// Import an XLA HLO module (as JAX or TensorFlow print it) and print it as .kir text,
+    /// or write it with -o.
+    Import(import::ImportArgs),
     /// Inspect or clear a persistent compile cache directory.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
@@ -61,6 +66,7 @@ pub fn main() -> Result<ExitCode, KilnError> {
         Command::Check(a) => check::check(a),
         Command::Cluster(a) => cluster::cluster(a, &flags),
         Command::Compile(a) => compile::compile(a, &flags),
+        Command::Import(a) => import::import(a),
         Command::Cache(c) => cache::cache(c),
         Command::Bench(a) => bench::bench(a, &flags),
         Command::Random(a) => random::random(a, &flags),
@@ -71,7 +77,7 @@ pub fn main() -> Result<ExitCode, KilnError> {
     }
 }
 
-/// The largest `.kir` file read: 1 GiB. Programs are text: even one holding its weights as
+/// The largest `.kir` (or HLO) file read: 1 GiB. Programs are text: even one holding its weights as
 /// constants is a few hundred MB, and parsing holds the text plus the module built from it.
 /// The bound keeps a huge or endless file (a symlink to `/dev/zero` is refused anyway) from
 /// being read without end.
@@ -97,8 +103,28 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), KilnError> {
         .map_err(|e| KilnError::Invalid(format!("cannot write {}: {e}", path.display())))
 }
 
-/// Reads and parses a `.kir` file; errors name the file (and line for syntax errors).
+/// Reads and parses a `.kir` file, or imports an XLA HLO module (text starting with the
+/// `HloModule` header, whatever the file's extension: [`kiln_hlo::is_hlo`]). Errors name the
+/// file, line and column (and, for HLO, the op).
 fn load_module(path: &Path) -> Result<kiln::Module, KilnError> {
     let src = read_text(path, MAX_KIR_BYTES)?;
-    Ok(kiln::parse_module(&src, &path.display().to_string())?)
+    let file = path.display().to_string();
+    if kiln_hlo::is_hlo(&src) {
+        return import_hlo(&src, &file);
+    }
+    Ok(kiln::parse_module(&src, &file)?)
+}
+
+/// Imports HLO text ([`kiln_hlo::import`]). Every diagnostic is one line of the error
+/// (`unsupported HLO op 'gather' at m.hlo:3:5 in %g`), followed by their count when there
+/// are several.
+fn import_hlo(src: &str, file: &str) -> Result<kiln::Module, KilnError> {
+    kiln_hlo::import(src, file).map_err(|e| {
+        let n = e.diagnostics.len();
+        let mut msg = e.to_string();
+        if n > 1 {
+            msg += &format!("\n{file}: {n} errors");
+        }
+        KilnError::Invalid(msg)
+    })
 }

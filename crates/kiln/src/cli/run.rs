@@ -1,4 +1,4 @@
-//! `kiln run FILE.kir`: run a function and summarise (or save) its outputs.
+//! `kiln run FILE.kir|FILE.hlo`: run a function and summarise (or save) its outputs.
 
 use super::{inputs, load_module};
 use kiln::{npy, KilnError, Tensor};
@@ -8,13 +8,14 @@ use std::process::ExitCode;
 /// Arguments of `kiln run`.
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// The .kir file.
+    /// The .kir file, or an XLA HLO module (recognised by its `HloModule` header).
     file: PathBuf,
     /// Function to run (default: @main, else the first in the file).
     #[arg(long)]
     func: Option<String>,
-    /// A parameter's value: NAME=FILE.npy (repeatable).
-    #[arg(long = "input", value_name = "NAME=FILE")]
+    /// A parameter's value: NAME=FILE.npy, or INDEX=FILE.npy with the parameter's position
+    /// from 0 (for HLO, `parameter(N)`; `%N=` is a parameter named N). Repeatable.
+    #[arg(long = "input", value_name = "NAME|INDEX=FILE")]
     inputs: Vec<String>,
     /// Synthesise parameters without --input from this seed.
     #[arg(long, value_name = "SEED")]

@@ -5,7 +5,8 @@
 use super::sim::{Memory, Program as SimProgram};
 use super::Rng;
 use kiln_compiler::kernel::{BufRef, Program};
-use kiln_ir::{parse_func, Buffer, Cluster, DType, Scalar, Tensor, TensorType};
+use kiln_interp::Interpreter;
+use kiln_ir::{parse_func, Buffer, Cluster, DType, Op, Scalar, Tensor, TensorType};
 use kiln_ptx::emit::{Mapping, PtxProgram};
 
 /// A cluster whose region is the function in `src`, or why `src` is not a valid function.
@@ -149,19 +150,20 @@ pub enum Launch {
 }
 
 /// Runs every kernel of `ptx` (emitted from `p`) in the simulator on `inputs` and returns
-/// the outputs. Fails on anything the simulator refuses, on a program with matrix products
-/// (cuBLAS, not emitted), and unless every output and every scratch element that a launch
-/// takes as a parameter is written exactly once (a row-fused program keeps its scratch in
-/// shared memory: its global scratch buffers must stay untouched).
+/// the outputs. Matrix products (cuBLAS calls on the GPU, not emitted) run on the host
+/// through the interpreter's `dot_general`, reading and writing the simulator's buffers, in
+/// the runtime's order: each before the launch of kernel number `before` (those past the
+/// last kernel after it); an operand in scratch must have been written (exactly once)
+/// before the product reads it. Fails on anything the simulator refuses, and unless every
+/// output and every scratch element that a launch takes as a parameter or a product writes
+/// is written exactly once (a row-fused program keeps its scratch in shared memory: its
+/// global scratch buffers must stay untouched).
 pub fn simulate(
     p: &Program,
     ptx: &PtxProgram,
     inputs: &[Tensor],
     launch: Launch,
 ) -> Result<Vec<Tensor>, String> {
-    if !p.dots.is_empty() {
-        return Err("matrix products are not emitted as PTX".into());
-    }
     let mut bufs: Vec<Vec<u8>> = inputs.iter().map(|t| to_bytes(t.data())).collect();
     for t in p.outputs.iter().chain(&p.temps) {
         // A recognisable pattern, so an unwritten element cannot pass by accident.
@@ -177,8 +179,65 @@ pub fn simulate(
         BufRef::Const(i) => p.inputs.len() + p.outputs.len() + p.temps.len() + i,
     };
     let mut mem = Memory::new(bufs);
-    // Random fills first, then the kernels in order (the runtime's order).
-    for k in ptx.fills.iter().chain(&ptx.kernels) {
+    let type_of = |b: BufRef| match b {
+        BufRef::Input(i) => p.inputs.get(i),
+        BufRef::Output(i) => p.outputs.get(i),
+        BufRef::Temp(i) => p.temps.get(i),
+        BufRef::Const(_) => None,
+    };
+    // A product's operands and result, through the interpreter (what the CPU backend calls).
+    let run_dots = |mem: &mut Memory, before: &dyn Fn(usize) -> bool| -> Result<(), String> {
+        for (n, d) in p.dots.iter().enumerate().filter(|(_, d)| before(d.before)) {
+            let operand = |b: BufRef| -> Result<Tensor, String> {
+                let k = slot(b);
+                if let BufRef::Temp(_) = b {
+                    if let Some(pos) = mem.writes[k].iter().position(|&c| c != 1) {
+                        return Err(format!(
+                            "dot {n} reads buffer {k} byte {pos}, written {} times",
+                            mem.writes[k][pos]
+                        ));
+                    }
+                }
+                match b {
+                    BufRef::Const(i) => Ok((*p.consts[i]).clone()),
+                    _ => {
+                        let ty = type_of(b).ok_or_else(|| format!("dot {n}: no buffer {b:?}"))?;
+                        from_bytes(ty, &mem.bufs[k])
+                    }
+                }
+            };
+            let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);
+            let ty = p
+                .temps
+                .get(d.out)
+                .ok_or_else(|| format!("dot {n}: no scratch {}", d.out))?;
+            let out = Interpreter::new(1)
+                .map_err(|e| e.to_string())?
+                .eval(&Op::DotGeneral(d.dims.clone()), &[&a, &b], ty)
+                .map_err(|e| format!("dot {n}: {e}"))?;
+            let k = slot(BufRef::Temp(d.out));
+            let bytes = to_bytes(out.data());
+            if bytes.len() != mem.bufs[k].len() {
+                return Err(format!(
+                    "dot {n}: {} bytes for a buffer of {}",
+                    bytes.len(),
+                    mem.bufs[k].len()
+                ));
+            }
+            mem.bufs[k] = bytes;
+            for w in &mut mem.writes[k] {
+                *w += 1;
+            }
+        }
+        Ok(())
+    };
+    // Random fills first, then the kernels in order (the runtime's order), each after the
+    // products that run before it.
+    let fills = ptx.fills.iter().map(|k| (k, None));
+    for (k, kernel) in fills.chain(ptx.kernels.iter().map(|k| (k, Some(k.kernel)))) {
+        if let Some(i) = kernel {
+            run_dots(&mut mem, &|b| b == i)?;
+        }
         let sim = SimProgram::parse_entry(&ptx.text, &k.entry);
         let params: Vec<usize> = k.params.iter().map(|&b| slot(b)).collect();
         let (grid, block) = match launch {
@@ -191,10 +250,13 @@ pub fn simulate(
             assert_eq!(block % 32, 0);
         }
     }
+    run_dots(&mut mem, &|b| b >= p.kernels.len())?;
     let passed = |b: BufRef| ptx.kernels.iter().any(|k| k.params.contains(&b));
+    let product = |t: usize| p.dots.iter().any(|d| d.out == t);
     for i in 0..p.outputs.len() + p.temps.len() {
         let w = &mem.writes[p.inputs.len() + i];
-        let want = if i < p.outputs.len() || passed(BufRef::Temp(i - p.outputs.len())) {
+        let temp = i.checked_sub(p.outputs.len());
+        let want = if temp.is_none_or(|t| passed(BufRef::Temp(t)) || product(t)) {
             1
         } else {
             0

@@ -514,66 +514,6 @@ fn from_non_deterministic_state_is_refused_under_determinism() {
     assert_ne!(a.state(), b.state());
 }
 
-/// `kiln random --generator-seed S --calls K` prints the K eager draws; a traced function
-/// called K times gives the same values.
-#[test]
-fn cli_generator_calls_equal_function_calls() {
-    for (dist, draw, seed) in [
-        ("normal", Draw::Normal(DType::F32), 1234),
-        ("uniform", Draw::Uniform(DType::F32), 1234),
-        ("truncated-normal", Draw::TruncatedNormal(DType::F32), 1234),
-        ("bits", Draw::Bits, 1234),
-        // Negative seeds set every state word (TF's `create_rng_state`).
-        ("normal", Draw::Normal(DType::F32), -5),
-    ] {
-        let seed_arg = seed.to_string();
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
-            .args([
-                "random",
-                "--generator-seed",
-                &seed_arg,
-                "--calls",
-                "3",
-                "--dist",
-                dist,
-            ])
-            .args(["--shape", "2,3"])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = String::from_utf8(o.stdout).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3, "{text}");
-
-        let g = Generator::from_seed(seed);
-        let gf = g.clone();
-        let f = Function::with_session("cli", session(), move |a, _| {
-            draw.traced(&gf, &a[0], &[2, 3])
-        })
-        .unwrap();
-        for line in lines {
-            let items = line
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .split(", ");
-            let printed: Vec<u64> = match draw {
-                Draw::Bits => items.map(|s| s.parse::<u64>().unwrap()).collect(),
-                _ => items
-                    .map(|s| u64::from(s.parse::<f32>().unwrap().to_bits()))
-                    .collect(),
-            };
-            assert_eq!(
-                bits(&f.call(&[unit()]).unwrap()[0]),
-                printed,
-                "{dist} {seed}"
-            );
-        }
-        let mut eager = Eager::from_seed(seed);
-        eager.read_and_skip(3 * 6);
-        assert_eq!(g.state(), eager.state());
-    }
-}
-
 #[test]
 fn call_placed_matches_call_and_continues_the_stream() {
     // The same draws as `tensorflow_values_through_a_function`, through placed values: the

@@ -3,10 +3,13 @@
 //! fallback path. Intermediates are freed after their last use. A compile or a compiled run
 //! that fails is logged and answered by the fallback, so the user always gets a result.
 
-use crate::backend::{Backend, CompileFailure, DeviceMemory, DeviceTensor, Executable};
+use crate::backend::{Backend, CompileFailure, DeviceMemory, Executable};
+use crate::keys::{content_key, key_text};
 use crate::persistent::{cache_key, Lookup, PersistentCache};
 use crate::policy::{compiled, decide, Action, ClusterFacts, Instance, Outcome, PolicyConfig};
 use crate::stats::{human, ClusterStats, TransferStats};
+pub use crate::values::Placed;
+use crate::values::{Arg, Slot, Transfers, Values};
 use crate::RuntimeError;
 use kiln_flags::{vlog, Flags};
 use kiln_interp::{last_uses, Interpreter, LastUse};
@@ -84,7 +87,6 @@ struct State {
     content_keys: HashMap<String, Vec<(Func, String)>>,
     in_flight: usize,
     total_compile_time: Duration,
-    transfers: TransferStats,
 }
 
 struct Inner {
@@ -94,6 +96,7 @@ struct Inner {
     memory: Option<Arc<dyn DeviceMemory>>,
     opts: RuntimeOptions,
     state: Mutex<State>,
+    transfers: Transfers,
     idle: Condvar,
     pool: Option<std::sync::mpsc::SyncSender<Box<dyn FnOnce() + Send>>>,
 }
@@ -125,6 +128,7 @@ impl Runtime {
                 interp,
                 memory: backend.as_ref().and_then(|b| b.memory()),
                 backend,
+                transfers: Transfers::new(opts.flags.clone()),
                 opts,
                 state: Mutex::new(State::default()),
                 idle: Condvar::new(),
@@ -163,7 +167,7 @@ impl Runtime {
 
     /// Host ↔ device copies made so far (all zero without a device backend).
     pub fn transfers(&self) -> TransferStats {
-        lock(&self.inner.state).transfers
+        self.inner.transfers.stats()
     }
 
     /// [`Runtime::run`] on borrowed arguments (e.g. the caller's tensors followed by state
@@ -211,7 +215,9 @@ impl Runtime {
         let d = mem.upload(t).map_err(|e| {
             RuntimeError::Invalid(format!("copying a {} to the device failed: {e}", t.ty()))
         })?;
-        count(&self.inner, "a placed argument", d.ty(), true);
+        self.inner
+            .transfers
+            .count("a placed argument", d.ty(), true);
         Ok(Placed::Device(d))
     }
 
@@ -229,7 +235,9 @@ impl Runtime {
                         d.ty()
                     ))
                 })?;
-                count(&self.inner, "a fetched result", d.ty(), false);
+                self.inner
+                    .transfers
+                    .count("a fetched result", d.ty(), false);
                 Ok(t)
             }
         }
@@ -295,7 +303,8 @@ impl Runtime {
             f,
             borrowed,
             slots,
-            inner: &self.inner,
+            memory: self.inner.memory.as_ref(),
+            transfers: &self.inner.transfers,
         };
         for (i, inst) in f.insts.iter().enumerate() {
             let outs = match &inst.op {
@@ -646,182 +655,6 @@ fn check_outputs(c: &Cluster, got: &[TensorType]) -> Result<(), String> {
     Ok(())
 }
 
-/// A graph argument or result: a host tensor, or a tensor in the runtime backend's device
-/// memory ([`Runtime::place`], [`Runtime::run_placed`]).
-#[derive(Clone)]
-pub enum Placed {
-    /// On the host.
-    Host(Tensor),
-    /// In the device's memory.
-    Device(Arc<dyn DeviceTensor>),
-}
-
-impl Placed {
-    /// The value's type.
-    pub fn ty(&self) -> TensorType {
-        match self {
-            Placed::Host(t) => t.ty(),
-            Placed::Device(d) => d.ty().clone(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Placed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Placed::Host(t) => write!(f, "Host({})", t.ty()),
-            Placed::Device(d) => write!(f, "Device({})", d.ty()),
-        }
-    }
-}
-
-/// An argument of one run, as the caller gave it.
-enum Arg<'a> {
-    Host(&'a Tensor),
-    Device(Arc<dyn DeviceTensor>),
-}
-
-/// One value of the graph being run: on the host, on the device, or both (a device value
-/// copied back once keeps its host copy for later host readers, and a host value copied
-/// to the device keeps its device copy for later device readers). Freed at its last use.
-#[derive(Default)]
-struct Slot {
-    host: Option<Tensor>,
-    device: Option<Arc<dyn DeviceTensor>>,
-}
-
-impl Slot {
-    fn host(t: Tensor) -> Slot {
-        Slot {
-            host: Some(t),
-            device: None,
-        }
-    }
-
-    fn device(d: Arc<dyn DeviceTensor>) -> Slot {
-        Slot {
-            host: None,
-            device: Some(d),
-        }
-    }
-}
-
-/// The values of one run: host tensors read in place (the caller's arguments, the
-/// function's constants) and one [`Slot`] per value (for those, only a device copy).
-struct Values<'a> {
-    f: &'a Func,
-    /// Per value: its host tensor when it is borrowed rather than computed (an argument
-    /// given on the host, a constant of `f`).
-    borrowed: Vec<Option<&'a Tensor>>,
-    slots: Vec<Slot>,
-    inner: &'a Inner,
-}
-
-impl Values<'_> {
-    fn missing(&self, v: Value) -> RuntimeError {
-        RuntimeError::Invalid(format!(
-            "%{} is used before it is computed",
-            self.f.value(v).name
-        ))
-    }
-
-    fn host_of(&self, v: Value) -> Option<&Tensor> {
-        let i = v.0 as usize;
-        self.borrowed
-            .get(i)
-            .copied()
-            .flatten()
-            .or_else(|| self.slots.get(i)?.host.as_ref())
-    }
-
-    /// `vs` on the host, copying back (once) those that are only on the device.
-    fn on_host(&mut self, vs: &[Value]) -> Result<Vec<&Tensor>, RuntimeError> {
-        for &v in vs {
-            if self.host_of(v).is_some() {
-                continue;
-            }
-            let slot = &self.slots[v.0 as usize];
-            let (Some(d), Some(mem)) = (slot.device.clone(), &self.inner.memory) else {
-                return Err(self.missing(v));
-            };
-            let t = mem.download(d.as_ref()).map_err(|e| {
-                RuntimeError::Invalid(format!(
-                    "copying %{} ({}) back from the device failed: {e}",
-                    self.f.value(v).name,
-                    d.ty()
-                ))
-            })?;
-            self.count(v, d.ty(), false);
-            self.slots[v.0 as usize].host = Some(t);
-        }
-        vs.iter()
-            .map(|&v| self.host_of(v).ok_or_else(|| self.missing(v)))
-            .collect()
-    }
-
-    /// `vs` on the device, copying (once) those that are only on the host.
-    fn on_device(&mut self, vs: &[Value]) -> Result<Vec<&dyn DeviceTensor>, String> {
-        let Some(mem) = self.inner.memory.clone() else {
-            return Err("the backend has no device memory".to_string());
-        };
-        for &v in vs {
-            if self.slots[v.0 as usize].device.is_some() {
-                continue;
-            }
-            let name = &self.f.value(v).name;
-            let t = self
-                .host_of(v)
-                .ok_or_else(|| format!("%{name} is used before it is computed"))?;
-            let d = mem
-                .upload(t)
-                .map_err(|e| format!("copying %{name} ({}) to the device failed: {e}", t.ty()))?;
-            self.count(v, d.ty(), true);
-            self.slots[v.0 as usize].device = Some(d);
-        }
-        let on: Vec<&dyn DeviceTensor> = vs
-            .iter()
-            .filter_map(|&v| self.slots[v.0 as usize].device.as_deref())
-            .collect();
-        if on.len() != vs.len() {
-            return Err("an operand has no device copy".to_string());
-        }
-        Ok(on)
-    }
-
-    fn count(&self, v: Value, ty: &TensorType, up: bool) {
-        let what = format!("@{}: %{}", self.f.name, self.f.value(v).name);
-        count(self.inner, &what, ty, up);
-    }
-}
-
-/// Counts (and logs, under `TF_CPP_VMODULE=transfer_manager=2`) one copy of `what` (a
-/// graph's value, `@f: %x`, or a placed or fetched value).
-fn count(inner: &Inner, what: &str, ty: &TensorType, up: bool) {
-    let bytes = (ty.num_elements() * ty.dtype.size_bytes()) as u64;
-    {
-        let mut st = lock(&inner.state);
-        let t = &mut st.transfers;
-        if up {
-            t.uploads += 1;
-            t.upload_bytes += bytes;
-        } else {
-            t.downloads += 1;
-            t.download_bytes += bytes;
-        }
-    }
-    vlog!(
-        inner.opts.flags,
-        "transfer_manager",
-        2,
-        "{what} ({ty}, {bytes} bytes) {}",
-        if up {
-            "host -> device"
-        } else {
-            "device -> host"
-        }
-    );
-}
-
 /// The in-memory cache key: the cluster's full text (shapes included) and the backend.
 /// Bodies remembered per cluster id in [`State::content_keys`] (the oldest is forgotten).
 const MAX_BODIES_PER_ID: usize = 4;
@@ -840,50 +673,6 @@ fn remembered_content_key(st: &mut State, id: &str, c: &Cluster, backend: &str) 
     }
     known.push((c.body.clone(), key.clone()));
     key
-}
-
-fn content_key(c: &Cluster, backend: &str) -> String {
-    let text = key_text(&c.body);
-    format!("{backend}:{}", blake3::hash(text.as_bytes()).to_hex())
-}
-
-/// Constants with more elements than this are written into key text as a digest.
-const LITERAL_MAX: usize = 64;
-
-/// The text that identifies a body in cache keys: its `.kir` text, with each constant of
-/// more than [`LITERAL_MAX`] elements written as its element count and the BLAKE3 hash of
-/// its dtype, shape and element bits (exact, NaN payloads included) instead of a literal.
-/// Printing a frozen graph's 16 MiB of weights as decimal text took over a second per key.
-fn key_text(body: &Func) -> String {
-    kiln_ir::print::print_func_with(body, &|t: &Tensor| {
-        if t.num_elements() <= LITERAL_MAX {
-            return kiln_ir::print::literal(t);
-        }
-        format!(
-            "<{} elements, blake3 {}>",
-            t.num_elements(),
-            tensor_digest(t).to_hex()
-        )
-    })
-}
-
-/// BLAKE3 of a tensor's dtype, shape and the little-endian bits of every element.
-fn tensor_digest(t: &Tensor) -> blake3::Hash {
-    let mut h = blake3::Hasher::new();
-    h.update(t.dtype().to_string().as_bytes());
-    for &d in t.shape() {
-        h.update(&(d as u64).to_le_bytes());
-    }
-    let mut chunk = Vec::with_capacity(1 << 16);
-    for i in 0..t.num_elements() {
-        chunk.extend_from_slice(&t.data().get(i).bits().to_le_bytes());
-        if chunk.len() >= 1 << 16 {
-            h.update(&chunk);
-            chunk.clear();
-        }
-    }
-    h.update(&chunk);
-    h.finalize()
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -916,15 +705,6 @@ fn start_pool(workers: usize) -> std::sync::mpsc::SyncSender<Box<dyn FnOnce() + 
 mod tests {
     use super::*;
 
-    fn body(first: &str, n: usize) -> Func {
-        let rest: Vec<String> = (1..n).map(|i| format!("{i}.5")).collect();
-        let src = format!(
-            "func @f(%x: f32[{n}]) -> f32[{n}] {{\n  %c = constant [{first}, {}] : f32[{n}]\n  %y = mul %x, %c : f32[{n}]\n  return %y\n}}\n",
-            rest.join(", ")
-        );
-        kiln_ir::parse_func(&src, "k.kir").unwrap()
-    }
-
     /// Top-level constants are read in place from the function; returned, each result is
     /// its own copy with the constant's bits.
     #[test]
@@ -955,26 +735,5 @@ mod tests {
         for (k, (got, want)) in out.iter().zip(&want).enumerate() {
             assert!(got.bit_eq(want), "result {k}: {got:?} vs {want:?}");
         }
-    }
-
-    /// Large constants enter key text as a digest of their bits; small ones as literals.
-    #[test]
-    fn key_text_digests_large_constants_exactly() {
-        let small = key_text(&body("0.0", LITERAL_MAX));
-        assert!(small.contains("[0.0, 1.5, 2.5"), "{small}");
-        let n = LITERAL_MAX + 1;
-        let large = key_text(&body("0.0", n));
-        assert!(!large.contains("1.5"), "no literal in {large}");
-        assert!(
-            large.contains(&format!("<{n} elements, blake3 ")),
-            "{large}"
-        );
-        assert_eq!(large, key_text(&body("0.0", n)), "deterministic");
-        assert_ne!(
-            large,
-            key_text(&body("-0.0", n)),
-            "bits, not float equality"
-        );
-        assert_ne!(large, key_text(&body("1.0", n)));
     }
 }

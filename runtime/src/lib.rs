@@ -11,9 +11,11 @@ pub mod backend;
 mod cpu;
 mod executor;
 mod gpu;
+mod keys;
 pub mod persistent;
 pub mod policy;
 pub mod stats;
+mod values;
 
 pub use backend::{Backend, CompileFailure, DeviceMemory, DeviceTensor, Executable};
 pub use cpu::CpuBackend;

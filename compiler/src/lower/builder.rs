@@ -216,6 +216,15 @@ impl<'a> KernelBuilder<'a> {
             Op::Reduce { .. } | Op::DotGeneral(_) | Op::Cluster(_) => {
                 return unsupported(format!("{} inside a fused expression", inst.op.name()))
             }
+            Op::Reverse { .. }
+            | Op::DynamicSlice { .. }
+            | Op::DynamicUpdateSlice
+            | Op::PadGeneral { .. } => {
+                return unsupported(format!(
+                    "{}: no compiled code for this op yet",
+                    inst.op.name()
+                ))
+            }
         })
     }
 

@@ -398,9 +398,21 @@ fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
     Err(LowerError::Unsupported(why.into()))
 }
 
+/// Why `op` has no compiled code yet, if it has none: the data-movement ops XLA defines
+/// (`reverse`, `dynamic_slice`, `gather`, …) run on the interpreter until the backends are
+/// redesigned. `mark_for_compilation` keeps them out of clusters with this reason, and
+/// lowering refuses them with it, so they never reach a backend.
+pub fn no_compiled_code(op: &Op) -> Option<String> {
+    matches!(op.category(), kiln_ir::OpCategory::Movement)
+        .then(|| format!("{}: no compiled code for this op yet", op.name()))
+}
+
 /// Rejects what the kernel IR cannot express, before any work is done.
 fn check_supported(f: &Func) -> Result<(), LowerError> {
     for inst in &f.insts {
+        if let Some(why) = no_compiled_code(&inst.op) {
+            return unsupported(why);
+        }
         match &inst.op {
             Op::Cluster(_) => return unsupported("nested cluster"),
             Op::Random { dist, alg } => {

@@ -4,7 +4,9 @@
 //! 1. **Candidates**, in instruction order while `--tf_xla_clustering_fuel` lasts: ops with a
 //!    manual `jit_scope` (unless `--tf_xla_auto_jit=-1`), plus, when auto-clustering is on,
 //!    ops whose category is auto-clusterable (`fusible` mode: pointwise, reduction, shape,
-//!    seeded random ops and constants only — no `dot_general`).
+//!    seeded random ops and constants only — no `dot_general`). Ops with no compiled code yet
+//!    (`crate::lower::no_compiled_code`: `reverse`, `gather`, …) are never candidates, even
+//!    in a manual scope; each is logged as a refusal and runs on the interpreter.
 //! 2. **Edge contraction in post order** over a cycle-detection graph (one node per cluster):
 //!    a merge is refused — with the reason recorded — when both sides have different manual
 //!    scopes, when the merged cluster would exceed `--tf_xla_max_cluster_size` (all ops
@@ -64,6 +66,8 @@ pub struct ClusterPlan {
 pub struct Clustering {
     /// Clusters to form, in name order.
     pub clusters: Vec<ClusterPlan>,
+    /// "Not clustering %v because OP: no compiled code for this op yet." for every op that
+    /// would be a candidate but has no compiled code (it runs on the interpreter), then
     /// "Could not contract A -> B because …" for every refused merge.
     pub refusals: Vec<String>,
     /// Number of candidate instructions.
@@ -91,6 +95,7 @@ pub fn plan(f: &Func, opts: &Options) -> Clustering {
     let mut fuel = flags.clustering_fuel.unwrap_or(u64::MAX);
     let mut cluster_of: Vec<Option<Partial>> = Vec::with_capacity(f.insts.len());
     let mut candidates = 0;
+    let mut not_clusterable = Vec::new();
     for inst in &f.insts {
         let cat = inst.op.category();
         let wanted = match level {
@@ -101,7 +106,18 @@ pub fn plan(f: &Func, opts: &Options) -> Clustering {
             }
             AutoJit::Fusible => inst.scope.is_some() || FUSIBLE.contains(&cat),
         };
-        if wanted && fuel > 0 {
+        // Ops with no compiled code yet stay on the interpreter, even in a jit_scope.
+        let refused = wanted
+            .then(|| crate::lower::no_compiled_code(&inst.op))
+            .flatten();
+        if let Some(why) = refused {
+            let name = inst.results.first().map(|&r| f.value(r).name.as_str());
+            not_clusterable.push(format!(
+                "Not clustering %{} because {why}.",
+                name.unwrap_or("?")
+            ));
+            cluster_of.push(None);
+        } else if wanted && fuel > 0 {
             fuel -= 1;
             candidates += 1;
             cluster_of.push(Some(Partial {
@@ -123,7 +139,7 @@ pub fn plan(f: &Func, opts: &Options) -> Clustering {
             }
         }
     }
-    let mut refusals = Vec::new();
+    let mut refusals = not_clusterable;
     let max = flags.max_cluster_size.unwrap_or(usize::MAX);
     let describe = |c: &[Option<Partial>], n: usize| {
         let p = c[n].as_ref().expect("described nodes are clusters");

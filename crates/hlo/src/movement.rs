@@ -1,6 +1,7 @@
 //! Data-movement ops whose HLO form differs from Kiln's: `broadcast` with unordered
 //! dimensions (a transpose first), `bitcast` (a reshape when layouts are default), and
-//! `pad` with negative edges (pad, then slice).
+//! `pad` with negative edges (pad, then slice, which the compiled backends take) or with
+//! interior padding (Kiln's general `pad`).
 
 use crate::ast::Instruction;
 use crate::attrs::AttrValue;
@@ -67,7 +68,8 @@ impl Ctx<'_> {
         Ok(Tree::Leaf(self.emit(inst, Op::Reshape, vec![a], ty)))
     }
 
-    /// Edge padding; negative padding slices the padded value.
+    /// Edge padding; negative padding slices the padded value; interior padding is the
+    /// general `pad`.
     pub(crate) fn pad(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
         let (a, v) = (self.leaf(inst, args, 0)?, self.leaf(inst, args, 1)?);
         let ty = self.out_type(inst)?;
@@ -87,7 +89,17 @@ impl Ctx<'_> {
             return Err(invalid(inst.pos, msg));
         }
         if dims.iter().any(|d| d.interior != 0) {
-            return Err(unsupported_op(inst, " with interior padding"));
+            // XLA's general pad (the interpreter runs it; the compiled path does not yet).
+            let interior = dims
+                .iter()
+                .map(|d| self.index(inst, d.interior))
+                .collect::<Result<Vec<_>, _>>()?;
+            let op = Op::PadGeneral {
+                low: dims.iter().map(|d| d.low).collect(),
+                high: dims.iter().map(|d| d.high).collect(),
+                interior,
+            };
+            return Ok(Tree::Leaf(self.emit(inst, op, vec![a, v], ty)));
         }
         let to_usize = |x: i64| usize::try_from(x.max(0)).unwrap_or(usize::MAX);
         let low: Vec<usize> = dims.iter().map(|d| to_usize(d.low)).collect();

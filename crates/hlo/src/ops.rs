@@ -89,9 +89,11 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "convert" | "is-finite" | "reshape" | "bitcast" | "copy" | "opt-barrier" => (&[], Some(1)),
         "constant" | "parameter" => (&[], Some(0)),
         "iota" => (&["iota_dimension"], Some(0)),
-        "broadcast" | "transpose" => (&["dimensions"], Some(1)),
+        "broadcast" | "transpose" | "reverse" => (&["dimensions"], Some(1)),
         "concatenate" => (&["dimensions"], None),
         "slice" => (&["slice"], Some(1)),
+        "dynamic-slice" => (&["dynamic_slice_sizes"], None),
+        "dynamic-update-slice" => (&[], None),
         "pad" => (&["padding"], Some(2)),
         "reduce" => (&["dimensions", "to_apply"], None),
         "dot" => (
@@ -254,6 +256,17 @@ impl Ctx<'_> {
                 Ok(Tree::Leaf(self.emit(inst, Op::Iota { dim }, vec![], ty)))
             }
             "broadcast" => self.broadcast(inst, &args),
+            "reverse" => {
+                let a = self.leaf(inst, &args, 0)?;
+                let ty = self.out_type(inst)?;
+                let dims = self.ints(inst, "dimensions")?;
+                Ok(Tree::Leaf(self.emit(
+                    inst,
+                    Op::Reverse { dims },
+                    vec![a],
+                    ty,
+                )))
+            }
             "transpose" => {
                 let a = self.leaf(inst, &args, 0)?;
                 let ty = self.out_type(inst)?;
@@ -292,9 +305,7 @@ impl Ctx<'_> {
             }
             "concatenate" => {
                 let ty = self.out_type(inst)?;
-                let vals = (0..args.len())
-                    .map(|i| self.leaf(inst, &args, i))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let vals = self.leaves(inst, &args)?;
                 let axis = match self.ints(inst, "dimensions")?[..] {
                     [axis] => axis,
                     _ => {
@@ -307,6 +318,27 @@ impl Ctx<'_> {
                 Ok(Tree::Leaf(self.emit(inst, Op::Concat { axis }, vals, ty)))
             }
             "pad" => self.pad(inst, &args),
+            "dynamic-slice" => {
+                let ty = self.out_type(inst)?;
+                let vals = self.leaves(inst, &args)?;
+                let sizes = self.ints(inst, "dynamic_slice_sizes")?;
+                Ok(Tree::Leaf(self.emit(
+                    inst,
+                    Op::DynamicSlice { sizes },
+                    vals,
+                    ty,
+                )))
+            }
+            "dynamic-update-slice" => {
+                let ty = self.out_type(inst)?;
+                let vals = self.leaves(inst, &args)?;
+                Ok(Tree::Leaf(self.emit(
+                    inst,
+                    Op::DynamicUpdateSlice,
+                    vals,
+                    ty,
+                )))
+            }
             "reduce" => self.reduce(inst, &args),
             "dot" => self.dot(inst, &args),
             "tuple" => self.check_tree(inst, Tree::Tuple(args)),
@@ -360,6 +392,11 @@ impl Ctx<'_> {
                 format!("%{} has no operand {i}", inst.name),
             )),
         }
+    }
+
+    /// Every operand, each of which must be an array.
+    pub(crate) fn leaves(&self, inst: &Instruction, args: &[Tree]) -> Result<Vec<Value>, Problem> {
+        (0..args.len()).map(|i| self.leaf(inst, args, i)).collect()
     }
 
     /// An auxiliary instruction of `inst`, named `<inst>.<tag>`.

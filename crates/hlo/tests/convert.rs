@@ -284,10 +284,6 @@ fn what_kiln_cannot_express_is_refused_by_name() {
             "unsupported HLO op 'compare' with type=TOTALORDER at t.hlo:5:20 in %y",
         ),
         (
-            "  x = f32[2] parameter(0)\n  z = f32[] constant(0)\n  ROOT y = f32[5] pad(x, z), padding=1_1_1",
-            "unsupported HLO op 'pad' with interior padding at t.hlo:6:19 in %y",
-        ),
-        (
             "  x = s32[2] parameter(0)\n  ROOT y = s32[2] power(x, x)",
             "unsupported HLO op 'power' on i32 (Kiln's pow is float only) at t.hlo:5:19 in %y",
         ),

@@ -22,6 +22,7 @@ mod dot;
 mod elementwise;
 mod error;
 mod hw;
+mod movement;
 mod par;
 mod random;
 pub mod reduce;
@@ -170,6 +171,12 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Random { dist, alg } => random::random(*dist, *alg, data(0), result)?,
         Op::Reduce { kind, axes } => reduce::reduce(*kind, data(0), args[0].shape(), axes)?,
         Op::DotGeneral(d) => dot::dot_general(args[0], args[1], d)?,
+        Op::Reverse { dims } => movement::reverse(args[0], dims)?,
+        Op::DynamicSlice { sizes } => movement::dynamic_slice(args, sizes)?,
+        Op::DynamicUpdateSlice => movement::dynamic_update_slice(args)?,
+        Op::PadGeneral { low, interior, .. } => {
+            movement::pad_general(args[0], args[1], low, interior, &result.shape)?
+        }
     })
 }
 

@@ -191,7 +191,7 @@ fn transpose_tiles<T: Elem>(out: &mut [impl Slot<T>], inp: &[T], v: &View, p: us
     }
 }
 
-fn slice_of<T: Elem>(b: &Buffer) -> Result<&[T], String> {
+pub(crate) fn slice_of<T: Elem>(b: &Buffer) -> Result<&[T], String> {
     T::slice(b).ok_or_else(|| format!("unexpected operand dtype {}", b.dtype()))
 }
 

@@ -8,6 +8,7 @@
 pub mod dtype;
 pub mod func;
 mod lex;
+mod movement;
 pub mod op;
 pub mod parse;
 pub mod print;

@@ -24,6 +24,10 @@ pub enum OpCategory {
     Dot,
     /// Stateless random numbers from a seed (counter-based: Philox or ThreeFry).
     Random,
+    /// Moves elements to or from positions computed at run time or in ways the compiled
+    /// backends do not express yet (`reverse`, `dynamic_slice`, `dynamic_update_slice`,
+    /// XLA's general `pad`, `gather`, `scatter`): interpreted, never clustered for now.
+    Movement,
     /// A cluster: a region of ops chosen for compilation as one unit.
     Cluster,
 }
@@ -349,6 +353,34 @@ pub enum Op {
     /// values the region yields. Formed by `mark_for_compilation`; compiled as one unit or,
     /// on the fallback path, interpreted op by op.
     Cluster(Box<Cluster>),
+    /// `reverse %a, dims=[..]` (XLA's `Rev`): the order of elements along each of `dims`
+    /// (distinct) is reversed; the result type is the operand's.
+    Reverse {
+        /// Dimensions to reverse.
+        dims: Vec<usize>,
+    },
+    /// `dynamic_slice %a, %i0, %i1, …, sizes=[..]`: the window of `sizes` starting at the
+    /// run-time scalar integer indices (one per dimension), each clamped as XLA does to
+    /// `[0, dim - size]`, so the window always lies inside `a`.
+    DynamicSlice {
+        /// The window's size per dimension (at most the operand's).
+        sizes: Vec<usize>,
+    },
+    /// `dynamic_update_slice %a, %update, %i0, …`: `a` with the window at the run-time
+    /// scalar integer starts (clamped to `[0, dim - update dim]`) replaced by `update`.
+    DynamicUpdateSlice,
+    /// `pad %a, %value, low=[..], high=[..], interior=[..]`: XLA's full `Pad`. `interior[d]`
+    /// values go between neighbours along `d`, and negative `low`/`high` remove elements
+    /// from that edge (of the interior-padded operand). The text form without `interior`
+    /// and with non-negative edges is [`Op::Pad`]; [`Op::pad`] picks the form.
+    PadGeneral {
+        /// Elements added before each dimension (negative: removed).
+        low: Vec<i64>,
+        /// Elements added after each dimension (negative: removed).
+        high: Vec<i64>,
+        /// Elements added between neighbours along each dimension.
+        interior: Vec<usize>,
+    },
 }
 
 /// The region of a `cluster` instruction.
@@ -362,6 +394,22 @@ pub struct Cluster {
 }
 
 impl Op {
+    /// XLA's `Pad` as Kiln writes it: [`Op::Pad`] when no edge is negative and there is no
+    /// interior padding (the form the compiled backends take), else [`Op::PadGeneral`].
+    pub fn pad(low: Vec<i64>, high: Vec<i64>, interior: Vec<usize>) -> Op {
+        let plain = |v: &[i64]| v.iter().map(|&x| usize::try_from(x).ok()).collect();
+        if interior.iter().all(|&i| i == 0) {
+            if let (Some(low), Some(high)) = (plain(&low), plain(&high)) {
+                return Op::Pad { low, high };
+            }
+        }
+        Op::PadGeneral {
+            low,
+            high,
+            interior,
+        }
+    }
+
     /// The text-format name of the op.
     pub fn name(&self) -> &'static str {
         match self {
@@ -382,6 +430,10 @@ impl Op {
             Op::DotGeneral(_) => "dot_general",
             Op::Random { dist, .. } => dist.name(),
             Op::Cluster(_) => "cluster",
+            Op::Reverse { .. } => "reverse",
+            Op::DynamicSlice { .. } => "dynamic_slice",
+            Op::DynamicUpdateSlice => "dynamic_update_slice",
+            Op::PadGeneral { .. } => "pad",
         }
     }
 
@@ -402,11 +454,16 @@ impl Op {
             Op::DotGeneral(_) => OpCategory::Dot,
             Op::Random { .. } => OpCategory::Random,
             Op::Cluster(_) => OpCategory::Cluster,
+            Op::Reverse { .. }
+            | Op::DynamicSlice { .. }
+            | Op::DynamicUpdateSlice
+            | Op::PadGeneral { .. } => OpCategory::Movement,
         }
     }
 
     /// Number of operands the op takes; `None` for variadic (`concat`, at least one; a
-    /// cluster, as many as its region has parameters).
+    /// cluster, as many as its region has parameters; `dynamic_slice` and
+    /// `dynamic_update_slice`, one start index per dimension after their tensors).
     pub fn arity(&self) -> Option<usize> {
         match self {
             Op::Constant(_) | Op::Iota { .. } => Some(0),
@@ -417,10 +474,18 @@ impl Op {
             | Op::Transpose { .. }
             | Op::Slice { .. }
             | Op::Reduce { .. }
-            | Op::Random { .. } => Some(1),
-            Op::Binary(_) | Op::Compare(_) | Op::Pad { .. } | Op::DotGeneral(_) => Some(2),
+            | Op::Random { .. }
+            | Op::Reverse { .. } => Some(1),
+            Op::Binary(_)
+            | Op::Compare(_)
+            | Op::Pad { .. }
+            | Op::PadGeneral { .. }
+            | Op::DotGeneral(_) => Some(2),
             Op::Select => Some(3),
-            Op::Concat { .. } | Op::Cluster(_) => None,
+            Op::Concat { .. }
+            | Op::Cluster(_)
+            | Op::DynamicSlice { .. }
+            | Op::DynamicUpdateSlice => None,
         }
     }
 }
@@ -441,6 +506,9 @@ pub fn all_op_names() -> Vec<&'static str> {
         "pad",
         "dot_general",
         "cluster",
+        "reverse",
+        "dynamic_slice",
+        "dynamic_update_slice",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

@@ -4,13 +4,13 @@
 use crate::dtype::{DType, TensorType};
 use crate::func::{Func, Loc, Module, Value};
 use crate::lex::{check_tokens, Lexer, Tok, Token};
-use crate::op::{
-    all_op_names, BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp,
-};
-use literal::{tensor_from_literal, Lit, MAX_LITERAL_DEPTH};
-use std::collections::{HashMap, HashSet, VecDeque};
+use crate::op::{all_op_names, Op};
+use build::{build_op, AttrVal, Item};
+use literal::{Lit, MAX_LITERAL_DEPTH};
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
 
+mod build;
 mod literal;
 
 /// A syntax error at a position of a named file.
@@ -89,22 +89,7 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
-type PResult<T> = Result<T, (Loc, String)>;
-
-/// An attribute value or literal as written, before its meaning is known.
-#[derive(Debug, Clone)]
-enum Item {
-    Value(Value),
-    Attr(String, AttrVal, Loc),
-    Literal(Lit, Loc),
-}
-
-#[derive(Debug, Clone)]
-enum AttrVal {
-    Int(usize),
-    Word(String),
-    List(Vec<usize>),
-}
+pub(crate) type PResult<T> = Result<T, (Loc, String)>;
 
 struct Parser<'a> {
     lexer: Lexer<'a>,
@@ -205,6 +190,19 @@ impl<'a> Parser<'a> {
             Tok::Number(n) => n
                 .parse()
                 .map_err(|_| (loc, format!("expected a non-negative integer, found '{n}'"))),
+            t => Err((
+                loc,
+                format!("expected a non-negative integer, found {}", t.describe()),
+            )),
+        }
+    }
+
+    /// An integer of an attribute list, as written (`-1` too), with its place: the
+    /// attribute decides whether a negative entry is allowed.
+    fn int_item(&mut self) -> PResult<(String, Loc)> {
+        let loc = self.loc();
+        match self.next().tok {
+            Tok::Number(n) => Ok((n, loc)),
             t => Err((
                 loc,
                 format!("expected a non-negative integer, found {}", t.describe()),
@@ -504,7 +502,7 @@ impl<'a> Parser<'a> {
                         )
                     })?),
                     Tok::Ident(w) => AttrVal::Word(w),
-                    Tok::Punct('[') => AttrVal::List(self.list_until(']', Parser::usize_lit)?),
+                    Tok::Punct('[') => AttrVal::List(self.list_until(']', Parser::int_item)?),
                     t => {
                         return Err((
                             vloc,
@@ -535,179 +533,6 @@ impl<'a> Parser<'a> {
                 Ok(Lit::List(items, loc))
             }
             t => Err((loc, format!("expected a literal, found {}", t.describe()))),
-        }
-    }
-}
-
-/// Turns an op name, its operands/attributes and the declared type into an [`Op`].
-fn build_op(
-    name: &str,
-    loc: Loc,
-    items: Vec<Item>,
-    ty: &TensorType,
-) -> PResult<(Vec<Value>, Op, Option<u32>)> {
-    let mut args = Vec::new();
-    let mut attrs: HashMap<String, (AttrVal, Loc)> = HashMap::new();
-    let mut literal = None;
-    for item in items {
-        match item {
-            Item::Value(v) => args.push(v),
-            Item::Attr(k, v, l) => {
-                if attrs.insert(k.clone(), (v, l)).is_some() {
-                    return Err((l, format!("attribute '{k}' is given twice")));
-                }
-            }
-            Item::Literal(lit, l) => {
-                if name != "constant" || literal.is_some() {
-                    return Err((l, format!("'{name}' takes no literal here")));
-                }
-                literal = Some(lit);
-            }
-        }
-    }
-    let mut a = Attrs {
-        op: name,
-        attrs,
-        loc,
-    };
-    // `jit_scope` is accepted on every op (manual clustering).
-    let scope = if a.attrs.contains_key("jit_scope") {
-        let n = a.int("jit_scope")?;
-        Some(u32::try_from(n).map_err(|_| (loc, format!("jit_scope={n} is too large")))?)
-    } else {
-        None
-    };
-    let op = if let Some(u) = UnaryOp::from_name(name) {
-        Op::Unary(u)
-    } else if let Some(b) = BinaryOp::from_name(name) {
-        Op::Binary(b)
-    } else if let Some(dist) = RandomDist::from_name(name) {
-        let (w, l) = a.word("alg")?;
-        let alg = RandomAlg::from_name(&w).ok_or_else(|| {
-            (
-                l,
-                format!(
-                    "unknown generator 'alg={w}' (expected {})",
-                    RandomAlg::ALL
-                        .iter()
-                        .map(|a| a.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-        })?;
-        Op::Random { dist, alg }
-    } else if let Some(kind) = ReduceKind::from_name(name) {
-        Op::Reduce {
-            kind,
-            axes: a.list("axes")?,
-        }
-    } else {
-        match name {
-            "constant" => {
-                let lit = literal.ok_or((
-                    loc,
-                    "constant needs a literal, e.g. 'constant 1.5 : f32[]'".to_string(),
-                ))?;
-                Op::Constant(tensor_from_literal(&lit, ty)?.into())
-            }
-            "iota" => Op::Iota { dim: a.int("dim")? },
-            "compare" => {
-                let (w, l) = a.word("dir")?;
-                let dir = CompareDir::from_name(&w).ok_or_else(|| {
-                    (
-                        l,
-                        format!(
-                            "unknown comparison 'dir={w}' (expected one of lt, le, gt, ge, eq, ne)"
-                        ),
-                    )
-                })?;
-                Op::Compare(dir)
-            }
-            "select" => Op::Select,
-            "convert" => Op::Convert,
-            "reshape" => Op::Reshape,
-            "broadcast_in_dim" => Op::BroadcastInDim {
-                dims: a.list("dims")?,
-            },
-            "transpose" => Op::Transpose {
-                perm: a.list("perm")?,
-            },
-            "slice" => {
-                let start = a.list("start")?;
-                let limit = a.list("limit")?;
-                let stride = a
-                    .opt_list("stride")?
-                    .unwrap_or_else(|| vec![1; start.len()]);
-                Op::Slice {
-                    start,
-                    limit,
-                    stride,
-                }
-            }
-            "concat" => Op::Concat {
-                axis: a.int("axis")?,
-            },
-            "pad" => Op::Pad {
-                low: a.list("low")?,
-                high: a.list("high")?,
-            },
-            "dot_general" => Op::DotGeneral(DotDims {
-                lhs_batch: a.opt_list("lhs_batch")?.unwrap_or_default(),
-                rhs_batch: a.opt_list("rhs_batch")?.unwrap_or_default(),
-                lhs_contract: a.opt_list("lhs_contract")?.unwrap_or_default(),
-                rhs_contract: a.opt_list("rhs_contract")?.unwrap_or_default(),
-            }),
-            other => return Err((loc, format!("unknown op '{other}'"))),
-        }
-    };
-    if let Some((k, (_, l))) = a.attrs.iter().next() {
-        return Err((*l, format!("'{name}' has no attribute '{k}'")));
-    }
-    Ok((args, op, scope))
-}
-
-struct Attrs<'a> {
-    op: &'a str,
-    attrs: HashMap<String, (AttrVal, Loc)>,
-    loc: Loc,
-}
-
-impl Attrs<'_> {
-    fn take(&mut self, key: &str) -> PResult<(AttrVal, Loc)> {
-        self.attrs.remove(key).ok_or_else(|| {
-            (
-                self.loc,
-                format!("'{}' needs the attribute '{key}'", self.op),
-            )
-        })
-    }
-    fn list(&mut self, key: &str) -> PResult<Vec<usize>> {
-        match self.take(key)? {
-            (AttrVal::List(v), _) => Ok(v),
-            (_, l) => Err((l, format!("attribute '{key}' must be a list like [0, 1]"))),
-        }
-    }
-    fn opt_list(&mut self, key: &str) -> PResult<Option<Vec<usize>>> {
-        if self.attrs.contains_key(key) {
-            self.list(key).map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-    fn int(&mut self, key: &str) -> PResult<usize> {
-        match self.take(key)? {
-            (AttrVal::Int(v), _) => Ok(v),
-            (_, l) => Err((
-                l,
-                format!("attribute '{key}' must be a non-negative integer"),
-            )),
-        }
-    }
-    fn word(&mut self, key: &str) -> PResult<(String, Loc)> {
-        match self.take(key)? {
-            (AttrVal::Word(w), l) => Ok((w, l)),
-            (_, l) => Err((l, format!("attribute '{key}' must be a word"))),
         }
     }
 }

@@ -124,7 +124,7 @@ fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster, lit: LiteralFn<'
     s
 }
 
-fn list(xs: &[usize]) -> String {
+fn list(xs: &[impl ToString]) -> String {
     let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
     format!("[{}]", items.join(", "))
 }
@@ -149,6 +149,17 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         Op::Concat { axis } => vec![format!("axis={axis}")],
         Op::Pad { low, high } => vec![format!("low={}", list(low)), format!("high={}", list(high))],
         Op::Reduce { axes, .. } => vec![format!("axes={}", list(axes))],
+        Op::Reverse { dims } => vec![format!("dims={}", list(dims))],
+        Op::DynamicSlice { sizes } => vec![format!("sizes={}", list(sizes))],
+        Op::PadGeneral {
+            low,
+            high,
+            interior,
+        } => vec![
+            format!("low={}", list(low)),
+            format!("high={}", list(high)),
+            format!("interior={}", list(interior)),
+        ],
         Op::Random { alg, .. } => vec![format!("alg={}", alg.name())],
         Op::DotGeneral(d) => [
             ("lhs_batch", &d.lhs_batch),
@@ -160,9 +171,13 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         .filter(|(_, v)| !v.is_empty())
         .map(|(k, v)| format!("{k}={}", list(v)))
         .collect(),
-        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Convert | Op::Reshape | Op::Cluster(_) => {
-            Vec::new()
-        }
+        Op::Unary(_)
+        | Op::Binary(_)
+        | Op::Select
+        | Op::Convert
+        | Op::Reshape
+        | Op::Cluster(_)
+        | Op::DynamicUpdateSlice => Vec::new(),
     }
 }
 

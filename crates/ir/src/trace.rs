@@ -16,6 +16,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+mod movement;
+
 /// An error found while tracing, naming the op and the operand types.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{op}: {message}")]

@@ -167,6 +167,14 @@ pub fn infer(
         }
         Op::DotGeneral(d) => dot_general(args[0], args[1], d)?,
         Op::Cluster(c) => cluster_result(c, args)?,
+        Op::Reverse { dims } => crate::movement::reverse(args[0], dims)?,
+        Op::DynamicSlice { sizes } => crate::movement::dynamic_slice(args, sizes)?,
+        Op::DynamicUpdateSlice => crate::movement::dynamic_update_slice(args)?,
+        Op::PadGeneral {
+            low,
+            high,
+            interior,
+        } => crate::movement::pad_general(args[0], args[1], low, high, interior)?,
         Op::Random { dist, alg } => {
             use crate::op::RandomAlg;
             let seed = args[0];

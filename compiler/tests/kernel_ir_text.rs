@@ -1,6 +1,6 @@
 //! Filetests of lowering: each `tests/kernel_ir/*.kir` function is lowered as a cluster and
-//! its kernel IR text compared with the `.kernel.txt` beside it. `KILN_BLESS=1` rewrites
-//! the expected files. Each program is also run against the interpreter.
+//! its kernel IR text compared with the `.kernel.txt` beside it (`kiln_testkit::check_golden`:
+//! `KILN_BLESS=1` rewrites the expected files). Each program is also run against the interpreter.
 
 mod common;
 use common::cluster;
@@ -24,17 +24,8 @@ fn kernel_ir_matches_expected_text() {
         common::check_cluster(&c, 5);
         let program = kiln_compiler::lower::lower_cluster(&c).expect("lowers");
         let got = kiln_compiler::kernel::print_program(&program);
-        let expected_path = f.with_extension("kernel.txt");
-        if std::env::var_os("KILN_BLESS").is_some() {
-            std::fs::write(&expected_path, &got).expect("writable");
-            continue;
-        }
-        let want = std::fs::read_to_string(&expected_path).unwrap_or_default();
-        if got != want {
-            failures.push(format!(
-                "{}:\n--- expected\n{want}\n--- got\n{got}",
-                f.display()
-            ));
+        if let Err(e) = kiln_testkit::check_golden(&f.with_extension("kernel.txt"), &got) {
+            failures.push(e);
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

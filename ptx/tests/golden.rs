@@ -39,52 +39,15 @@ fn cases() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The first differing line, with a little context, in `diff -u` style.
-fn first_difference(expected: &str, actual: &str) -> String {
-    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
-    let i = e
-        .iter()
-        .zip(&a)
-        .position(|(x, y)| x != y)
-        .unwrap_or(e.len().min(a.len()));
-    let mut out = format!("first difference at line {}:\n", i + 1);
-    for l in &e[i.saturating_sub(2)..i] {
-        out.push_str(&format!(" {l}\n"));
-    }
-    for l in e.iter().skip(i).take(3) {
-        out.push_str(&format!("-{l}\n"));
-    }
-    for l in a.iter().skip(i).take(3) {
-        out.push_str(&format!("+{l}\n"));
-    }
-    out
-}
-
 #[test]
 fn emitted_ptx_matches_golden_files() {
-    let bless = std::env::var_os("KILN_BLESS").is_some();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let mut failures = Vec::new();
-    for (file, actual) in cases() {
-        let path = dir.join(file);
-        if bless {
-            std::fs::create_dir_all(&dir).expect("create tests/golden");
-            std::fs::write(&path, &actual).expect("write golden file");
-            continue;
-        }
-        match std::fs::read_to_string(&path) {
-            Ok(expected) if expected == actual => {}
-            Ok(expected) => {
-                failures.push(format!("{file}: {}", first_difference(&expected, &actual)))
-            }
-            Err(e) => failures.push(format!("{file}: {e} (run with KILN_BLESS=1 to create it)")),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{}\n(re-bless with KILN_BLESS=1 if intended)",
-        failures.join("\n")
-    );
+    std::fs::create_dir_all(&dir).expect("create tests/golden");
+    let failures: Vec<String> = cases()
+        .into_iter()
+        .filter_map(|(file, actual)| kiln_testkit::check_golden(&dir.join(file), &actual).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Invariant 1 on the text: only exactly-rounded forms, nothing a backend may approximate,

@@ -325,33 +325,4 @@ fn compiled_matches(f: &kiln_ir::Func, want: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A minimal line diff: lines only in `expected` get `-`, only in `actual` get `+`.
-pub fn diff(expected: &str, actual: &str) -> String {
-    let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
-    // Longest common subsequence table; filetests are small.
-    let mut lcs = vec![vec![0usize; a.len() + 1]; e.len() + 1];
-    for i in (0..e.len()).rev() {
-        for j in (0..a.len()).rev() {
-            lcs[i][j] = if e[i] == a[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, String::new());
-    while i < e.len() || j < a.len() {
-        if i < e.len() && j < a.len() && e[i] == a[j] {
-            out += &format!("  {}\n", e[i]);
-            i += 1;
-            j += 1;
-        } else if j < a.len() && (i == e.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out += &format!("+ {}\n", a[j]);
-            j += 1;
-        } else {
-            out += &format!("- {}\n", e[i]);
-            i += 1;
-        }
-    }
-    out
-}
+pub use kiln_testkit::diff;

@@ -6,7 +6,7 @@ use std::path::Path;
 #[test]
 fn filetests() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests");
-    let bless = std::env::var("KILN_BLESS").is_ok_and(|v| v == "1");
+    let bless = kiln_testkit::bless();
     let files = collect(&root);
     assert!(
         !files.is_empty(),

@@ -5,83 +5,9 @@
 
 use kiln_compiler::cpu::{compile_cluster, CpuCompileError, CpuOptions};
 use kiln_interp::Interpreter;
-use kiln_ir::{parse_func, Buffer, Cluster, DType, Scalar, Tensor, TensorType};
+use kiln_ir::{Buffer, Cluster, DType, Tensor};
 
-/// A cluster whose region is the function in `src`.
-pub fn cluster(src: &str) -> Cluster {
-    let body = parse_func(src, "test.kir").unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let errs = kiln_ir::verify_func(&body);
-    assert!(errs.is_empty(), "{errs:?}\n{src}");
-    Cluster {
-        name: "cluster_t".into(),
-        body,
-    }
-}
-
-/// A small deterministic generator (xorshift), so tests need no extra crate.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// An index below `n`.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// Interesting f32 values: specials, tiny, huge, ordinary.
-pub fn f32_value(r: &mut Rng) -> f32 {
-    const SPECIAL: [f32; 12] = [
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        0.5,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        1e-40,
-        -3.5,
-        88.7,
-        1e30,
-    ];
-    match r.below(4) {
-        0 => SPECIAL[r.below(SPECIAL.len())],
-        1 => (r.next() as i64 % 2000) as f32 / 100.0,
-        _ => ((r.next() >> 11) as f64 / (1u64 << 53) as f64 * 20.0 - 10.0) as f32,
-    }
-}
-
-/// A random tensor of type `ty`.
-pub fn random_tensor(ty: &TensorType, r: &mut Rng) -> Tensor {
-    let n = ty.num_elements();
-    let data = match ty.dtype {
-        DType::F32 => Buffer::F32((0..n).map(|_| f32_value(r)).collect()),
-        DType::F64 => Buffer::F64(
-            (0..n)
-                .map(|_| f64::from(f32_value(r)) * 1.000_000_1)
-                .collect(),
-        ),
-        DType::I32 => Buffer::I32((0..n).map(|_| small_int(r) as i32).collect()),
-        DType::I64 => Buffer::I64((0..n).map(|_| small_int(r)).collect()),
-        DType::U32 => Buffer::U32((0..n).map(|_| small_int(r) as u32).collect()),
-        DType::Bool => Buffer::Bool((0..n).map(|_| r.next() & 1 == 1).collect()),
-    };
-    Tensor::new(ty.shape.clone(), data).expect("sizes match")
-}
-
-fn small_int(r: &mut Rng) -> i64 {
-    match r.below(5) {
-        0 => [0, -1, 1, i32::MIN as i64, i32::MAX as i64][r.below(5)],
-        _ => (r.next() % 200) as i64 - 100,
-    }
-}
+pub use kiln_testkit::{cluster, random_tensor, same_bits as same, Rng};
 
 /// Compiles `c` and checks it against the interpreter for 1, 2 and 7 threads.
 pub fn check_cluster(c: &Cluster, seed: u64) {
@@ -181,15 +107,6 @@ pub fn expect_unsupported(src: &str) -> String {
         Err(CpuCompileError::Unsupported(r)) => r,
         Err(e) => panic!("expected Unsupported, got {e}"),
         Ok(_) => panic!("expected Unsupported, compiled"),
-    }
-}
-
-/// Equal bits, or both NaN (NaN payloads are not part of the contract, design.md).
-pub fn same(a: Scalar, b: Scalar) -> bool {
-    match (a, b) {
-        (Scalar::F32(x), Scalar::F32(y)) if x.is_nan() && y.is_nan() => true,
-        (Scalar::F64(x), Scalar::F64(y)) if x.is_nan() && y.is_nan() => true,
-        _ => a.same_bits(b),
     }
 }
 

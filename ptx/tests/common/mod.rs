@@ -216,21 +216,7 @@ impl Prim {
     }
 }
 
-/// xorshift64*: reproducible random bits without a dependency.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// An index below `n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+pub use kiln_testkit::Rng;
 
 /// Special f32 values: zeros, infinities, NaNs, subnormal and normal extremes, integers and
 /// halves, and the edges where the math functions switch formulas.

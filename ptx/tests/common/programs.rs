@@ -3,24 +3,15 @@
 //! the simulator ([`super::sim`]) to compare with the interpreter bit for bit.
 
 use super::sim::{Memory, Program as SimProgram};
-use super::Rng;
 use kiln_compiler::kernel::{BufRef, Program};
 use kiln_interp::Interpreter;
-use kiln_ir::{parse_func, Buffer, Cluster, DType, Op, Scalar, Tensor, TensorType};
+use kiln_ir::{Buffer, Cluster, DType, Op, Tensor, TensorType};
 use kiln_ptx::emit::{Mapping, PtxProgram};
-
-/// A cluster whose region is the function in `src`, or why `src` is not a valid function.
-pub fn cluster(src: &str) -> Result<Cluster, String> {
-    let body = parse_func(src, "test.kir").map_err(|e| e.to_string())?;
-    let errs = kiln_ir::verify_func(&body);
-    if !errs.is_empty() {
-        return Err(format!("{errs:?}"));
-    }
-    Ok(Cluster {
-        name: "cluster_t".into(),
-        body,
-    })
-}
+// Not every test binary that includes `common` uses each of these.
+#[allow(unused_imports)]
+pub use kiln_testkit::{
+    f32_value, first_difference, random_tensor, same_bits as same, try_cluster as cluster,
+};
 
 /// Every cluster that the compiler pipeline forms in the module `src` (defaults: auto-jit
 /// on, minimum cluster size 4), plus each function as one whole cluster.
@@ -42,56 +33,6 @@ pub fn clusters_of_module(src: &str, file: &str) -> Vec<Cluster> {
         }
     }
     out
-}
-
-/// Interesting f32 values: specials, tiny, huge, ordinary.
-pub fn f32_value(r: &mut Rng) -> f32 {
-    const SPECIAL: [f32; 14] = [
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        0.5,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        1e-40,
-        -3.5,
-        88.7,
-        1e30,
-        2.5,
-        -2147483648.0,
-    ];
-    match r.below(4) {
-        0 => SPECIAL[r.below(SPECIAL.len())],
-        1 => (r.next() as i64 % 2000) as f32 / 100.0,
-        _ => ((r.next() >> 11) as f64 / (1u64 << 53) as f64 * 20.0 - 10.0) as f32,
-    }
-}
-
-fn small_int(r: &mut Rng) -> i64 {
-    match r.below(5) {
-        0 => [0, -1, 1, i32::MIN as i64, i32::MAX as i64, i64::MIN, 7][r.below(7)],
-        _ => (r.next() % 200) as i64 - 100,
-    }
-}
-
-/// A random tensor of type `ty`.
-pub fn random_tensor(ty: &TensorType, r: &mut Rng) -> Tensor {
-    let n = ty.num_elements();
-    let data = match ty.dtype {
-        DType::F32 => Buffer::F32((0..n).map(|_| f32_value(r)).collect()),
-        DType::F64 => Buffer::F64(
-            (0..n)
-                .map(|_| f64::from(f32_value(r)) * 1.000_000_1)
-                .collect(),
-        ),
-        DType::I32 => Buffer::I32((0..n).map(|_| small_int(r) as i32).collect()),
-        DType::I64 => Buffer::I64((0..n).map(|_| small_int(r)).collect()),
-        DType::U32 => Buffer::U32((0..n).map(|_| small_int(r) as u32).collect()),
-        DType::Bool => Buffer::Bool((0..n).map(|_| r.next() & 1 == 1).collect()),
-    };
-    Tensor::new(ty.shape.clone(), data).expect("sizes match")
 }
 
 /// Little-endian bytes of a buffer (bool: one byte, 0 or 1).
@@ -274,37 +215,4 @@ pub fn simulate(
         .enumerate()
         .map(|(i, ty)| from_bytes(ty, &mem.bufs[p.inputs.len() + i]))
         .collect()
-}
-
-/// Equal bits, or both NaN (NaN payloads are not part of the contract, design.md).
-pub fn same(a: Scalar, b: Scalar) -> bool {
-    match (a, b) {
-        (Scalar::F32(x), Scalar::F32(y)) if x.is_nan() && y.is_nan() => true,
-        (Scalar::F64(x), Scalar::F64(y)) if x.is_nan() && y.is_nan() => true,
-        _ => a.same_bits(b),
-    }
-}
-
-/// The first element where `got` and `want` differ, described.
-pub fn first_difference(got: &[Tensor], want: &[Tensor]) -> Option<String> {
-    if got.len() != want.len() {
-        return Some(format!("{} outputs vs {}", got.len(), want.len()));
-    }
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        if g.ty() != w.ty() {
-            return Some(format!("output {i}: {} vs {}", g.ty(), w.ty()));
-        }
-        if let Some(k) = (0..g.num_elements()).find(|&k| !same(g.data().get(k), w.data().get(k))) {
-            let bad = (0..g.num_elements())
-                .filter(|&k| !same(g.data().get(k), w.data().get(k)))
-                .count();
-            return Some(format!(
-                "output {i}: {bad} of {} elements differ, first at {k}: ptx {:?} vs interpreter {:?}",
-                g.num_elements(),
-                g.data().get(k),
-                w.data().get(k)
-            ));
-        }
-    }
-    None
 }

@@ -917,11 +917,8 @@ fn ptxas_or_skip() -> Option<Ptxas> {
     let explicit = std::env::var_os("KILN_PTXAS").map(PathBuf::from);
     match Ptxas::find(explicit.as_deref(), std::env::var_os("PATH").as_deref()) {
         Ok(p) => Some(p),
-        Err(e) if std::env::var_os("KILN_REQUIRE_PTXAS").is_some() => {
-            panic!("KILN_REQUIRE_PTXAS is set but {e}")
-        }
         Err(e) => {
-            eprintln!("skipped: {e}");
+            kiln_testkit::skip_unless_required("KILN_REQUIRE_PTXAS", e);
             None
         }
     }

@@ -2,7 +2,8 @@
 //! returns the interpreter's bits (`kiln_math` over plain values) on millions of inputs:
 //! special values, a stratified sweep over every binade, and random bit patterns. NaN results
 //! compare by `is_nan` only (the trait leaves NaN payloads free); integer results compare
-//! every bit. Without a GPU the tests print "skipped: <reason>" and pass.
+//! every bit. Without a GPU the tests print "skipped: <reason>" and pass
+//! (`KILN_REQUIRE_GPU=1`: fail).
 //!
 //! On a machine with a GPU but no Rust toolchain: build here with
 //! `cargo test -p kiln-ptx --test gpu_math --no-run --message-format=json` (the artifact's
@@ -32,7 +33,7 @@ fn gpu_or_skip() -> Option<(Gpu, u32)> {
             Some((gpu, sm))
         }
         Err(DriverError::NoGpu(reason)) => {
-            eprintln!("skipped: {reason}");
+            kiln_testkit::skip_unless_required("KILN_REQUIRE_GPU", reason);
             None
         }
         Err(e) => panic!("a GPU is present but unusable: {e}"),

@@ -1,5 +1,6 @@
 //! The GPU backend against the interpreter, on a real GPU. Without one every test prints
-//! exactly why it skipped ("skipped: no GPU (…)") and passes; the pure pieces (gemm mapping,
+//! exactly why it skipped ("skipped: no GPU (…)") and passes, unless `KILN_REQUIRE_GPU=1`
+//! makes it fail; the pure pieces (gemm mapping,
 //! launch candidates, cache entries) are unit-tested on the CPU in `kiln_ptx::gemm` and
 //! `kiln_runtime::gpu`.
 
@@ -16,7 +17,7 @@ fn backend(level: u8) -> Option<GpuBackend> {
     match GpuBackend::open(&flags) {
         Ok(b) => Some(b),
         Err(e) => {
-            eprintln!("skipped: {e}");
+            kiln_testkit::skip_unless_required("KILN_REQUIRE_GPU", e);
             None
         }
     }

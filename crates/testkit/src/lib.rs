@@ -24,6 +24,17 @@ pub fn try_cluster(src: &str) -> Result<Cluster, String> {
     })
 }
 
+/// A test whose resource is missing (a GPU, `ptxas`) skips with a message saying why, or,
+/// when the environment variable `require` is set (`KILN_REQUIRE_GPU=1`,
+/// `KILN_REQUIRE_PTXAS=1`: CI with `ptxas` installed, a session with a GPU lent), fails.
+pub fn skip_unless_required(require: &str, why: impl std::fmt::Display) {
+    let required = std::env::var_os(require).is_some_and(|v| !v.is_empty() && v != "0");
+    if required {
+        panic!("{require} is set but {why}");
+    }
+    eprintln!("skipped: {why}");
+}
+
 /// [`try_cluster`], panicking with the error and the source.
 pub fn cluster(src: &str) -> Cluster {
     try_cluster(src).unwrap_or_else(|e| panic!("{e}\n{src}"))

@@ -64,12 +64,13 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 
-/// What a non-regular file is, in words.
-fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+/// What a file is, in words ("a FIFO", "a character device", "a symbolic link", …), from
+/// its metadata (`symlink_metadata` describes a link itself).
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
-        let t = meta.file_type();
         if t.is_fifo() {
             return "a FIFO";
         }
@@ -83,8 +84,12 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
             return "a socket";
         }
     }
-    if meta.is_dir() {
+    if t.is_dir() {
         "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_file() {
+        "a regular file"
     } else {
         "not a file"
     }

@@ -7,6 +7,7 @@
 //! relying on `EACCES`.
 
 use super::CacheDirError;
+pub(super) use kiln_flags::files::kind_of;
 use std::fs;
 use std::io::Read;
 use std::path::Path;
@@ -94,36 +95,6 @@ pub(super) fn untrusted_file(meta: &fs::Metadata) -> Option<String> {
         }
     }
     None
-}
-
-/// What a file is, in words.
-pub(super) fn kind_of(meta: &fs::Metadata) -> &'static str {
-    let t = meta.file_type();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_char_device() {
-            return "a character device";
-        }
-        if t.is_block_device() {
-            return "a block device";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-    }
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_file() {
-        "a regular file"
-    } else {
-        "not a file"
-    }
 }
 
 /// The cache's key: read from `dir`/[`KEY_FILE`], or made (32 random bytes) and written

@@ -29,6 +29,7 @@ mod bits;
 mod erf;
 mod exact;
 mod exp;
+mod glibc;
 mod hyperbolic;
 mod log;
 mod pio2;
@@ -36,18 +37,21 @@ mod pow;
 pub mod recording;
 mod scalar;
 mod trig;
+mod widen;
 #[cfg(target_arch = "x86_64")]
 mod ymm;
 
 pub use arith::{Arith, FloatCC, Format, IntCC};
 pub use erf::erf;
 pub use exp::{exp, exp_finish, exp_start, expm1};
+pub use glibc::{logf_glibc, logf_glibc_normal, sincosf_glibc, sincosf_glibc_below_120};
 pub use hyperbolic::{logistic, tanh};
 pub use log::{log, log1p};
 pub use pio2::{TRIG_MEDIUM_F32, TRIG_MEDIUM_F64};
 pub use pow::{pow, rsqrt};
 pub use scalar::{ScalarF32, ScalarF64};
 pub use trig::{cos, cos_medium, sin, sin_medium, sincos};
+pub use widen::Widen;
 #[cfg(target_arch = "x86_64")]
 pub use ymm::F32x8;
 
@@ -156,3 +160,19 @@ scalar_functions!(
     u64,
     ScalarF64
 );
+
+/// glibc's `logf` and `sincosf` on plain `f32` values (see [`crate::logf_glibc`]).
+pub mod glibc_f32 {
+    use crate::ScalarF32;
+
+    /// glibc's `logf`; see [`crate::logf_glibc`].
+    #[inline]
+    pub fn logf(x: f32) -> f32 {
+        crate::logf_glibc(&mut ScalarF32, x)
+    }
+    /// glibc's `sincosf`; see [`crate::sincosf_glibc`].
+    #[inline]
+    pub fn sincosf(x: f32) -> (f32, f32) {
+        crate::sincosf_glibc(&mut ScalarF32, x)
+    }
+}

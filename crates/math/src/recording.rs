@@ -114,3 +114,22 @@ macro_rules! counting_arith {
 
 counting_arith!(ScalarF32);
 counting_arith!(ScalarF64);
+
+impl crate::Widen for RecordingArith<ScalarF32> {
+    type D = f64;
+
+    fn dconst(&mut self, v: f64) -> f64 {
+        self.trace.push(format!("dconst {v:e}"));
+        v
+    }
+    traced! {
+        dadd(a: f64, b: f64) -> f64;
+        dmul(a: f64, b: f64) -> f64;
+        dfma(a: f64, b: f64, c: f64) -> f64;
+        dselect(m: bool, a: f64, b: f64) -> f64;
+        widen(a: f32) -> f64;
+        narrow(a: f64) -> f32;
+        sint_to_d(a: u32) -> f64;
+        d_to_sint(a: f64) -> u32;
+    }
+}

@@ -20,7 +20,7 @@
 use crate::arith::{Double, PtxArith, Single};
 use crate::module::{Body, Reg, RegClass};
 use kiln_ir::{DType, RandomAlg, RandomDist};
-use kiln_math::{Arith, IntCC};
+use kiln_math::{Arith, FloatCC, Format, IntCC, Widen};
 use kiln_rng::tf_fill::MAX_BLOCKS_PER_GROUP;
 use kiln_rng::{
     box_muller_f32, box_muller_f64, counter_add, philox4x32_10, truncated_normal_block_f64,
@@ -43,8 +43,8 @@ pub fn seed_len(alg: RandomAlg) -> usize {
 /// A random op's stream, in `.b32` registers.
 pub type Stream = kiln_rng::Stream<Reg>;
 
-fn a32(b: &mut Body) -> PtxArith<'_, Single> {
-    PtxArith::new(b)
+fn a32(b: &mut Body) -> Wide32<'_> {
+    Wide32 { body: b }
 }
 
 fn a64(b: &mut Body) -> PtxArith<'_, Double> {
@@ -303,4 +303,116 @@ fn threefry(
     let (lo, hi) = words(b, index);
     let a = &mut a32(b);
     kiln_compiler::kernel::threefry_element(a, dist, dt, key, hi, lo)
+}
+
+/// The 32-bit arithmetic of the random ops: [`PtxArith`]`<Single>`'s instructions, plus the
+/// binary64 operations of [`Widen`] (TF's Box–Muller calls glibc's `logf`/`sincosf`, which
+/// evaluate in double) as `.f64` registers: `add.rn`, `mul.rn`, `fma.rn`, `selp`,
+/// `cvt.f64.f32` (exact), `cvt.rn.f32.f64`, `cvt.rn.f64.s32` (exact), `cvt.rzi.s32.f64`.
+struct Wide32<'b> {
+    body: &'b mut Body,
+}
+
+impl Wide32<'_> {
+    fn s(&mut self) -> PtxArith<'_, Single> {
+        PtxArith::new(self.body)
+    }
+    fn d(&mut self, op: &str, srcs: &[&dyn std::fmt::Display]) -> Reg {
+        self.body.def(RegClass::F64, op, srcs)
+    }
+}
+
+/// Delegates [`Arith`] methods to [`PtxArith`]`<Single>`.
+macro_rules! single {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(
+            fn $name(&mut self, $($arg: $ty),*) -> $ret {
+                self.s().$name($($arg),*)
+            }
+        )*
+    };
+}
+
+impl Arith for Wide32<'_> {
+    type F = Reg;
+    type U = Reg;
+    type M = Reg;
+    const FORMAT: Format = Format::F32;
+
+    single! {
+        fconst(v: f64) -> Reg;
+        uconst(v: u64) -> Reg;
+        add(a: Reg, b: Reg) -> Reg;
+        sub(a: Reg, b: Reg) -> Reg;
+        mul(a: Reg, b: Reg) -> Reg;
+        div(a: Reg, b: Reg) -> Reg;
+        fma(a: Reg, b: Reg, c: Reg) -> Reg;
+        sqrt(a: Reg) -> Reg;
+        neg(a: Reg) -> Reg;
+        abs(a: Reg) -> Reg;
+        min(a: Reg, b: Reg) -> Reg;
+        max(a: Reg, b: Reg) -> Reg;
+        floor(a: Reg) -> Reg;
+        ceil(a: Reg) -> Reg;
+        trunc(a: Reg) -> Reg;
+        round_even(a: Reg) -> Reg;
+        fcmp(cc: FloatCC, a: Reg, b: Reg) -> Reg;
+        select(m: Reg, a: Reg, b: Reg) -> Reg;
+        raise_to(x: Reg, lo: Reg) -> Reg;
+        lower_to(x: Reg, hi: Reg) -> Reg;
+        to_bits(a: Reg) -> Reg;
+        from_bits(a: Reg) -> Reg;
+        f_to_sint(a: Reg) -> Reg;
+        sint_to_f(a: Reg) -> Reg;
+        uint_to_f(a: Reg) -> Reg;
+        iadd(a: Reg, b: Reg) -> Reg;
+        isub(a: Reg, b: Reg) -> Reg;
+        imul(a: Reg, b: Reg) -> Reg;
+        umulhi(a: Reg, b: Reg) -> Reg;
+        and(a: Reg, b: Reg) -> Reg;
+        or(a: Reg, b: Reg) -> Reg;
+        xor(a: Reg, b: Reg) -> Reg;
+        not(a: Reg) -> Reg;
+        shl(a: Reg, n: u32) -> Reg;
+        lshr(a: Reg, n: u32) -> Reg;
+        ashr(a: Reg, n: u32) -> Reg;
+        rotl(a: Reg, n: u32) -> Reg;
+        icmp(cc: IntCC, a: Reg, b: Reg) -> Reg;
+        select_u(m: Reg, a: Reg, b: Reg) -> Reg;
+        mand(a: Reg, b: Reg) -> Reg;
+        mor(a: Reg, b: Reg) -> Reg;
+        mnot(a: Reg) -> Reg;
+    }
+}
+
+impl Widen for Wide32<'_> {
+    type D = Reg;
+
+    fn dconst(&mut self, v: f64) -> Reg {
+        self.d("mov.f64", &[&format!("0d{:016X}", v.to_bits())])
+    }
+    fn dadd(&mut self, a: Reg, b: Reg) -> Reg {
+        self.d("add.rn.f64", &[&a, &b])
+    }
+    fn dmul(&mut self, a: Reg, b: Reg) -> Reg {
+        self.d("mul.rn.f64", &[&a, &b])
+    }
+    fn dfma(&mut self, a: Reg, b: Reg, c: Reg) -> Reg {
+        self.d("fma.rn.f64", &[&a, &b, &c])
+    }
+    fn dselect(&mut self, m: Reg, a: Reg, b: Reg) -> Reg {
+        self.d("selp.f64", &[&a, &b, &m])
+    }
+    fn widen(&mut self, a: Reg) -> Reg {
+        self.d("cvt.f64.f32", &[&a])
+    }
+    fn narrow(&mut self, a: Reg) -> Reg {
+        self.body.def(RegClass::F32, "cvt.rn.f32.f64", &[&a])
+    }
+    fn sint_to_d(&mut self, a: Reg) -> Reg {
+        self.d("cvt.rn.f64.s32", &[&a])
+    }
+    fn d_to_sint(&mut self, a: Reg) -> Reg {
+        self.body.def(RegClass::B32, "cvt.rzi.s32.f64", &[&a])
+    }
 }

@@ -22,16 +22,16 @@
 //! transposed random op), or of four elements straddling two cached blocks, compute each
 //! lane's group in that lane instead.
 
-use super::arith::ClifArith;
+use super::arith::{vconst32, vconst64, ClifArith};
 use super::values::Lanes;
 use cranelift_codegen::ir::condcodes::IntCC as CIntCC;
 use cranelift_codegen::ir::{
-    types, ConstantData, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Type,
-    Value,
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
+    StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 use kiln_ir::{DType, RandomAlg, RandomDist};
-use kiln_math::Arith;
+use kiln_math::{Arith, Widen};
 use kiln_rng::tf_fill::MAX_BLOCKS_PER_GROUP;
 use kiln_rng::{
     box_muller_f32, box_muller_f64, counter_add, normal_group_f32, philox4x32_10,
@@ -602,5 +602,128 @@ impl RejectionLoop {
         b.def_var(self.blk, next);
         b.ins().jump(self.head, &[]);
         b.switch_to_block(self.exit);
+    }
+}
+
+/// Little-endian flags for vector bitcasts.
+fn le() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+/// Bytes `8..16` of `x` (any 128-bit type `t`) moved to bytes `0..8`, as `t`.
+fn high_half(b: &mut FunctionBuilder, x: Value, t: Type) -> Value {
+    let bytes = b.ins().bitcast(types::I8X16, le(), x);
+    let mask: Vec<u8> = (8u8..16).chain(8..16).collect();
+    let mask = b.func.dfg.immediates.push(ConstantData::from(mask));
+    let r = b.ins().shuffle(bytes, bytes, mask);
+    b.ins().bitcast(t, le(), r)
+}
+
+/// Binary64 alongside the 32-bit arithmetic (glibc's `logf`/`sincosf`, which TF's
+/// Box–Muller calls): one `F64` value for one lane (`[v, v]`, only the first is used), two
+/// `F64X2` halves (lanes 0, 1 and 2, 3) for four.
+impl Widen for ClifArith<'_, '_, false> {
+    type D = [Value; 2];
+
+    fn dconst(&mut self, v: f64) -> [Value; 2] {
+        let x = if self.vector {
+            vconst64(self.b, types::F64X2, v.to_bits())
+        } else {
+            self.b.ins().f64const(v)
+        };
+        [x, x]
+    }
+    fn dadd(&mut self, a: [Value; 2], c: [Value; 2]) -> [Value; 2] {
+        self.halves(a, c, |b, x, y| b.ins().fadd(x, y))
+    }
+    fn dmul(&mut self, a: [Value; 2], c: [Value; 2]) -> [Value; 2] {
+        self.halves(a, c, |b, x, y| b.ins().fmul(x, y))
+    }
+    fn dfma(&mut self, a: [Value; 2], c: [Value; 2], d: [Value; 2]) -> [Value; 2] {
+        if !self.vector {
+            let r = self.b.ins().fma(a[0], c[0], d[0]);
+            return [r, r];
+        }
+        [0, 1].map(|h| self.b.ins().fma(a[h], c[h], d[h]))
+    }
+    fn dselect(&mut self, m: Value, a: [Value; 2], c: [Value; 2]) -> [Value; 2] {
+        if !self.vector {
+            let r = self.b.ins().select(m, a[0], c[0]);
+            return [r, r];
+        }
+        let lo = self.b.ins().swiden_low(m);
+        let hi = self.b.ins().swiden_high(m);
+        let w = [lo, hi].map(|w| self.b.ins().bitcast(types::F64X2, le(), w));
+        [0, 1].map(|h| self.b.ins().bitselect(w[h], a[h], c[h]))
+    }
+    fn widen(&mut self, a: Value) -> [Value; 2] {
+        if !self.vector {
+            let r = self.b.ins().fpromote(types::F64, a);
+            return [r, r];
+        }
+        let lo = self.b.ins().fvpromote_low(a);
+        let h = high_half(self.b, a, types::F32X4);
+        let hi = self.b.ins().fvpromote_low(h);
+        [lo, hi]
+    }
+    fn narrow(&mut self, a: [Value; 2]) -> Value {
+        if !self.vector {
+            return self.b.ins().fdemote(types::F32, a[0]);
+        }
+        let lo = self.b.ins().fvdemote(a[0]);
+        let hi = self.b.ins().fvdemote(a[1]);
+        let lo = self.b.ins().bitcast(types::I8X16, le(), lo);
+        let hi = self.b.ins().bitcast(types::I8X16, le(), hi);
+        let mask: Vec<u8> = (0u8..8).chain(16..24).collect();
+        let mask = self.b.func.dfg.immediates.push(ConstantData::from(mask));
+        let r = self.b.ins().shuffle(lo, hi, mask);
+        self.b.ins().bitcast(types::F32X4, le(), r)
+    }
+    fn sint_to_d(&mut self, a: Value) -> [Value; 2] {
+        if !self.vector {
+            let r = self.b.ins().fcvt_from_sint(types::F64, a);
+            return [r, r];
+        }
+        // Exactly: bits(2^52 + 2^31 + a) = 0x4330_0000_8000_0000 + (a ^ 2^31), minus
+        // 2^52 + 2^31 (two-lane i64 → f64 conversions are AVX-512 only).
+        let flip = vconst32(self.b, types::I32X4, 0x8000_0000);
+        let u = self.b.ins().bxor(a, flip);
+        let magic = vconst64(self.b, types::I64X2, 0x4330_0000_0000_0000);
+        let bias = vconst64(self.b, types::F64X2, (4_503_601_774_854_144.0f64).to_bits());
+        let halves = [self.b.ins().uwiden_low(u), self.b.ins().uwiden_high(u)];
+        halves.map(|w| {
+            let w = self.b.ins().bor(w, magic);
+            let d = self.b.ins().bitcast(types::F64X2, le(), w);
+            self.b.ins().fsub(d, bias)
+        })
+    }
+    fn d_to_sint(&mut self, a: [Value; 2]) -> Value {
+        if !self.vector {
+            return self.b.ins().fcvt_to_sint_sat(types::I32, a[0]);
+        }
+        // Lane by lane (x86-64 has no two-lane f64 → i32 conversion in Cranelift).
+        let mut r = vconst32(self.b, types::I32X4, 0);
+        for l in 0..4u8 {
+            let x = self.b.ins().extractlane(a[usize::from(l / 2)], l % 2);
+            let i = self.b.ins().fcvt_to_sint_sat(types::I32, x);
+            r = self.b.ins().insertlane(r, i, l);
+        }
+        r
+    }
+}
+
+impl ClifArith<'_, '_, false> {
+    /// A binary operation on each `F64X2` half (four lanes) or the one `F64` (one lane).
+    fn halves(
+        &mut self,
+        a: [Value; 2],
+        c: [Value; 2],
+        op: impl Fn(&mut FunctionBuilder, Value, Value) -> Value,
+    ) -> [Value; 2] {
+        if !self.vector {
+            let r = op(self.b, a[0], c[0]);
+            return [r, r];
+        }
+        [op(self.b, a[0], c[0]), op(self.b, a[1], c[1])]
     }
 }

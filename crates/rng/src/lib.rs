@@ -53,7 +53,6 @@ pub mod jax;
 mod lanes;
 mod philox;
 mod seed;
-mod sincos;
 mod stateless;
 mod tf_dist;
 pub mod tf_fill;

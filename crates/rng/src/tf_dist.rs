@@ -1,18 +1,19 @@
 //! TensorFlow's distributions over Philox words (`tensorflow/core/lib/random/
 //! random_distributions.h`), written once over [`Arith`].
 //!
-//! Every function is straight-line code: the float math comes from `kiln_math::log`,
-//! this crate's `sincos` (for `f32`; `kiln_math::{sin, cos}` for `f64`) and the exactly
-//! rounded [`Arith`] primitives, so all backends produce the same bits.
+//! Every function is straight-line code over exactly rounded primitives, so all backends
+//! produce the same bits. The `f32` Box–Muller is TF's bit for bit: TF's CPU kernel calls
+//! glibc's `logf` and `sincosf`, and `kiln_math::{logf_glibc, sincosf_glibc_below_120}` are
+//! those functions (binary64 inside, over [`Widen`]). The `f64` Box–Muller uses
+//! `kiln_math::{log, sincos}`: TF calls glibc's double `log` and `sincos` there, which Kiln
+//! does not reproduce yet (within about 1 ulp, not always the same bits).
 //! Functions named `*_f32` need an `F32`-format `A`, `*_f64` an `F64`-format one (words then
 //! live in the low halves of the 64-bit integers, see [`crate::philox4x32_10`]).
 //!
 //! Not here: the one data-dependent loop TF has, the rejection loop of the truncated normal.
 //! [`truncated_normal_pair_f32`] is its straight-line body; the caller loops (see its docs).
 
-use kiln_math::{Arith, FloatCC, Format, IntCC};
-
-use crate::sincos::sincos_angle;
+use kiln_math::{Arith, FloatCC, IntCC, Widen};
 
 use crate::words::{wconst, wrap32};
 
@@ -100,28 +101,36 @@ pub fn two_pi_times_uniform_f32<A: Arith>(a: &mut A, x: A::U) -> A::F {
 }
 
 /// TF's `BoxMullerFloat(x0, x1)`: two standard normals `(r sin θ, r cos θ)` with
-/// `r = sqrt(-2 log max(u(x0), 1e-7))`, `θ = 2π u(x1)`.
+/// `r = sqrt(-2 logf(max(u(x0), 1e-7)))` in single precision, `θ = (float)(2π · (double)
+/// u(x1))` (C's `2.0f * M_PI * u`), and glibc's `logf` and `sincosf`.
 #[inline(always)]
-pub fn box_muller_f32<A: Arith>(a: &mut A, x0: A::U, x1: A::U) -> (A::F, A::F) {
+pub fn box_muller_f32<A: Widen>(a: &mut A, x0: A::U, x1: A::U) -> (A::F, A::F) {
     let u1 = uniform_f32(a, x0);
     let eps = a.fconst(f64::from(BOX_MULLER_EPSILON_F32));
-    let small = a.fcmp(FloatCC::Lt, u1, eps);
-    let u1 = a.select(small, eps, u1);
-    let v1 = two_pi_times_uniform_f32(a, x1);
-    radial_times_sincos(a, u1, v1)
+    let u1 = a.raise_to(u1, eps);
+    let u2 = uniform_f32(a, x1);
+    let u2 = a.widen(u2);
+    let two_pi = a.dconst(TWO_PI);
+    let v1 = a.dmul(two_pi, u2);
+    let v1 = a.narrow(v1);
+    let l = kiln_math::logf_glibc_normal(a, u1);
+    let m2 = a.fconst(-2.0);
+    let l = a.mul(m2, l);
+    let r = a.sqrt(l);
+    let (s, c) = kiln_math::sincosf_glibc_below_120(a, v1);
+    let z0 = a.mul(s, r);
+    let z1 = a.mul(c, r);
+    (z0, z1)
 }
 
-/// `(sqrt(-2 log u1) · sin v1, sqrt(-2 log u1) · cos v1)`; `v1` in `[0, 2π]`.
+/// `(sqrt(-2 log u1) · sin v1, sqrt(-2 log u1) · cos v1)` in binary64.
 #[inline(always)]
-fn radial_times_sincos<A: Arith>(a: &mut A, u1: A::F, v1: A::F) -> (A::F, A::F) {
+fn radial_times_sincos_f64<A: Arith>(a: &mut A, u1: A::F, v1: A::F) -> (A::F, A::F) {
     let l = kiln_math::log(a, u1);
     let m2 = a.fconst(-2.0);
     let l = a.mul(m2, l);
     let r = a.sqrt(l);
-    let (s, c) = match A::FORMAT {
-        Format::F32 => sincos_angle(a, v1),
-        Format::F64 => kiln_math::sincos(a, v1),
-    };
+    let (s, c) = kiln_math::sincos(a, v1);
     let z0 = a.mul(s, r);
     let z1 = a.mul(c, r);
     (z0, z1)
@@ -138,13 +147,13 @@ pub fn box_muller_f64<A: Arith>(a: &mut A, x: [A::U; 4]) -> (A::F, A::F) {
     let u2 = uniform_f64(a, x[2], x[3]);
     let two_pi = a.fconst(TWO_PI);
     let v1 = a.mul(two_pi, u2);
-    radial_times_sincos(a, u1, v1)
+    radial_times_sincos_f64(a, u1, v1)
 }
 
 /// TF's `NormalDistribution<float>` on one Philox block: `[z0, z1]` from words 0, 1 and
 /// `[z2, z3]` from words 2, 3.
 #[inline(always)]
-pub fn normal_group_f32<A: Arith>(a: &mut A, block: [A::U; 4]) -> [A::F; 4] {
+pub fn normal_group_f32<A: Widen>(a: &mut A, block: [A::U; 4]) -> [A::F; 4] {
     let (z0, z1) = box_muller_f32(a, block[0], block[1]);
     let (z2, z3) = box_muller_f32(a, block[2], block[3]);
     [z0, z1, z2, z3]
@@ -215,7 +224,7 @@ impl<A: Arith, const N: usize> TruncatedGroup<A, N> {
 /// Stopping after `(w0, w1)` or only after the whole block gives the same values (offers to
 /// a full group are ignored), so a backend may test once per block.
 #[inline(always)]
-pub fn truncated_normal_pair_f32<A: Arith>(
+pub fn truncated_normal_pair_f32<A: Widen>(
     a: &mut A,
     group: &mut TruncatedGroup<A, 4>,
     x0: A::U,

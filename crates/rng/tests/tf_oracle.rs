@@ -2,12 +2,11 @@
 //! `split` example), reproduced.
 //!
 //! Integers are compared exactly. Normals are compared as `f32` bit patterns against the
-//! printed values (shortest round-trip decimal of the `f32`), allowing 1 ulp: TF's
-//! Box–Muller calls glibc's `logf` and `sincosf`, Kiln the shared generic code
-//! (`kiln_math::log` and this crate's `sincos`), and none of them rounds correctly on every
-//! input, so a last-bit difference is possible (the uniforms, the angle `2π·u` and the
-//! arithmetic around them are bit-exact). Currently 21 of the 22 TF 2.21 values are
-//! bit-exact; the tests print the counts.
+//! printed values (shortest round-trip decimal of the `f32`), exactly: TF's Box–Muller calls
+//! glibc's `logf` and `sincosf`, and Kiln's are the same functions
+//! (`kiln_math::{logf_glibc, sincosf_glibc}`). The one exception is the RNG guide's value,
+//! printed by an older TF build (glibc before 2.28 had other `logf`/`sincosf`): within 1 ulp.
+//! More TF values: `tests/tf_generated.rs`.
 
 use kiln_rng::{stateless_normal, stateless_split, Generator, SeedDtype};
 
@@ -16,12 +15,17 @@ fn ulps(a: f32, b: f32) -> u32 {
     (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
 }
 
-/// Asserts every value within 1 ulp; returns how many were bit-exact.
+/// Asserts every value bit-exact; returns how many were.
 fn check(what: &str, got: &[f32], want: &[f32]) -> usize {
+    check_within(what, got, want, 0)
+}
+
+/// Asserts every value within `tol` ulp; returns how many were bit-exact.
+fn check_within(what: &str, got: &[f32], want: &[f32], tol: u32) -> usize {
     assert_eq!(got.len(), want.len(), "{what}");
     let mut exact = 0;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!(ulps(g, w) <= 1, "{what}[{i}]: got {g:e}, want {w:e}");
+        assert!(ulps(g, w) <= tol, "{what}[{i}]: got {g:e}, want {w:e}");
         exact += usize::from(g.to_bits() == w.to_bits());
     }
     println!("{what}: {exact}/{} bit-exact", got.len());
@@ -106,7 +110,7 @@ fn generator_split_matches_the_guide() {
     // by an older TF build; its first value is 1 ulp above TF 2.21's 0.43842274).
     let mut g = Generator::from_seed(1);
     let first = g.normal(&[]).unwrap();
-    check("guide: normal([])", &first, &[0.43842277]);
+    check_within("guide: normal([])", &first, &[0.43842277], 1);
     let mut children = g.split(3).unwrap();
     let got: Vec<f32> = children
         .iter_mut()

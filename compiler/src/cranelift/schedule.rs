@@ -429,14 +429,7 @@ pub fn outputs_covered(p: &Program) -> bool {
 mod tests {
     use super::*;
 
-    fn program(src: &str) -> Program {
-        let body = kiln_ir::parse_func(src, "test.kir").expect("parses");
-        let c = kiln_ir::Cluster {
-            name: "c".into(),
-            body,
-        };
-        crate::lower::lower_cluster(&c).expect("lowers")
-    }
+    use crate::lower::lowered as program;
 
     /// The first kernel of `src`'s program: its column tile and its tasks.
     fn first(src: &str) -> (Option<usize>, Vec<Task>) {

@@ -158,14 +158,7 @@ fn max_var(e: &IExpr) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn program(src: &str) -> Program {
-        let body = kiln_ir::parse_func(src, "test.kir").expect("parses");
-        let c = kiln_ir::Cluster {
-            name: "c".into(),
-            body,
-        };
-        crate::lower::lower_cluster(&c).expect("lowers")
-    }
+    use crate::lower::lowered as program;
 
     /// A broadcast into a matrix product: a kernel writes the operand, the dot reads it.
     const DOT_OF_BROADCAST: &str = "func @f(%b: f32[3], %w: f32[3,1]) -> f32[8,1] {

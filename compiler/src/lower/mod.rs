@@ -34,6 +34,17 @@ pub enum LowerError {
     Unsupported(String),
 }
 
+/// The program of the function in `src` lowered as one cluster (for unit tests).
+#[cfg(test)]
+pub(crate) fn lowered(src: &str) -> Program {
+    let body = kiln_ir::parse_func(src, "test.kir").expect("parses");
+    let c = Cluster {
+        name: "c".into(),
+        body,
+    };
+    lower_cluster(&c).expect("lowers")
+}
+
 /// Lowers a cluster to kernel IR.
 ///
 /// Expensive values that a broadcast reuses are computed once into scratch buffers

@@ -2,12 +2,11 @@
 //! compiled and gets the same bits; processes sharing a directory never see a torn entry; a
 //! damaged entry is ignored, recompiled and rewritten.
 
+mod common;
+use common::repo;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn cache_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("kiln-xproc-{name}-{}", std::process::id()));

@@ -1,6 +1,8 @@
 //! The `kiln` binary: exit codes and the messages users see for bad input.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{repo, stderr, stdout, temp, write_temp};
+
 use std::process::{Command, Output};
 
 fn kiln(args: &[&str]) -> Output {
@@ -9,30 +11,6 @@ fn kiln(args: &[&str]) -> Output {
         .current_dir(repo())
         .output()
         .expect("the kiln binary runs")
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kiln-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn write_temp(name: &str, text: &str) -> String {
-    let p = temp(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! Issue 32's probe findings, through the `kiln` binary: hostile or unlucky input gets a
 //! prompt, clear error — never a panic, a hang or an allocation sized by a header.
 
+mod common;
+use common::{repo, stderr, stdout};
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -8,10 +11,6 @@ use std::time::{Duration, Instant};
 
 /// How long a command that must fail at once may take before the test calls it a hang.
 const HANG: Duration = Duration::from_secs(30);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Runs `kiln` with `args` (through `sh -c PRELUDE` when given), killing it after
 /// [`HANG`]; returns its output and how long it ran.
@@ -70,14 +69,6 @@ fn kiln_timed(args: &[&str], env: &[(&str, &str)], prelude: Option<&str>) -> (Ou
 
 fn kiln(args: &[&str]) -> Output {
     kiln_timed(args, &[], None).0
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
 }
 
 /// A fresh scratch directory for one test.

@@ -4,6 +4,9 @@
 //! compiled and fallback runs of imported programs agree bit for bit; unsupported ops are
 //! named with their place; `--input` selects parameters by position or by name.
 
+mod common;
+use common::{repo, stderr, stdout, temp, write_temp};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -31,32 +34,8 @@ fn kiln(args: &[&str]) -> Output {
     kiln_with("", args)
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn real() -> PathBuf {
     repo().join("crates/hlo/tests/data/real")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kiln-hlo-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn write_temp(name: &str, text: &str) -> String {
-    let p = temp(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
 }
 
 /// The exported programs: every `NAME.hlo` of the corpus, sorted.

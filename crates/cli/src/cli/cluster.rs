@@ -1,7 +1,7 @@
 //! `kiln cluster FILE.kir|FILE.hlo`: the graph after the pass pipeline and auto-clustering, and
 //! TensorFlow's clustering summary.
 
-use super::load_module;
+use super::load_verified;
 use kiln::KilnError;
 use kiln_compiler::passes::mark_for_compilation;
 use std::path::PathBuf;
@@ -20,14 +20,7 @@ pub struct ClusterArgs {
 /// Prints each function after the pipeline, then its clustering summary (totals, one line
 /// per cluster, op counts, and why merges were refused).
 pub fn cluster(a: ClusterArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnError> {
-    let mut module = load_module(&a.file)?;
-    let file = a.file.display().to_string();
-    let diags = kiln_ir::verify_module(&module);
-    if !diags.is_empty() {
-        return Err(KilnError::Verify(
-            diags.iter().map(|d| d.render(&file)).collect(),
-        ));
-    }
+    let mut module = load_verified(&a.file)?;
     let mut opts = kiln_compiler::Options::from_flags(flags);
     opts.disabled_passes.extend(a.disabled);
     for f in &mut module.funcs {

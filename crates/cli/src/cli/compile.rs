@@ -12,7 +12,7 @@
 //! skipped (the others were written); 1 an error (unknown target, unreadable or invalid
 //! file, unwritable DIR).
 
-use super::load_module;
+use super::load_verified;
 use kiln::KilnError;
 use kiln_compiler::cpu::{compile_cluster, CpuOptions};
 use kiln_compiler::lower::{lower_cluster, LowerError};
@@ -83,14 +83,7 @@ fn writable_dir(dir: &Path) -> Result<(), KilnError> {
 /// Compiles every cluster of the file for the target; see the module docs.
 pub fn compile(a: CompileArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnError> {
     let backend = parse_target(&a.target)?;
-    let mut module = load_module(&a.file)?;
-    let file = a.file.display().to_string();
-    let diags = kiln_ir::verify_module(&module);
-    if !diags.is_empty() {
-        return Err(KilnError::Verify(
-            diags.iter().map(|d| d.render(&file)).collect(),
-        ));
-    }
+    let mut module = load_verified(&a.file)?;
     writable_dir(&a.out)?;
     let mut opts = kiln_compiler::Options::from_flags(flags);
     opts.disabled_passes.extend(a.disabled);

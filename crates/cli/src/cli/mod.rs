@@ -103,6 +103,19 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), KilnError> {
         .map_err(|e| KilnError::Invalid(format!("cannot write {}: {e}", path.display())))
 }
 
+/// [`load_module`], verified: every problem listed (`file:line:col: …`) as one error.
+fn load_verified(path: &Path) -> Result<kiln::Module, KilnError> {
+    let module = load_module(path)?;
+    let diags = kiln_ir::verify_module(&module);
+    if !diags.is_empty() {
+        let file = path.display().to_string();
+        return Err(KilnError::Verify(
+            diags.iter().map(|d| d.render(&file)).collect(),
+        ));
+    }
+    Ok(module)
+}
+
 /// Reads and parses a `.kir` file, or imports an XLA HLO module (text starting with the
 /// `HloModule` header, whatever the file's extension: [`kiln_hlo::is_hlo`]). Errors name the
 /// file, line and column (and, for HLO, the op).

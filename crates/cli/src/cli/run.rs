@@ -1,6 +1,6 @@
 //! `kiln run FILE.kir|FILE.hlo`: run a function and summarise (or save) its outputs.
 
-use super::{inputs, load_module};
+use super::{inputs, load_verified};
 use kiln::{npy, KilnError, Tensor};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,14 +43,8 @@ pub struct RunArgs {
 
 /// Runs the function and prints one summary line per output.
 pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnError> {
-    let module = load_module(&a.file)?;
+    let module = load_verified(&a.file)?;
     let file = a.file.display().to_string();
-    let diags = kiln_ir::verify_module(&module);
-    if !diags.is_empty() {
-        return Err(KilnError::Verify(
-            diags.iter().map(|d| d.render(&file)).collect(),
-        ));
-    }
     let func = match &a.func {
         Some(name) => module
             .func(name.trim_start_matches('@'))

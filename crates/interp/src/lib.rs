@@ -21,6 +21,7 @@ mod convert;
 mod dot;
 mod elementwise;
 mod error;
+mod gather;
 mod hw;
 mod movement;
 mod par;
@@ -28,6 +29,7 @@ mod random;
 pub mod reduce;
 mod run;
 mod scalar;
+mod scatter;
 mod shape;
 #[cfg(target_arch = "x86_64")]
 mod ymm;
@@ -176,6 +178,10 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::DynamicUpdateSlice => movement::dynamic_update_slice(args)?,
         Op::PadGeneral { low, interior, .. } => {
             movement::pad_general(args[0], args[1], low, interior, &result.shape)?
+        }
+        Op::Gather(d) => gather::gather(args[0], args[1], d, &result.shape)?,
+        Op::Scatter { dims, combine } => {
+            scatter::scatter(args[0], args[1], args[2], dims, *combine)?
         }
     })
 }

@@ -74,6 +74,8 @@ fn sources() -> Vec<&'static str> {
         program(include_str!("../../../tests/filetests/ops/compare.kir")),
         program(include_str!("../../../tests/filetests/ops/convert.kir")),
         program(include_str!("../../../tests/filetests/ops/reduce_prod.kir")),
+        program(include_str!("../../../tests/filetests/ops/gather.kir")),
+        program(include_str!("../../../tests/filetests/ops/scatter.kir")),
         program(include_str!(
             "../../../tests/filetests/ops/random_philox_state.kir"
         )),

@@ -77,7 +77,11 @@ impl Ctx<'_> {
     }
 
     /// The combiner of a scatter of `dtype` from its `to_apply` computation.
-    fn combiner(&self, inst: &Instruction, dtype: DType) -> Result<ScatterCombine, crate::convert::Problem> {
+    fn combiner(
+        &self,
+        inst: &Instruction,
+        dtype: DType,
+    ) -> Result<ScatterCombine, crate::convert::Problem> {
         let name = match inst.attr("to_apply").map(|a| &a.value) {
             Some(AttrValue::Computations(c)) if c.len() == 1 => c[0].clone(),
             _ => {
@@ -90,7 +94,10 @@ impl Ctx<'_> {
         let Some((_, comp)) = self.m.computation(&name) else {
             return Err(invalid(
                 inst.pos,
-                format!("scatter %{} applies unknown computation '{name}'", inst.name),
+                format!(
+                    "scatter %{} applies unknown computation '{name}'",
+                    inst.name
+                ),
             ));
         };
         let root = comp.instructions.get(comp.root);

@@ -24,7 +24,10 @@ fn check(name: &str) -> Vec<Op> {
     let f = module.entry().unwrap();
     let inputs = numbered_npys(&dir(), name, "in");
     let expected = numbered_npys(&dir(), name, "out");
-    assert!(!inputs.is_empty() && !expected.is_empty(), "{name}: no .npy");
+    assert!(
+        !inputs.is_empty() && !expected.is_empty(),
+        "{name}: no .npy"
+    );
     for threads in [1, 4] {
         let got: Vec<Tensor> = Interpreter::new(threads)
             .unwrap()
@@ -157,17 +160,29 @@ fn update_computations_become_combiners() {
     for (dt, op, want) in cases {
         // Either operand order.
         for (l, r) in [("a", "b"), ("b", "a")] {
-            let comp = format!("{params}  ROOT %r = DT[] {op}(DT[] %{l}, DT[] %{r})")
-                .replace("DT", dt);
+            let comp =
+                format!("{params}  ROOT %r = DT[] {op}(DT[] %{l}, DT[] %{r})").replace("DT", dt);
             let m = import(&scatter_with(&comp, dt), "t.hlo").unwrap_or_else(|e| panic!("{e}"));
-            let ops: Vec<Op> = m.entry().unwrap().insts.iter().map(|i| i.op.clone()).collect();
+            let ops: Vec<Op> = m
+                .entry()
+                .unwrap()
+                .insts
+                .iter()
+                .map(|i| i.op.clone())
+                .collect();
             assert_eq!(combiners(&ops), [want], "{dt} {op}");
         }
     }
     // JAX's .at[].set: the ROOT is the second parameter.
     let comp = "  %a = f32[] parameter(0)\n  ROOT %b = f32[] parameter(1)";
     let m = import(&scatter_with(comp, "f32"), "t.hlo").unwrap();
-    let ops: Vec<Op> = m.entry().unwrap().insts.iter().map(|i| i.op.clone()).collect();
+    let ops: Vec<Op> = m
+        .entry()
+        .unwrap()
+        .insts
+        .iter()
+        .map(|i| i.op.clone())
+        .collect();
     assert_eq!(combiners(&ops), [ScatterCombine::Replace]);
 }
 

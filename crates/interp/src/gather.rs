@@ -167,7 +167,11 @@ pub(crate) fn gather(
         start.clamp(0, hi) as usize * strides[k]
     };
     let bases: Vec<usize> = (0..s.batch_shape.iter().product())
-        .map(|g| (0..s.rank).map(|k| clamped(k, s.starts[g * s.rank + k])).sum())
+        .map(|g| {
+            (0..s.rank)
+                .map(|k| clamped(k, s.starts[g * s.rank + k]))
+                .sum()
+        })
         .collect();
     let window = window_dims(
         shape.len(),

@@ -44,9 +44,8 @@ pub(crate) fn scatter(
     let bases: Vec<Option<usize>> = (0..s.batch_shape.iter().product())
         .map(|g| {
             let row = &s.starts[g * rank..(g + 1) * rank];
-            let inside = (0..rank).all(|k| {
-                row[k] >= 0 && row[k] as i128 + size[k] as i128 <= shape[k] as i128
-            });
+            let inside = (0..rank)
+                .all(|k| row[k] >= 0 && row[k] as i128 + size[k] as i128 <= shape[k] as i128);
             inside.then(|| (0..rank).map(|k| row[k] as usize * strides[k]).sum())
         })
         .collect();
@@ -59,7 +58,13 @@ pub(crate) fn scatter(
     );
     let plan = Plan { bases, walk };
     let data = (a.data(), upd.data());
-    let undefined = || format!("combine={} is not defined for {}", combine.name(), a.dtype());
+    let undefined = || {
+        format!(
+            "combine={} is not defined for {}",
+            combine.name(),
+            a.dtype()
+        )
+    };
     let c = combine;
     match data {
         (Buffer::F32(x), Buffer::F32(u)) => plan.run(x, u, float_fn(c).ok_or_else(undefined)?),

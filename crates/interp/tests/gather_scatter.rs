@@ -7,9 +7,7 @@ mod common;
 use common::*;
 use kiln_interp::Interpreter;
 use kiln_ir::typecheck::infer;
-use kiln_ir::{
-    Buffer, DType, GatherDims, Op, ScatterCombine, ScatterDims, Tensor, TensorType,
-};
+use kiln_ir::{Buffer, DType, GatherDims, Op, ScatterCombine, ScatterDims, Tensor, TensorType};
 use kiln_testkit::{first_difference, random_tensor, Rng};
 
 fn gather_op(d: GatherDims) -> Op {
@@ -157,7 +155,10 @@ fn scatter_add_sums_duplicate_rows() {
     let x = f32s(&[5, 2], &[0.0; 10]);
     let ids = i32s(&[3], &[1, 3, 1]);
     let u = f32s(&[3, 2], &[1., 2., 3., 4., 5., 6.]);
-    let got = run(&scatter_op(at_rows(1, 2), ScatterCombine::Add), &[&x, &ids, &u]);
+    let got = run(
+        &scatter_op(at_rows(1, 2), ScatterCombine::Add),
+        &[&x, &ids, &u],
+    );
     let want = f32s(&[5, 2], &[0., 0., 6., 8., 0., 0., 3., 4., 0., 0.]);
     assert_bits(&got, &want);
 }
@@ -183,24 +184,42 @@ fn every_combiner_on_duplicate_indices() {
     let xi = i32s(&[2], &[i32::MAX, 6]);
     let ui = i32s(&[2], &[1, 3]);
     let ids = i32s(&[2], &[0, 1]);
-    let add = run(&scatter_op(at_rows(1, 1), ScatterCombine::Add), &[&xi, &ids, &ui]);
+    let add = run(
+        &scatter_op(at_rows(1, 1), ScatterCombine::Add),
+        &[&xi, &ids, &ui],
+    );
     assert_bits(&add, &i32s(&[2], &[i32::MIN, 9]));
-    let and = run(&scatter_op(at_rows(1, 1), ScatterCombine::And), &[&xi, &ids, &ui]);
+    let and = run(
+        &scatter_op(at_rows(1, 1), ScatterCombine::And),
+        &[&xi, &ids, &ui],
+    );
     assert_bits(&and, &i32s(&[2], &[1, 2]));
     let xb = bools(&[3], &[true, false, false]);
     let ub = bools(&[3], &[false, true, false]);
     let ids = u32s(&[3], &[0, 1, 1]);
-    let or = run(&scatter_op(at_rows(1, 1), ScatterCombine::Or), &[&xb, &ids, &ub]);
+    let or = run(
+        &scatter_op(at_rows(1, 1), ScatterCombine::Or),
+        &[&xb, &ids, &ub],
+    );
     assert_bits(&or, &bools(&[3], &[true, true, false]));
-    let and = run(&scatter_op(at_rows(1, 1), ScatterCombine::And), &[&xb, &ids, &ub]);
+    let and = run(
+        &scatter_op(at_rows(1, 1), ScatterCombine::And),
+        &[&xb, &ids, &ub],
+    );
     assert_bits(&and, &bools(&[3], &[false, false, false]));
     // NaN propagates through max, and -0 < +0 for min.
     let x = f32s(&[2], &[0.0, 1.0]);
     let ids = i32s(&[2], &[0, 1]);
     let u = f32s(&[2], &[-0.0, f32::NAN]);
-    let min = run(&scatter_op(at_rows(1, 1), ScatterCombine::Min), &[&x, &ids, &u]);
+    let min = run(
+        &scatter_op(at_rows(1, 1), ScatterCombine::Min),
+        &[&x, &ids, &u],
+    );
     assert_eq!(min.as_f32().unwrap()[0].to_bits(), (-0.0f32).to_bits());
-    let max = run(&scatter_op(at_rows(1, 1), ScatterCombine::Max), &[&x, &ids, &u]);
+    let max = run(
+        &scatter_op(at_rows(1, 1), ScatterCombine::Max),
+        &[&x, &ids, &u],
+    );
     assert!(max.as_f32().unwrap()[1].is_nan());
 }
 
@@ -210,7 +229,10 @@ fn duplicates_combine_in_the_updates_row_major_order() {
     let x = f32s(&[1], &[0.0]);
     let ids = i32s(&[2, 2], &[0, 0, 0, 0]);
     let u = f32s(&[2, 2], &[1e8, 1.0, -1e8, 1.0]);
-    let got = run(&scatter_op(at_rows(2, 1), ScatterCombine::Add), &[&x, &ids, &u]);
+    let got = run(
+        &scatter_op(at_rows(2, 1), ScatterCombine::Add),
+        &[&x, &ids, &u],
+    );
     assert_bits(&got, &f32s(&[1], &[1.0]));
 }
 
@@ -233,7 +255,10 @@ fn updates_whose_window_leaves_the_operand_are_skipped_whole() {
     let x = seq(&[3, 2]);
     let ids = u32s(&[3], &[3, u32::MAX, 1]);
     let u = f32s(&[3, 2], &[9.; 6]);
-    let got = run(&scatter_op(at_rows(1, 2), ScatterCombine::Replace), &[&x, &ids, &u]);
+    let got = run(
+        &scatter_op(at_rows(1, 2), ScatterCombine::Replace),
+        &[&x, &ids, &u],
+    );
     assert_bits(&got, &f32s(&[3, 2], &[0., 1., 9., 9., 4., 5.]));
 }
 

@@ -93,7 +93,9 @@ impl ScatterCombine {
 
     /// The combiner that applies `b`, if scatter has one.
     pub fn from_binary(b: BinaryOp) -> Option<ScatterCombine> {
-        ScatterCombine::ALL.into_iter().find(|c| c.binary() == Some(b))
+        ScatterCombine::ALL
+            .into_iter()
+            .find(|c| c.binary() == Some(b))
     }
 
     /// The text-format name (`combine=add`).
@@ -143,8 +145,7 @@ impl ScatterDims {
             ),
             format!("index_vector_dim={}", self.index_vector_dim),
         ];
-        if !self.input_batching_dims.is_empty() || !self.scatter_indices_batching_dims.is_empty()
-        {
+        if !self.input_batching_dims.is_empty() || !self.scatter_indices_batching_dims.is_empty() {
             v.push(format!(
                 "input_batching_dims={}",
                 list(&self.input_batching_dims)

@@ -19,8 +19,8 @@ pub mod typecheck;
 pub mod verify;
 
 pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
-pub use indexing::{GatherDims, ScatterCombine, ScatterDims};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
+pub use indexing::{GatherDims, ScatterCombine, ScatterDims};
 pub use op::{
     BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist, ReduceKind,
     UnaryOp,

@@ -192,7 +192,9 @@ fn gather_typing_errors_name_the_attribute() {
 #[test]
 fn scatter_typing_errors_name_the_attribute() {
     let s = |attrs: &str, upd: &str| errors(&format!("scatter %x, %i, {upd}, {attrs}"), "f32[5,4]");
-    let with = |what: &str| format!("t.kir:2:3: '%y = scatter': {what} (operands: f32[5,4], i32[3,1], f32[3,4])");
+    let with = |what: &str| {
+        format!("t.kir:2:3: '%y = scatter': {what} (operands: f32[5,4], i32[3,1], f32[3,4])")
+    };
     assert!(s(&format!("{ADD_ROWS}, combine=add"), "%u").is_empty());
     assert_eq!(
         s(&format!("{ADD_ROWS}, combine=and"), "%u"),
@@ -277,7 +279,11 @@ fn malformed_attributes_are_errors_with_a_position() {
         };
         // The instruction starts at column 8 of line 2.
         let col = 8 + body.find(at).unwrap();
-        assert_eq!(errors(body, ty), [format!("t.kir:2:{col}: {message}")], "{body}");
+        assert_eq!(
+            errors(body, ty),
+            [format!("t.kir:2:{col}: {message}")],
+            "{body}"
+        );
     }
 }
 

@@ -257,4 +257,37 @@ fn bad_dimension_numbers_are_errors_with_a_position() {
         let err = import(&body(attrs), "t.hlo").unwrap_err();
         assert_eq!(err.to_string(), want, "{attrs}");
     }
+    // Syntax errors in the attributes point at the token: (attributes, token, message).
+    let syntax = [
+        (
+            "offset_dims=1, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}",
+            "1, c",
+            "expected '{', found '1'",
+        ),
+        (
+            "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,a}",
+            "a}",
+            "expected an integer, found 'a'",
+        ),
+        (
+            "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim={1}, slice_sizes={1,4}",
+            "{1}, s",
+            "expected an integer, found '{'",
+        ),
+        (
+            "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}, indices_are_sorted=maybe",
+            "indices_are_sorted",
+            "indices_are_sorted= expects 'true' or 'false'",
+        ),
+    ];
+    for (attrs, at, message) in syntax {
+        let err = import(&body(attrs), "t.hlo").unwrap_err();
+        // The attributes start at column 35 of line 6.
+        let col = 35 + attrs.find(at).unwrap();
+        assert_eq!(
+            err.to_string(),
+            format!("t.hlo:6:{col}: {message}"),
+            "{attrs}"
+        );
+    }
 }

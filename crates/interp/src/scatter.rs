@@ -66,19 +66,21 @@ pub(crate) fn scatter(
         )
     };
     let c = combine;
-    match data {
+    Ok(match data {
         (Buffer::F32(x), Buffer::F32(u)) => plan.run(x, u, float_fn(c).ok_or_else(undefined)?),
         (Buffer::F64(x), Buffer::F64(u)) => plan.run(x, u, float_fn(c).ok_or_else(undefined)?),
         (Buffer::I32(x), Buffer::I32(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
         (Buffer::I64(x), Buffer::I64(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
         (Buffer::U32(x), Buffer::U32(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
         (Buffer::Bool(x), Buffer::Bool(u)) => plan.run(x, u, bool_fn(c).ok_or_else(undefined)?),
-        _ => Err(format!(
-            "the updates ({}) and the operand ({}) differ in dtype",
-            upd.dtype(),
-            a.dtype()
-        )),
-    }
+        _ => {
+            return Err(format!(
+                "the updates ({}) and the operand ({}) differ in dtype",
+                upd.dtype(),
+                a.dtype()
+            ))
+        }
+    })
 }
 
 /// The targets of a scatter: each batch position's base (or `None`: skipped) and the walk
@@ -90,7 +92,7 @@ struct Plan {
 
 impl Plan {
     /// Combines every update into a copy of `x`, in the updates' row-major order.
-    fn run<T: Elem>(mut self, x: &[T], upd: &[T], f: fn(T, T) -> T) -> Result<Buffer, String> {
+    fn run<T: Elem>(mut self, x: &[T], upd: &[T], f: fn(T, T) -> T) -> Buffer {
         let mut out = x.to_vec();
         for &u in upd {
             if let Some(base) = self.bases[self.walk.batch] {
@@ -99,7 +101,7 @@ impl Plan {
             }
             self.walk.advance();
         }
-        Ok(T::into_buffer(out))
+        T::into_buffer(out)
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::dtype::TensorType;
 use crate::movement::distinct_dims;
 use crate::op::BinaryOp;
+use crate::print::list;
 use serde::{Deserialize, Serialize};
 
 /// XLA's `GatherDimensionNumbers` plus `slice_sizes` (`indices_are_sorted` is a hint Kiln
@@ -111,7 +112,7 @@ impl ScatterCombine {
 
 impl GatherDims {
     /// The `.kir` attributes, as the parser reads them (the batching pair only when used).
-    pub fn attributes(&self) -> Vec<String> {
+    pub(crate) fn attributes(&self) -> Vec<String> {
         let mut v = vec![
             format!("offset_dims={}", list(&self.offset_dims)),
             format!("collapsed_slice_dims={}", list(&self.collapsed_slice_dims)),
@@ -135,7 +136,7 @@ impl GatherDims {
 
 impl ScatterDims {
     /// The `.kir` attributes, as the parser reads them (the batching pair only when used).
-    pub fn attributes(&self) -> Vec<String> {
+    pub(crate) fn attributes(&self) -> Vec<String> {
         let mut v = vec![
             format!("update_window_dims={}", list(&self.update_window_dims)),
             format!("inserted_window_dims={}", list(&self.inserted_window_dims)),
@@ -157,11 +158,6 @@ impl ScatterDims {
         }
         v
     }
-}
-
-fn list(xs: &[usize]) -> String {
-    let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
-    format!("[{}]", items.join(", "))
 }
 
 /// The batch dimensions of an indices tensor of rank `rank`: all but `index_vector_dim`,

@@ -124,7 +124,7 @@ fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster, lit: LiteralFn<'
     s
 }
 
-fn list(xs: &[impl ToString]) -> String {
+pub(crate) fn list(xs: &[impl ToString]) -> String {
     let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
     format!("[{}]", items.join(", "))
 }

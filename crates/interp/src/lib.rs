@@ -21,6 +21,7 @@ mod convert;
 mod dot;
 mod elementwise;
 mod error;
+mod extremum;
 mod gather;
 mod hw;
 mod movement;
@@ -39,6 +40,7 @@ pub use elementwise::{
     SCALAR_OPS,
 };
 pub use error::InterpError;
+pub use extremum::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};
 /// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will
 /// stream through, so that they read as fast as the interpreter's own results.
@@ -47,7 +49,6 @@ pub use hw::{
     widest_simd, with_512_bit_vectors, zeroed_buffer,
 };
 pub use reduce::canonical_reduce_ref;
-pub use reduce::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};
 pub use run::{last_uses, LastUse, RunStats};
 
 use kiln_ir::typecheck::infer;

@@ -92,6 +92,15 @@ fn jax_windows_with_clamped_starts_and_a_vmapped_lookup() {
 }
 
 #[test]
+fn jax_scatter_skips_windows_partly_out_of_range() {
+    // Starts -1 and 4 put a 2-element window partly outside f32[5]: XLA skips both whole.
+    assert_eq!(combiners(&check("scatter_windows")), [ScatterCombine::Add]);
+    let x = &numbered_npys(&dir(), "scatter_windows", "in")[0];
+    let out = &numbered_npys(&dir(), "scatter_windows", "out")[0];
+    assert_eq!(x.as_f32().unwrap()[..2], out.as_f32().unwrap()[..2]);
+}
+
+#[test]
 fn tensorflow_gather_gather_nd_and_scatter_nd() {
     assert_eq!(gathers(&check("tf_lookup")), 2);
     assert_eq!(combiners(&check("tf_lookup_grad")), [ScatterCombine::Add]);
@@ -119,6 +128,7 @@ fn every_exported_program_has_a_test() {
             "at_updates",
             "embedding",
             "embedding_grad",
+            "scatter_windows",
             "take_along",
             "take_along_grad",
             "tf_lookup",

@@ -63,6 +63,16 @@ def windows(x, starts):
     )
 
 
+def scatter_windows(x, starts, u):
+    """lax.scatter_add of 2-element windows, some partly out of range: XLA skips such a
+    window whole (PROMISE_IN_BOUNDS: the scatter exactly as XLA defines it, no masking)."""
+    dn = jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(1,), inserted_window_dims=(), scatter_dims_to_operand_dims=(0,)
+    )
+    mode = jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    return jax.lax.scatter_add(x, starts, u, dn, mode=mode)
+
+
 def vmapped(x, i):
     """vmap of a row lookup: JAX writes the batch as a batching pair."""
     return jax.vmap(lambda x, i: x[i])(x, i)
@@ -86,6 +96,10 @@ def programs(rng):
             [f(6), np.array([1, 3, 1, 9, 1, 0], np.int32), f(6)],
         ),
         "windows": (windows, [f(4, 5), np.array([[0, 0], [3, 4], [-1, 2], [1, 1]], np.int32)]),
+        "scatter_windows": (
+            scatter_windows,
+            [f(5), np.array([[-1], [3], [4], [2]], np.int32), f(4, 2)],
+        ),
         "vmapped": (vmapped, [f(2, 5, 3), np.array([[1, 4], [0, 0]], np.int32)]),
     }
 

@@ -166,6 +166,29 @@ pub trait Arith {
         self.select(above, hi, x)
     }
 
+    /// `table[i & (table.len() - 1)]`, `table.len()` a power of two and every entry exactly
+    /// representable in [`Arith::FORMAT`]. The default is a tree of selects on the bits of
+    /// `i` (one stage per bit); an implementation that can load from a constant table
+    /// overrides it with a load: the same value either way.
+    #[inline(always)]
+    fn ftable(&mut self, table: &'static [f64], i: Self::U) -> Self::F {
+        debug_assert!(table.len().is_power_of_two());
+        let mut level: Vec<Self::F> = table.iter().map(|&v| self.fconst(v)).collect();
+        let mut bit = 1u64;
+        while level.len() > 1 {
+            let b = self.uconst(bit);
+            let m = self.and(i, b);
+            let zero = self.uconst(0);
+            let set = self.icmp(IntCC::Ne, m, zero);
+            level = level
+                .chunks(2)
+                .map(|p| self.select(set, p[1], p[0]))
+                .collect();
+            bit <<= 1;
+        }
+        level[0]
+    }
+
     /// The float's bit pattern.
     fn to_bits(&mut self, a: Self::F) -> Self::U;
     /// The float with this bit pattern.

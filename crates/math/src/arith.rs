@@ -237,3 +237,27 @@ pub trait Arith {
     /// Mask not.
     fn mnot(&mut self, a: Self::M) -> Self::M;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::RecordingArith;
+    use crate::{ScalarF32, ScalarF64};
+
+    static T: [f64; 16] = [
+        0.5, -1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5, -0.0,
+    ];
+
+    #[test]
+    fn select_tree_table_equals_the_load() {
+        for i in 0..40u64 {
+            let want = T[i as usize % 16];
+            let tree = RecordingArith::new(ScalarF64).ftable(&T, i);
+            assert_eq!(tree.to_bits(), want.to_bits(), "f64 tree at {i}");
+            assert_eq!(ScalarF64.ftable(&T, i).to_bits(), want.to_bits());
+            let tree = RecordingArith::new(ScalarF32).ftable(&T, i as u32);
+            assert_eq!(tree.to_bits(), (want as f32).to_bits(), "f32 tree at {i}");
+            assert_eq!(ScalarF32.ftable(&T, i as u32), want as f32);
+        }
+    }
+}

@@ -73,9 +73,21 @@ fn main() {
     type Case<'a> = (&'a str, Box<dyn Fn(u64) -> f64 + Sync>, fn(f64) -> bool);
     let cases: [Case; 4] = [
         ("log on [0, 1)", Box::new(|i| unit(mix(1, i))), check_log),
-        ("log on random bits", Box::new(|i| f64::from_bits(mix(2, i))), check_log),
-        ("sincos on [0, 2pi)", Box::new(move |i| two_pi * unit(mix(3, i))), check_sincos),
-        ("sincos on random bits", Box::new(|i| f64::from_bits(mix(4, i))), check_sincos),
+        (
+            "log on random bits",
+            Box::new(|i| f64::from_bits(mix(2, i))),
+            check_log,
+        ),
+        (
+            "sincos on [0, 2pi)",
+            Box::new(move |i| two_pi * unit(mix(3, i))),
+            check_sincos,
+        ),
+        (
+            "sincos on random bits",
+            Box::new(|i| f64::from_bits(mix(4, i))),
+            check_sincos,
+        ),
     ];
     let mut failed = false;
     for (name, make, check) in cases {

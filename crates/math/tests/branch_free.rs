@@ -51,7 +51,10 @@ fn assert_same_trace<S: Copy, X: Copy + std::fmt::Debug>(
             || (inner_is("ScalarF64") && F64_FMA.contains(&name));
         let uses_fma = a.trace.iter().any(|op| op == "fma");
         assert!(fma_allowed || !uses_fma, "{name} uses fma");
-        assert_eq!(uses_fma, fma_allowed, "{name}: F32_FMA/F64_FMA is out of date");
+        assert_eq!(
+            uses_fma, fma_allowed,
+            "{name}: F32_FMA/F64_FMA is out of date"
+        );
         match &first {
             None => {
                 let format = std::any::type_name::<S>()

@@ -40,10 +40,10 @@ fn same64(a: f64, b: f64) -> bool {
 
 /// Asserts no mismatches when the C library here is the reference; otherwise only reports.
 fn assert_none(what: &str, bad: &[u64]) {
-    let bits = |v: Vec<u32>| v.into_iter().map(u64::from).collect::<Vec<_>>();
-    assert_none("logf", &bits(bad_log));
-    assert_none("sincosf", &bits(bad_sc));
-}
+    if !reference_is_glibc_fma() {
+        println!("the C library here is not the reference (glibc with FMA): not asserting");
+        return;
+    }
     assert!(
         bad.is_empty(),
         "{what} differs at {:x?}",
@@ -139,17 +139,6 @@ fn logf_and_sincosf_equal_glibc_on_a_dense_sample() {
     assert_none("logf", &bits(bad_log));
     assert_none("sincosf", &bits(bad_sc));
 }
-    assert!(
-        bad_log.is_empty(),
-        "logf differs at {:x?}",
-        &bad_log[..bad_log.len().min(8)]
-    );
-    assert!(
-        bad_sc.is_empty(),
-        "sincosf differs at {:x?}",
-        &bad_sc[..bad_sc.len().min(8)]
-    );
-}
 
 /// `b ± d` for `d <= r` (bit patterns).
 fn around64(v: &mut Vec<u64>, b: u64, r: u64) {
@@ -180,16 +169,16 @@ fn log_equals_glibc_on_a_dense_sample() {
     for b in [
         0,
         1,
-        0x000f_ffff_ffff_ffff,                 // largest subnormal
-        0x0010_0000_0000_0000,                 // smallest normal
-        0x3ff0_0000_0000_0000,                 // 1
-        0x3fee_0000_0000_0000,                 // 1 - 2^-4: the near-1 path starts
-        0x3ff1_0900_0000_0000,                 // 1 + 0x1.09p-4: and ends
-        0x3fe6_0000_0000_0000,                 // OFF, the reduction interval
-        0x3e7a_d7f2_9abc_af48,                 // 1e-7, Box–Muller's clamp
-        0x7fef_ffff_ffff_ffff,                 // largest finite
-        0x7ff0_0000_0000_0000,                 // inf
-        0x7ff8_0000_0000_0000,                 // NaN
+        0x000f_ffff_ffff_ffff, // largest subnormal
+        0x0010_0000_0000_0000, // smallest normal
+        0x3ff0_0000_0000_0000, // 1
+        0x3fee_0000_0000_0000, // 1 - 2^-4: the near-1 path starts
+        0x3ff1_0900_0000_0000, // 1 + 0x1.09p-4: and ends
+        0x3fe6_0000_0000_0000, // OFF, the reduction interval
+        0x3e7a_d7f2_9abc_af48, // 1e-7, Box–Muller's clamp
+        0x7fef_ffff_ffff_ffff, // largest finite
+        0x7ff0_0000_0000_0000, // inf
+        0x7ff8_0000_0000_0000, // NaN
     ] {
         around64(&mut v, b, 2000);
         around64(&mut v, b | 1 << 63, 50);
@@ -244,7 +233,11 @@ fn sincos_equals_glibc_on_a_dense_sample() {
     }
     for i in 0..128u64 {
         around64(&mut v, (i as f64 / 128.0).to_bits(), 16);
-        around64(&mut v, (std::f64::consts::FRAC_PI_2 - i as f64 / 128.0).to_bits(), 16);
+        around64(
+            &mut v,
+            (std::f64::consts::FRAC_PI_2 - i as f64 / 128.0).to_bits(),
+            16,
+        );
     }
     // Box–Muller angles 2π u, random magnitudes up to the limit, random bits.
     let two_pi = 2.0 * std::f64::consts::PI;

@@ -35,9 +35,7 @@ fn kiln_values(kind: &str, args: &[&str], shape: &[usize]) -> Vec<u64> {
         "generator_normal" => f32s(generator().normal(shape).unwrap()),
         "generator_truncated_normal" => f32s(generator().truncated_normal(shape).unwrap()),
         "generator_normal_f64" => f64s(generator().normal_f64(shape).unwrap()),
-        "generator_truncated_normal_f64" => {
-            f64s(generator().truncated_normal_f64(shape).unwrap())
-        }
+        "generator_truncated_normal_f64" => f64s(generator().truncated_normal_f64(shape).unwrap()),
         _ => panic!("unknown case kind {kind}"),
     }
 }

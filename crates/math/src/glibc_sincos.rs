@@ -97,8 +97,9 @@ pub fn sincos_glibc<A: Arith>(a: &mut A, x: A::F) -> (A::F, A::F) {
     let darg = a.select(mid, da_mid, db);
     let arg = a.select(small, x, arg);
     let darg = a.select(small, zero, darg);
-    let s = do_sin(a, arg, darg);
-    let c = do_cos(a, arg, darg);
+    let point = table_point(a, arg);
+    let s = do_sin(a, arg, darg, &point);
+    let c = do_cos(a, arg, darg, &point);
     // Quadrant: the cosine is negated for n & 2 and the pair swapped for n & 1 (reduced);
     // the mid range swaps and gives the sine x's sign; the small range neither.
     let zero_u = a.uconst(0);
@@ -155,21 +156,38 @@ fn reduce_sincos<A: Arith>(a: &mut A, x: A::F) -> (A::F, A::F, A::U) {
     (b, db, n)
 }
 
-/// The table point `u - big` nearest `|x|` (a multiple of 1/128), its index, and `|x|`
-/// minus it.
+/// The table point nearest `|x|` (`u - big`, a multiple of 1/128): `|x|` minus it, and
+/// its `__sincostab` row. `do_sin` and `do_cos` of the same `x` share it.
+struct TablePoint<A: Arith> {
+    rest: A::F,
+    sn: A::F,
+    ssn: A::F,
+    cs: A::F,
+    ccs: A::F,
+}
+
 #[inline(always)]
-fn table_point<A: Arith>(a: &mut A, x: A::F) -> (A::F, A::U) {
+fn table_point<A: Arith>(a: &mut A, x: A::F) -> TablePoint<A> {
     let ax = a.abs(x);
     let big = a.fconst(BIG);
     let u = a.add(ax, big);
     let ub = a.to_bits(u);
     let p = a.sub(u, big);
-    (a.sub(ax, p), ub)
+    let rest = a.sub(ax, p);
+    let m = a.uconst(127);
+    let i = a.and(ub, m);
+    TablePoint {
+        rest,
+        sn: a.ftable(&SN, i),
+        ssn: a.ftable(&SSN, i),
+        cs: a.ftable(&CS, i),
+        ccs: a.ftable(&CCS, i),
+    }
 }
 
-/// `do_sin(x, dx)`: `sin(x + dx)` for `|x| < 0.855469`.
+/// `do_sin(x, dx)`: `sin(x + dx)` for `|x| < 0.855469`; `point` is `x`'s table point.
 #[inline(always)]
-fn do_sin<A: Arith>(a: &mut A, x: A::F, dx: A::F) -> A::F {
+fn do_sin<A: Arith>(a: &mut A, x: A::F, dx: A::F, point: &TablePoint<A>) -> A::F {
     // TAYLOR_SIN for |x| < 0.126: x + ((P(x²) x - dx/2) x² + dx).
     let xx = a.mul(x, x);
     let [s1, s2, s3, s4, s5] = S.map(|c| a.fconst(c));
@@ -184,8 +202,7 @@ fn do_sin<A: Arith>(a: &mut A, x: A::F, dx: A::F) -> A::F {
     let t = a.fma(xx, t, dx);
     let taylor = a.add(x, t);
     // Table point plus correction: sin(p + X) = sn cos X + cs sin X, in extra precision.
-    let (xr, ub) = table_point(a, x);
-    let (sn, ssn, cs, ccs) = sincos_table(a, ub);
+    let (xr, sn, ssn, cs, ccs) = (point.rest, point.sn, point.ssn, point.cs, point.ccs);
     let zero = a.fconst(0.0);
     let nonpos = a.fcmp(FloatCC::Le, x, zero);
     let ndx = a.neg(dx);
@@ -212,11 +229,10 @@ fn do_sin<A: Arith>(a: &mut A, x: A::F, dx: A::F) -> A::F {
     a.select(near0, taylor, r)
 }
 
-/// `do_cos(x, dx)`: `cos(x + dx)` for `|x| < 0.855469`.
+/// `do_cos(x, dx)`: `cos(x + dx)` for `|x| < 0.855469`; `point` is `x`'s table point.
 #[inline(always)]
-fn do_cos<A: Arith>(a: &mut A, x: A::F, dx: A::F) -> A::F {
-    let (xr, ub) = table_point(a, x);
-    let (sn, ssn, cs, ccs) = sincos_table(a, ub);
+fn do_cos<A: Arith>(a: &mut A, x: A::F, dx: A::F, point: &TablePoint<A>) -> A::F {
+    let (xr, sn, ssn, cs, ccs) = (point.rest, point.sn, point.ssn, point.cs, point.ccs);
     let zero = a.fconst(0.0);
     let neg = a.fcmp(FloatCC::Lt, x, zero);
     let ndx = a.neg(dx);
@@ -236,19 +252,6 @@ fn do_cos<A: Arith>(a: &mut A, x: A::F, dx: A::F) -> A::F {
     let cor = a.fma(mc, cs, cor);
     let cor = a.fma(ms, sn, cor);
     a.add(cor, cs)
-}
-
-/// `(sn, ssn, cs, ccs)` of `__sincostab` at the index in the low bits of `ub`.
-#[inline(always)]
-fn sincos_table<A: Arith>(a: &mut A, ub: A::U) -> (A::F, A::F, A::F, A::F) {
-    let m = a.uconst(127);
-    let i = a.and(ub, m);
-    (
-        a.ftable(&SN, i),
-        a.ftable(&SSN, i),
-        a.ftable(&CS, i),
-        a.ftable(&CCS, i),
-    )
 }
 
 /// `|v|` with the sign of `s`.

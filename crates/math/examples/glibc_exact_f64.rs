@@ -6,8 +6,11 @@
 //! `kiln_math::SINCOS_GLIBC_LIMIT`, where it is defined.
 //!
 //! ```text
-//! cargo run --release -p kiln-math --example glibc_exact_f64 [N]   # default 10^9
+//! cargo run --release -p kiln-math --example glibc_exact_f64 [N] [NAME…]   # default 10^9
 //! ```
+//!
+//! `NAME`s pick the cases whose names contain one of them (`log`, `sincos`, `2pi`, `bits`, …);
+//! default all.
 //!
 //! Prints the mismatch counts and the first few mismatches; exits with status 1 if any.
 
@@ -89,8 +92,12 @@ fn main() {
             check_sincos,
         ),
     ];
+    let picks: Vec<String> = std::env::args().skip(2).collect();
     let mut failed = false;
     for (name, make, check) in cases {
+        if !picks.is_empty() && !picks.iter().any(|p| name.contains(p.as_str())) {
+            continue;
+        }
         let t = Instant::now();
         let bad = sweep(n, make, check);
         println!(

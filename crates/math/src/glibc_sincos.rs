@@ -1,5 +1,5 @@
 //! Double-precision `sincos` exactly as glibc ≥ 2.28 computes it on x86-64 with FMA, for
-//! `|x| < 0x1.921fbp26` (≈ 105414350): the IBM Accurate Mathematical Library's algorithm
+//! `|x| < 0x1.921fbp26` (= 105414336): the IBM Accurate Mathematical Library's algorithm
 //! (glibc's `sysdeps/ieee754/dbl-64/s_sin.c` and `s_sincos.c`: a Taylor polynomial near
 //! zero, otherwise `sin`/`cos` of the nearest multiple of 1/128 from `__sincostab` corrected
 //! by short polynomials, after a three-part Cody–Waite reduction by π/2), over [`Arith`] so
@@ -19,8 +19,9 @@
 //! Not here: glibc's `__branred` (the Payne–Hanek reduction for `|x| ≥ 0x1.921fbp26`);
 //! such inputs give NaN (as do infinities and NaN, like glibc), a clear refusal rather than
 //! a wrong value. glibc's separate `sin` and `cos` entry points are not here either: for
-//! `0.855469 ≤ |x| < 2.426265` they reduce differently from `sincos` and can differ from it
-//! in the last bit. Needs an `F64`-format [`Arith`].
+//! `0.855469 ≤ |x| < 2.426265` `sin` reduces differently from `sincos` (`do_cos(π/2 - |x|,
+//! hp1)` rather than the renormalised pair), so its bits are not assumed to be `sincos`'s.
+//! Needs an `F64`-format [`Arith`].
 
 use crate::arith::{Arith, FloatCC, Format, IntCC};
 use crate::glibc_sincostab::{CCS, CS, SN, SSN};

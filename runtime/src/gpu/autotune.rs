@@ -8,34 +8,17 @@ use crate::backend::CompileFailure;
 use kiln_flags::{vlog, Flags};
 use kiln_ir::{Buffer, Cluster, DType, Tensor, TensorType};
 use kiln_ptx::driver::{DeviceBuffer, DriverError, Gpu};
-use kiln_ptx::Mapping;
+use kiln_ptx::{grid_for, Mapping};
 use std::sync::Arc;
 
 /// Block sizes tried by the autotuner (besides the emitter's suggestion).
 const TUNE_BLOCKS: [u32; 4] = [128, 256, 512, 1024];
-/// Most blocks a launch uses (grid-stride loops cover the rest), as the emitter suggests.
-const MAX_GRID: u64 = 1 << 16;
 /// Fractions of the one-row-per-warp grid a row-fused entry is also timed with (autotune
 /// level ≥ 1): with 2 or 4 rows per warp, the warps drift apart and a row's DRAM reads
 /// (prefetched during the row before, see `kiln_ptx::emit`) overlap other rows' arithmetic.
 const TUNE_ROW_GRID_DIVISORS: [u32; 2] = [2, 4];
 /// Timed launches per autotune candidate (after one warm-up).
 const TUNE_REPS: u32 = 5;
-
-/// The blocks a launch of `mapping` with `block` threads uses: enough to give every thread
-/// [`kiln_ptx::POINTS_PER_THREAD`] points (pointwise) or every kept point's warp one pass,
-/// at most [`MAX_GRID`], at least 1.
-pub fn grid_for(mapping: Mapping, block: u32) -> u32 {
-    let block = u64::from(block.max(1));
-    let blocks = match mapping {
-        Mapping::Pointwise { points } => points.div_ceil(block * kiln_ptx::POINTS_PER_THREAD),
-        Mapping::WarpPerPoint { points, .. } => points.div_ceil((block / 32).max(1)),
-        Mapping::WarpPerRow { rows, warps } => {
-            rows.div_ceil((block / 32).clamp(1, u64::from(warps.max(1))))
-        }
-    };
-    blocks.clamp(1, MAX_GRID) as u32
-}
 
 /// The block sizes to try for one kernel: the emitter's suggestion first, then (autotune
 /// level ≥ 1) 128, 256, 512, 1024 — only those the kernel can be launched with
@@ -347,9 +330,9 @@ fn try_launch(
         }
     }
     exe.launch(zeros, k, block, grid).map_err(failed)?; // warm-up
-                                                        // Each timed launch starts with a cold L2, as a kernel whose inputs come from DRAM
-                                                        // does: otherwise a program whose buffers fit in L2 is timed on L2's bandwidth, which
-                                                        // favours configurations that hide less memory latency.
+    // Each timed launch starts with a cold L2, as a kernel whose inputs come from DRAM
+    // does: otherwise a program whose buffers fit in L2 is timed on L2's bandwidth, which
+    // favours configurations that hide less memory latency.
     let mut ms = 0.0;
     for _ in 0..TUNE_REPS {
         if let Some(flush) = flush.as_deref_mut() {
@@ -438,29 +421,6 @@ mod tests {
             ((128, 1024), None),
         ];
         assert_eq!(pick_fastest(&r), Some((256, 128)));
-    }
-
-    #[test]
-    fn grids_cover_the_work_within_bounds() {
-        // Four points per thread.
-        assert_eq!(grid_for(Mapping::Pointwise { points: 1000 }, 256), 1);
-        assert_eq!(grid_for(Mapping::Pointwise { points: 1025 }, 256), 2);
-        assert_eq!(grid_for(Mapping::Pointwise { points: 0 }, 256), 1);
-        assert_eq!(
-            grid_for(Mapping::Pointwise { points: 1 << 40 }, 256),
-            1 << 16
-        );
-        // 8 warps per block of 256: 100 rows need 13 blocks.
-        assert_eq!(
-            grid_for(
-                Mapping::WarpPerPoint {
-                    points: 100,
-                    len: 7
-                },
-                256
-            ),
-            13
-        );
     }
 
     #[test]

@@ -29,8 +29,9 @@
 //!
 //! [`GpuEntry`], bincode 2: the cubin (so a warm process skips the PTX JIT), the lowered
 //! program (buffer types, constants, dots), each fill's and kernel's entry, parameters,
-//! mapping and the chosen block/grid. The backend's target key names the sm, the driver version, the JIT
-//! optimisation level and the autotune level, so an entry is only used where it was made.
+//! mapping and the chosen block/grid. The backend's target key names the sm, the driver
+//! version, the JIT optimisation level and the autotune level, so an entry is only used
+//! where it was made.
 //!
 //! # Files
 //!
@@ -45,7 +46,8 @@ mod entry;
 mod executable;
 mod memory;
 
-pub use autotune::{block_candidates, grid_for, pick_fastest, synth_input};
+pub use autotune::{block_candidates, pick_fastest, synth_input};
 pub use compile::{target_key, GpuBackend};
 pub use entry::{GpuEntry, LaunchRecord};
+pub use kiln_ptx::grid_for;
 pub use memory::{buffer_bytes, buffer_from_bytes};

@@ -5,6 +5,9 @@
 //! - [`arith`]: the [`kiln_math::Arith`] trait over PTX registers, so the generic scalar math
 //!   emits *the same sequence of IEEE operations* as the interpreter (design.md, Invariant 1);
 //! - [`kernels`]: elementwise math kernels `y[i] = f(x[i])`, used to validate the above;
+//! - [`backend`]: the one entry point, shaped as the CPU backend's: [`PtxOptions`] in,
+//!   [`compile_cluster`] → a [`PtxArtifact`] (the program the GPU runs and its module) or
+//!   a [`PtxCompileError`];
 //! - [`emit`]: the kernel-IR → PTX emitter ([`emit_program`]): one module per lowered
 //!   cluster, one `.entry` per kernel — or one row-fused entry (one warp per row, row
 //!   temporaries in shared memory) for softmax/layer-norm-like programs — and a
@@ -28,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod arith;
+pub mod backend;
 pub mod driver;
 pub mod emit;
 mod fmod;
@@ -40,6 +44,7 @@ mod random;
 mod schedule;
 
 pub use arith::{Double, PtxArith, PtxFloat, Single};
+pub use backend::{compile_cluster, compile_program, PtxArtifact, PtxCompileError, PtxOptions};
 pub use emit::{
     emit_program, gpu_program, grid_for, EmitError, KernelLaunch, Mapping, PtxProgram,
     POINTS_PER_THREAD,

@@ -144,218 +144,209 @@ fn same_outputs(a: &[Tensor], b: &[Tensor]) -> bool {
         })
 }
 
-/// Chooses each kernel's launch (`--xla_gpu_autotune_level`): 0 keeps the emitter's
-/// suggestion; ≥ 1 times every block size candidate on zero-filled buffers (CUDA events:
-/// after one warm-up, the total of [`TUNE_REPS`] launches, each after an overwrite of
-/// twice the L2 cache so it reads from DRAM), then, for a row-fused entry, the
-/// fastest block with the smaller grids of [`row_grids`], and keeps the fastest of all
-/// ([`try_launch`]); 4 first runs the whole
-/// program with each candidate on synthesized inputs and rejects any whose outputs differ
-/// bitwise from the reference (the interpreter; for clusters with dots, whose cuBLAS
-/// results are not bit-identical to the CPU GEMM, the emitter's own launch).
-pub(super) fn autotune(
-    gpu: &Arc<Gpu>,
-    flags: &Flags,
-    cluster: &Cluster,
-    exe: &mut GpuExe,
-) -> Result<(), CompileFailure> {
-    let level = flags.autotune_level;
-    let failed = |e: String| CompileFailure::Failed(e);
-    // Fills keep the emitter's suggestion, within what each entry allows.
-    for (l, kernel) in exe.entry.fills.iter_mut().zip(&exe.fill_kernels) {
-        let max = kernel.max_threads_per_block().map_err(|e| failed(drv(e)))?;
-        l.block = block_candidates(l.mapping, l.block, 0, max)[0];
-        l.grid = grid_for(l.mapping, l.block);
-    }
-    let mut candidates = Vec::new();
-    for (k, l) in exe.entry.launches.iter().enumerate() {
-        let max = exe.kernels[k]
-            .max_threads_per_block()
-            .map_err(|e| failed(drv(e)))?;
-        candidates.push(block_candidates(l.mapping, l.block, level, max));
-    }
-    // Start from each kernel's first candidate (the suggestion when it fits).
-    for (l, c) in exe.entry.launches.iter_mut().zip(&candidates) {
-        l.block = c[0];
-        l.grid = grid_for(l.mapping, c[0]);
-    }
-    let single = candidates
-        .iter()
-        .zip(&exe.entry.launches)
-        .all(|(c, l)| c.len() == 1 && row_grids(l.mapping, c[0]).is_empty());
-    if level == 0 || single && level < 4 {
-        return Ok(());
-    }
-    let (inputs, reference) = if level >= 4 {
-        let ins: Vec<Tensor> = exe
+/// What autotuning runs with: the device and the flags (`--xla_gpu_autotune_level`,
+/// logging, the interpreter's threads for the level-4 reference).
+pub(super) struct Tuner<'a> {
+    pub(super) gpu: &'a Arc<Gpu>,
+    pub(super) flags: &'a Flags,
+}
+
+impl Tuner<'_> {
+    /// Chooses each kernel's launch (`--xla_gpu_autotune_level`): 0 keeps the emitter's
+    /// suggestion; ≥ 1 times every block size candidate on zero-filled buffers (CUDA events:
+    /// after one warm-up, the total of [`TUNE_REPS`] launches, each after an overwrite of
+    /// twice the L2 cache so it reads from DRAM), then, for a row-fused entry, the
+    /// fastest block with the smaller grids of [`row_grids`], and keeps the fastest of all
+    /// ([`Tuner::try_launch`]); 4 first runs the whole
+    /// program with each candidate on synthesized inputs and rejects any whose outputs differ
+    /// bitwise from the reference (the interpreter; for clusters with dots, whose cuBLAS
+    /// results are not bit-identical to the CPU GEMM, the emitter's own launch).
+    pub(super) fn autotune(
+        &self,
+        cluster: &Cluster,
+        exe: &mut GpuExe,
+    ) -> Result<(), CompileFailure> {
+        let (gpu, flags) = (self.gpu, self.flags);
+        let level = flags.autotune_level;
+        let failed = |e: String| CompileFailure::Failed(e);
+        // Fills keep the emitter's suggestion, within what each entry allows.
+        for (l, kernel) in exe.entry.fills.iter_mut().zip(&exe.fill_kernels) {
+            let max = kernel.max_threads_per_block().map_err(|e| failed(drv(e)))?;
+            l.block = block_candidates(l.mapping, l.block, 0, max)[0];
+            l.grid = grid_for(l.mapping, l.block);
+        }
+        let mut candidates = Vec::new();
+        for (k, l) in exe.entry.launches.iter().enumerate() {
+            let max = exe.kernels[k]
+                .max_threads_per_block()
+                .map_err(|e| failed(drv(e)))?;
+            candidates.push(block_candidates(l.mapping, l.block, level, max));
+        }
+        // Start from each kernel's first candidate (the suggestion when it fits).
+        for (l, c) in exe.entry.launches.iter_mut().zip(&candidates) {
+            l.block = c[0];
+            l.grid = grid_for(l.mapping, c[0]);
+        }
+        let single = candidates
+            .iter()
+            .zip(&exe.entry.launches)
+            .all(|(c, l)| c.len() == 1 && row_grids(l.mapping, c[0]).is_empty());
+        if level == 0 || single && level < 4 {
+            return Ok(());
+        }
+        let (inputs, reference) = if level >= 4 {
+            let ins: Vec<Tensor> = exe
+                .entry
+                .program
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(i, t)| synth_input(t, i))
+                .collect();
+            let refs: Vec<&Tensor> = ins.iter().collect();
+            let reference = if exe.entry.program.dots.is_empty() {
+                // The interpreter's bits do not depend on its thread count.
+                let interp = kiln_interp::Interpreter::new(flags.cpu_threads())
+                    .map_err(|e| failed(e.to_string()))?;
+                interp
+                    .run_refs(&cluster.body, &refs)
+                    .map_err(|e| failed(format!("interpreter reference: {e}")))?
+                    .0
+            } else {
+                exe.run_with(&refs, &exe.configs()).map_err(failed)?
+            };
+            // On the device once, for every candidate's run.
+            let mem = GpuMemory {
+                gpu: Arc::clone(gpu),
+            };
+            let ins = ins
+                .iter()
+                .map(|t| mem.upload_tensor(t))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(failed)?;
+            (ins, Some(reference))
+        } else {
+            (Vec::new(), None)
+        };
+        let zero_inputs = exe
             .entry
             .program
             .inputs
             .iter()
-            .enumerate()
-            .map(|(i, t)| synth_input(t, i))
-            .collect();
-        let refs: Vec<&Tensor> = ins.iter().collect();
-        let reference = if exe.entry.program.dots.is_empty() {
-            // The interpreter's bits do not depend on its thread count.
-            let interp = kiln_interp::Interpreter::new(flags.cpu_threads())
-                .map_err(|e| failed(e.to_string()))?;
-            interp
-                .run_refs(&cluster.body, &refs)
-                .map_err(|e| failed(format!("interpreter reference: {e}")))?
-                .0
-        } else {
-            exe.run_with(&refs, &exe.configs()).map_err(failed)?
-        };
-        // On the device once, for every candidate's run.
-        let mem = GpuMemory {
-            gpu: Arc::clone(gpu),
-        };
-        let ins = ins
-            .iter()
-            .map(|t| mem.upload_tensor(t))
+            .map(|t| gpu.alloc(type_bytes(t)))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(failed)?;
-        (ins, Some(reference))
-    } else {
-        (Vec::new(), None)
-    };
-    let zero_inputs = exe
-        .entry
-        .program
-        .inputs
-        .iter()
-        .map(|t| gpu.alloc(type_bytes(t)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| failed(drv(e)))?;
-    let zeros = exe.buffers(zero_inputs.iter().collect()).map_err(failed)?;
-    let reference = reference.as_ref().map(|want| (inputs.as_slice(), want));
-    // Twice the L2 cache, overwritten before each timed launch (none when the driver
-    // does not report an L2 size).
-    let mut flush = match gpu.l2_bytes() {
-        0 => None,
-        l2 => Some(gpu.alloc_uninit(2 * l2).map_err(|e| failed(drv(e)))?),
-    };
-    for (k, blocks) in candidates.iter().enumerate() {
-        let mapping = exe.entry.launches[k].mapping;
-        let entry = exe.entry.launches[k].entry.clone();
-        let none_accepted = || {
-            failed(format!(
-                "{entry}: every launch configuration gives outputs that differ from the reference"
-            ))
+            .map_err(|e| failed(drv(e)))?;
+        let zeros = exe.buffers(zero_inputs.iter().collect()).map_err(failed)?;
+        let reference = reference.as_ref().map(|want| (inputs.as_slice(), want));
+        // Twice the L2 cache, overwritten before each timed launch (none when the driver
+        // does not report an L2 size).
+        let mut flush = match gpu.l2_bytes() {
+            0 => None,
+            l2 => Some(gpu.alloc_uninit(2 * l2).map_err(|e| failed(drv(e)))?),
         };
-        let mut results = Vec::new();
-        for &block in blocks {
-            let config = (block, grid_for(mapping, block));
-            results.push((
-                config,
-                try_launch(
-                    gpu,
-                    flags,
-                    exe,
-                    k,
-                    config,
-                    reference,
-                    &zeros,
-                    flush.as_mut(),
-                )?,
-            ));
-        }
-        let (block, _) = pick_fastest(&results).ok_or_else(none_accepted)?;
-        // Then fewer rows' worth of warps for the fastest block (row-fused entries).
-        if level > 0 {
-            for grid in row_grids(mapping, block) {
-                let config = (block, grid);
+        for (k, blocks) in candidates.iter().enumerate() {
+            let mapping = exe.entry.launches[k].mapping;
+            let entry = exe.entry.launches[k].entry.clone();
+            let none_accepted = || {
+                failed(format!(
+                    "{entry}: every launch configuration gives outputs that differ from the reference"
+                ))
+            };
+            let mut results = Vec::new();
+            for &block in blocks {
+                let config = (block, grid_for(mapping, block));
                 results.push((
                     config,
-                    try_launch(
-                        gpu,
-                        flags,
-                        exe,
-                        k,
-                        config,
-                        reference,
-                        &zeros,
-                        flush.as_mut(),
-                    )?,
+                    self.try_launch(exe, k, config, reference, &zeros, flush.as_mut())?,
                 ));
             }
+            let (block, _) = pick_fastest(&results).ok_or_else(none_accepted)?;
+            // Then fewer rows' worth of warps for the fastest block (row-fused entries).
+            if level > 0 {
+                for grid in row_grids(mapping, block) {
+                    let config = (block, grid);
+                    results.push((
+                        config,
+                        self.try_launch(exe, k, config, reference, &zeros, flush.as_mut())?,
+                    ));
+                }
+            }
+            let l = &mut exe.entry.launches[k];
+            (l.block, l.grid) = pick_fastest(&results).ok_or_else(none_accepted)?;
         }
-        let l = &mut exe.entry.launches[k];
-        (l.block, l.grid) = pick_fastest(&results).ok_or_else(none_accepted)?;
+        gpu.synchronize().map_err(|e| failed(drv(e)))?;
+        Ok(())
     }
-    gpu.synchronize().map_err(|e| failed(drv(e)))?;
-    Ok(())
-}
 
-/// One autotune candidate: kernel `k` of `exe` launched as `(block, grid)`. With a
-/// `reference` (level 4: the device inputs and the expected outputs), the whole program
-/// first runs with it and `None` rejects it when any output differs bitwise. Then its
-/// time over [`TUNE_REPS`] launches on `zeros` (after one warm-up), in milliseconds,
-/// each launch after an overwrite of `flush` (evicting L2) that is not timed.
-fn try_launch(
-    gpu: &Arc<Gpu>,
-    flags: &Flags,
-    exe: &GpuExe,
-    k: usize,
-    (block, grid): (u32, u32),
-    reference: Option<(&[GpuTensor], &Vec<Tensor>)>,
-    zeros: &Buffers,
-    mut flush: Option<&mut DeviceBuffer>,
-) -> Result<Option<f32>, CompileFailure> {
-    let failed = |e: String| CompileFailure::Failed(e);
-    let entry = &exe.entry.launches[k].entry;
-    if let Some((inputs, want)) = reference {
-        let mut configs = exe.configs();
-        configs[k] = (block, grid);
-        let mem = GpuMemory {
-            gpu: Arc::clone(gpu),
-        };
-        let got = exe
-            .run_device(inputs.iter().map(|t| &t.buf).collect(), &configs)
-            .and_then(|outs| {
-                (outs.into_iter().zip(&exe.entry.program.outputs))
-                    .map(|(buf, ty)| {
-                        mem.download_tensor(&GpuTensor {
-                            ty: ty.clone(),
-                            buf,
+    /// One autotune candidate: kernel `k` of `exe` launched as `(block, grid)`. With a
+    /// `reference` (level 4: the device inputs and the expected outputs), the whole program
+    /// first runs with it and `None` rejects it when any output differs bitwise. Then its
+    /// time over [`TUNE_REPS`] launches on `zeros` (after one warm-up), in milliseconds,
+    /// each launch after an overwrite of `flush` (evicting L2) that is not timed.
+    fn try_launch(
+        &self,
+        exe: &GpuExe,
+        k: usize,
+        (block, grid): (u32, u32),
+        reference: Option<(&[GpuTensor], &Vec<Tensor>)>,
+        zeros: &Buffers,
+        mut flush: Option<&mut DeviceBuffer>,
+    ) -> Result<Option<f32>, CompileFailure> {
+        let (gpu, flags) = (self.gpu, self.flags);
+        let failed = |e: String| CompileFailure::Failed(e);
+        let entry = &exe.entry.launches[k].entry;
+        if let Some((inputs, want)) = reference {
+            let mut configs = exe.configs();
+            configs[k] = (block, grid);
+            let mem = GpuMemory {
+                gpu: Arc::clone(gpu),
+            };
+            let got = exe
+                .run_device(inputs.iter().map(|t| &t.buf).collect(), &configs)
+                .and_then(|outs| {
+                    (outs.into_iter().zip(&exe.entry.program.outputs))
+                        .map(|(buf, ty)| {
+                            mem.download_tensor(&GpuTensor {
+                                ty: ty.clone(),
+                                buf,
+                            })
                         })
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(failed)?;
-        if !same_outputs(&got, want) {
-            tracing::warn!(target: "nvptx_compiler", "{entry}: block {block} grid {grid} rejected: its outputs differ from the reference");
-            return Ok(None);
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(failed)?;
+            if !same_outputs(&got, want) {
+                tracing::warn!(target: "nvptx_compiler", "{entry}: block {block} grid {grid} rejected: its outputs differ from the reference");
+                return Ok(None);
+            }
         }
-    }
-    exe.launch(zeros, k, block, grid).map_err(failed)?; // warm-up
-    // Each timed launch starts with a cold L2, as a kernel whose inputs come from DRAM
-    // does: otherwise a program whose buffers fit in L2 is timed on L2's bandwidth, which
-    // favours configurations that hide less memory latency.
-    let mut ms = 0.0;
-    for _ in 0..TUNE_REPS {
-        if let Some(flush) = flush.as_deref_mut() {
-            gpu.overwrite(flush).map_err(|e| failed(drv(e)))?;
+        exe.launch(zeros, k, block, grid).map_err(failed)?; // warm-up
+                                                            // Each timed launch starts with a cold L2, as a kernel whose inputs come from DRAM
+                                                            // does: otherwise a program whose buffers fit in L2 is timed on L2's bandwidth, which
+                                                            // favours configurations that hide less memory latency.
+        let mut ms = 0.0;
+        for _ in 0..TUNE_REPS {
+            if let Some(flush) = flush.as_deref_mut() {
+                gpu.overwrite(flush).map_err(|e| failed(drv(e)))?;
+            }
+            ms += gpu
+                .time_ms(&mut || {
+                    exe.launch(zeros, k, block, grid)
+                        .map_err(|e| DriverError::Cuda {
+                            step: "autotuning".into(),
+                            message: e,
+                        })
+                })
+                .map_err(|e| failed(drv(e)))?;
         }
-        ms += gpu
-            .time_ms(&mut || {
-                exe.launch(zeros, k, block, grid)
-                    .map_err(|e| DriverError::Cuda {
-                        step: "autotuning".into(),
-                        message: e,
-                    })
-            })
-            .map_err(|e| failed(drv(e)))?;
+        vlog!(
+            flags,
+            "nvptx_compiler",
+            2,
+            "autotune {entry}: block {block} grid {grid}: {:.4} ms",
+            ms / TUNE_REPS as f32
+        );
+        Ok(Some(ms))
     }
-    vlog!(
-        flags,
-        "nvptx_compiler",
-        2,
-        "autotune {entry}: block {block} grid {grid}: {:.4} ms",
-        ms / TUNE_REPS as f32
-    );
-    Ok(Some(ms))
 }
 
 #[cfg(test)]

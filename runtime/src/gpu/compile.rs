@@ -1,16 +1,15 @@
 //! [`GpuBackend`]: a cluster lowered, emitted as PTX, linked into a cubin by the driver,
 //! loaded and autotuned; and an executable loaded back from its persistent entry.
 
-use super::autotune::autotune;
+use super::autotune::Tuner;
 use super::entry::{GpuEntry, LaunchRecord, ENTRY_FORMAT};
 use super::executable::{plan_dots, GpuExe};
 use super::memory::GpuMemory;
 use crate::backend::{Backend, CompileFailure, DeviceMemory, Executable};
-use kiln_compiler::lower::{lower_cluster, LowerError};
 use kiln_flags::{vlog, Flags};
 use kiln_ir::Cluster;
 use kiln_ptx::driver::{DriverError, Gpu};
-use kiln_ptx::{emit_program, Target};
+use kiln_ptx::{compile_cluster, PtxArtifact, PtxOptions, Target};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -88,20 +87,16 @@ impl Backend for GpuBackend {
     }
 
     fn compile(&self, cluster: &Cluster) -> Result<Arc<dyn Executable>, CompileFailure> {
-        let program = lower_cluster(cluster).map_err(|e| match e {
-            LowerError::Unsupported(why) => CompileFailure::Unsupported(why),
-        })?;
-        let program = kiln_ptx::gpu_program(&program);
+        let target = Target::from_sm(self.gpu.sm())
+            .map_err(|e| CompileFailure::Unsupported(e.to_string()))?;
+        let PtxArtifact { program, ptx } = compile_cluster(cluster, &PtxOptions { target })
+            .map_err(|e| CompileFailure::Unsupported(e.to_string()))?;
         plan_dots(&program).map_err(CompileFailure::Unsupported)?;
         if !program.dots.is_empty() {
             self.gpu.cublas().map_err(|e| {
                 CompileFailure::Unsupported(format!("dot_general needs cuBLAS: {e}"))
             })?;
         }
-        let target = Target::from_sm(self.gpu.sm())
-            .map_err(|e| CompileFailure::Unsupported(e.to_string()))?;
-        let ptx = emit_program(&program, target)
-            .map_err(|e| CompileFailure::Unsupported(e.to_string()))?;
         vlog!(self.flags, "nvptx_compiler", 2, "{}", ptx.size_summary());
         let start = Instant::now();
         let cubin = self
@@ -138,7 +133,11 @@ impl Backend for GpuBackend {
             launches,
         };
         let mut exe = GpuExe::new(self.gpu.clone(), entry).map_err(CompileFailure::Failed)?;
-        autotune(&self.gpu, &self.flags, cluster, &mut exe)?;
+        let tuner = Tuner {
+            gpu: &self.gpu,
+            flags: &self.flags,
+        };
+        tuner.autotune(cluster, &mut exe)?;
         Ok(Arc::new(exe))
     }
 

@@ -4,12 +4,12 @@
 //!
 //! # Compile
 //!
-//! `lower_cluster` → [`kiln_ptx::emit_program`] for the device's `sm_XX` → every dot mapped
-//! to one gemm ([`kiln_ptx::plan_dot`]; a dot that does not map is `Unsupported`, so the
+//! [`kiln_ptx::compile_cluster`] for the device's `sm_XX` (lowering, long reductions split,
+//! PTX emitted) → every dot mapped to one gemm ([`kiln_ptx::plan_dot`]; a dot that does not map is `Unsupported`, so the
 //! cluster runs on the fallback path) → `cuLinkCreate/AddData(PTX)/Complete` with
 //! `CU_JIT_OPTIMIZATION_LEVEL` 0 under `--xla_gpu_disable_ptxas_optimizations` (else the
 //! driver's default) → the cubin is loaded and its entries looked up → launch configs chosen
-//! (`--xla_gpu_autotune_level`, see [`block_candidates`] and [`row_grids`]).
+//! (`--xla_gpu_autotune_level`, see [`block_candidates`] and `autotune::row_grids`).
 //!
 //! # Data movement
 //!

@@ -30,14 +30,13 @@ mod semantics;
 mod vector;
 
 use common::programs::{cluster, first_difference, random_tensor, simulate, Launch};
+pub use common::ptxas_or_skip;
 use common::Rng;
 use kiln_compiler::lower::{lower_cluster, LowerError};
 use kiln_interp::Interpreter;
 use kiln_ir::{Cluster, Tensor};
 use kiln_ptx::emit::{emit_program, gpu_program};
-use kiln_ptx::ptxas::Ptxas;
 use kiln_ptx::Target;
-use std::path::PathBuf;
 
 pub fn sm80() -> Target {
     Target::from_sm(80).expect("sm_80 is in the table")
@@ -51,14 +50,17 @@ pub fn interpret(c: &Cluster, inputs: &[Tensor]) -> Option<Vec<Tensor>> {
 /// Lowers, emits, simulates under two launch shapes and compares with the interpreter.
 /// `Ok(false)`: skipped (the program is not valid for the interpreter or the lowering).
 pub fn check(label: &str, c: &Cluster, seed: u64) -> Result<bool, String> {
+    check_inputs(label, c, &random_inputs(c, seed))
+}
+
+/// Random arguments for `c` (the generator's values, specials included), from `seed`.
+pub fn random_inputs(c: &Cluster, seed: u64) -> Vec<Tensor> {
     let mut r = Rng(seed | 1);
-    let inputs: Vec<Tensor> = c
-        .body
+    c.body
         .param_types()
         .iter()
         .map(|t| random_tensor(t, &mut r))
-        .collect();
-    check_inputs(label, c, &inputs)
+        .collect()
 }
 
 /// [`check`] on the given inputs.
@@ -128,16 +130,4 @@ pub fn check_all(cases: &[(String, String)], min_checked: usize) {
         checked >= min_checked,
         "only {checked} cases were checked (expected at least {min_checked})"
     );
-}
-
-/// The test edge: the only place that reads the environment.
-pub fn ptxas_or_skip() -> Option<Ptxas> {
-    let explicit = std::env::var_os("KILN_PTXAS").map(PathBuf::from);
-    match Ptxas::find(explicit.as_deref(), std::env::var_os("PATH").as_deref()) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            kiln_testkit::skip_unless_required("KILN_REQUIRE_PTXAS", e);
-            None
-        }
-    }
 }

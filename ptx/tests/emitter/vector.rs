@@ -4,6 +4,7 @@
 use crate::cases::index_map_cases;
 use crate::common::programs::{cluster, first_difference, random_tensor, simulate, Launch};
 use crate::common::Rng;
+use crate::random_inputs;
 use crate::{check_inputs, interpret, ptxas_or_skip, sm80};
 use kiln_compiler::kernel::{NodeKind, Program};
 use kiln_compiler::lower::lower_cluster;
@@ -51,13 +52,7 @@ fn check_launches(
     launches: &[Launch],
     seed: u64,
 ) -> Result<kiln_ptx::PtxProgram, String> {
-    let mut r = Rng(seed | 1);
-    let inputs: Vec<Tensor> = c
-        .body
-        .param_types()
-        .iter()
-        .map(|t| random_tensor(t, &mut r))
-        .collect();
+    let inputs = random_inputs(c, seed);
     let want = interpret(c, &inputs).ok_or_else(|| format!("{label}: interpreter refused"))?;
     let p = lower_cluster(c).map_err(|e| format!("{label}: {e:?}"))?;
     let ptx = emit_program(&p, sm80()).map_err(|e| format!("{label}: {e}"))?;

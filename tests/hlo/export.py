@@ -38,10 +38,11 @@ def save(name, hlo, inputs, outputs):
             os.remove(os.path.join(OUT, f))
     with open(os.path.join(OUT, name + ".hlo"), "w") as out:
         out.write(hlo)
+    # np.array(order="C"), not np.ascontiguousarray: that one makes a scalar shape (1,).
     for k, a in enumerate(inputs):
-        np.save(os.path.join(OUT, f"{name}.in{k}.npy"), np.ascontiguousarray(a))
+        np.save(os.path.join(OUT, f"{name}.in{k}.npy"), np.array(a, order="C"))
     for k, a in enumerate(outputs):
-        np.save(os.path.join(OUT, f"{name}.out{k}.npy"), np.ascontiguousarray(a))
+        np.save(os.path.join(OUT, f"{name}.out{k}.npy"), np.array(a, order="C"))
     size = sum(np.asarray(a).nbytes for a in list(inputs) + list(outputs)) + len(hlo)
     print(f"{name}: {len(inputs)} inputs, {len(outputs)} outputs, {size / 1024:.0f} KiB")
 

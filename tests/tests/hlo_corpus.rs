@@ -84,6 +84,18 @@ const PROGRAMS: &[(&str, f64, &str)] = &[
     ),
 ];
 
+/// Outputs whose value rounding decides, checked for type only, and why. In
+/// `flax_transformer_adamw_step` the attention's key bias has a gradient of exactly zero
+/// (softmax ignores a shift that is the same for every key), so both sides compute rounding
+/// noise of about 1e-9 for it (outputs 13 and 58: its gradient's first and second Adam
+/// moments; 36 the parameter it moves), and Adam divides that noise by its own square root:
+/// the step is ±lr at the noise's sign. No tolerance makes that comparison meaningful.
+const UNDETERMINED: &[(&str, &[usize], &str)] = &[(
+    "flax_transformer_adamw_step",
+    &[13, 36, 58],
+    "the key bias's gradient is zero up to rounding",
+)];
+
 /// Programs that do not run yet, with what stops them. The test checks that each still fails,
 /// so a program that starts working must be moved to the checked ones.
 const NOT_YET: &[(&str, &str)] = &[
@@ -91,10 +103,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("flax_cnn_adam_step", "convolution"),
     ("flax_depthwise", "convolution"),
     ("flax_depthwise_grad", "convolution"),
-    (
-        "flax_transformer_adamw_step",
-        "input 22 and outputs 22, 67 are scalars saved as shape [1] (before export.py's fix)",
-    ),
     ("flax_lstm", "while"),
     ("flax_bigru", "while"),
     ("flax_mlp_rank", "variadic reduce and sort"),
@@ -166,8 +174,18 @@ fn every_corpus_program_reproduces_the_frameworks_outputs() {
         let (got, secs) = run(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         let want = tensors(name, "out");
         assert_eq!(got.len(), want.len(), "{name}: number of outputs");
+        let skip: &[usize] = UNDETERMINED
+            .iter()
+            .find(|u| u.0 == name)
+            .map_or(&[], |u| u.1);
         let worst = (0..got.len())
-            .map(|k| compare(name, k, &got[k], &want[k], tol))
+            .map(|k| {
+                if skip.contains(&k) {
+                    assert_eq!(got[k].ty(), want[k].ty(), "{name} output {k}: type");
+                    return 0.0;
+                }
+                compare(name, k, &got[k], &want[k], tol)
+            })
             .fold(0f64, f64::max);
         report.push(format!(
             "{name:32} {secs:8.3} s   largest error {worst:.1e}"

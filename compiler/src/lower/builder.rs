@@ -219,7 +219,10 @@ impl<'a> KernelBuilder<'a> {
             Op::Reverse { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. } => {
+            | Op::PadGeneral { .. }
+            | Op::Convolution(_)
+            | Op::ReduceWindow { .. }
+            | Op::SelectAndScatter { .. } => {
                 return unsupported(format!(
                     "{}: no compiled code for this op yet",
                     inst.op.name()

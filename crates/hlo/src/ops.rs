@@ -96,6 +96,17 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "dynamic-update-slice" => (&[], None),
         "pad" => (&["padding"], Some(2)),
         "reduce" => (&["dimensions", "to_apply"], None),
+        "convolution" => (
+            &[
+                "window",
+                "dim_labels",
+                "feature_group_count",
+                "batch_group_count",
+            ],
+            Some(2),
+        ),
+        "reduce-window" => (&["window", "to_apply"], None),
+        "select-and-scatter" => (&["window", "select", "scatter"], Some(3)),
         "dot" => (
             &[
                 "lhs_batch_dims",
@@ -340,6 +351,9 @@ impl Ctx<'_> {
                 )))
             }
             "reduce" => self.reduce(inst, &args),
+            "convolution" => self.convolution(inst, &args),
+            "reduce-window" => self.reduce_window(inst, &args),
+            "select-and-scatter" => self.select_and_scatter(inst, &args),
             "dot" => self.dot(inst, &args),
             "tuple" => self.check_tree(inst, Tree::Tuple(args)),
             "get-tuple-element" => {

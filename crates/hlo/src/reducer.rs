@@ -10,7 +10,7 @@ use kiln_ir::{BinaryOp, DType, Op, ReduceKind};
 
 /// What a reducer computes, if it is `ROOT op(p0, p1)` (or `op(p1, p0)`) of one of the
 /// ops Kiln reduces with.
-fn plain_reducer(c: &Computation) -> Option<(&str, String)> {
+pub(crate) fn plain_reducer(c: &Computation) -> Option<(&str, String)> {
     let root = c.instructions.get(c.root)?;
     let [x, y] = root.operand_refs() else {
         return None;
@@ -29,6 +29,21 @@ fn plain_reducer(c: &Computation) -> Option<(&str, String)> {
     let op = root.opcode.as_str();
     (ps == [0, 1] && ["add", "multiply", "maximum", "minimum", "and", "or"].contains(&op))
         .then(|| (op, root.shape.to_string()))
+}
+
+/// The Kiln reduction of a plain reducer's HLO opcode on `dtype`, and the binary op that
+/// combines two of its results.
+pub(crate) fn combiner(op: &str, dtype: DType) -> Option<(ReduceKind, BinaryOp)> {
+    Some(match (op, dtype == DType::Bool) {
+        ("add", false) => (ReduceKind::Sum, BinaryOp::Add),
+        ("multiply", false) => (ReduceKind::Prod, BinaryOp::Mul),
+        ("maximum", _) => (ReduceKind::Max, BinaryOp::Max),
+        ("minimum", _) => (ReduceKind::Min, BinaryOp::Min),
+        // On bool, and/or are min/max.
+        ("and", true) => (ReduceKind::Min, BinaryOp::And),
+        ("or", true) => (ReduceKind::Max, BinaryOp::Or),
+        _ => return None,
+    })
 }
 
 impl Ctx<'_> {
@@ -59,18 +74,9 @@ impl Ctx<'_> {
             return Err(unsupported_op(inst, &detail));
         };
         let dtype = self.f.ty(x).dtype;
-        let (kind, combine) = match (op, dtype == DType::Bool) {
-            ("add", false) => (ReduceKind::Sum, BinaryOp::Add),
-            ("multiply", false) => (ReduceKind::Prod, BinaryOp::Mul),
-            ("maximum", _) => (ReduceKind::Max, BinaryOp::Max),
-            ("minimum", _) => (ReduceKind::Min, BinaryOp::Min),
-            // On bool, and/or are min/max.
-            ("and", true) => (ReduceKind::Min, BinaryOp::And),
-            ("or", true) => (ReduceKind::Max, BinaryOp::Or),
-            _ => {
-                let detail = format!(" with reducer %{name} ('{op}' on {dtype})");
-                return Err(unsupported_op(inst, &detail));
-            }
+        let Some((kind, combine)) = combiner(op, dtype) else {
+            let detail = format!(" with reducer %{name} ('{op}' on {dtype})");
+            return Err(unsupported_op(inst, &detail));
         };
         let is_identity = match self.f.def_inst(init).map(|i| &i.op) {
             Some(Op::Constant(t)) if t.num_elements() == 1 => kind

@@ -17,6 +17,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 mod movement;
+mod window;
 
 /// An error found while tracing, naming the op and the operand types.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -119,3 +119,108 @@ fn every_exported_program_has_a_tolerance() {
     listed.sort();
     assert_eq!(names, listed);
 }
+
+/// The `.kir` text Kiln makes of `text`, or the import error.
+fn import(text: &str) -> Result<String, String> {
+    let m = kiln_hlo::import(text, "t.hlo").map_err(|e| e.to_string())?;
+    assert!(kiln_ir::verify_module(&m).is_empty());
+    Ok(kiln_ir::print_module(&m))
+}
+
+/// A JAX-style module whose entry is `body`, after the computations `extra`.
+fn module(extra: &str, body: &str) -> String {
+    format!("HloModule t\n\n{extra}ENTRY main {{\n{body}\n}}\n")
+}
+
+const ADD: &str =
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n";
+
+#[test]
+fn convolution_attributes_in_both_styles() {
+    // JAX's style: reversal, groups, every window field, an unusual layout.
+    let text = module(
+        "",
+        "  x = f32[4,6,2]{2,1,0} parameter(0)\n  \
+         w = f32[2,4,3]{2,1,0} parameter(1)\n  \
+         ROOT y = f32[6,4,1]{2,1,0} convolution(x, w), window={size=3 stride=2 pad=2_-1 lhs_dilate=2 rhs_dilate=1 rhs_reversal=1}, dim_labels=fb0_io0->bf0, feature_group_count=2",
+    );
+    let kir = import(&text).unwrap();
+    assert!(
+        kir.contains("%y = convolution %x, %w, lhs_dims=[1, 0, 2], rhs_dims=[0, 1, 2], out_dims=[0, 1, 2], size=[3], stride=[2], low=[2], high=[-1], lhs_dilate=[2], reversal=[1], feature_groups=2 : f32[6,4,1]"),
+        "{kir}"
+    );
+    // TensorFlow's style: typed operands, metadata, batch groups.
+    let text = "HloModule t\n\nENTRY %main (x: f32[4,3,3,2], w: f32[4,3,3,2]) -> f32[3,3,1,2] {\n  \
+         %x = f32[4,3,3,2]{3,2,1,0} parameter(0)\n  \
+         %w = f32[4,3,3,2]{3,2,1,0} parameter(1)\n  \
+         ROOT %y = f32[3,3,1,2]{3,2,1,0} convolution(f32[4,3,3,2]{3,2,1,0} %x, f32[4,3,3,2]{3,2,1,0} %w), window={size=3x3 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf, batch_group_count=2, metadata={op_type=\"Conv2DBackpropFilter\" op_name=\"g\"}\n}\n";
+    let kir = import(text).unwrap();
+    assert!(
+        kir.contains("size=[3, 3], low=[1, 1], high=[1, 1], batch_groups=2 : f32[3,3,1,2]"),
+        "{kir}"
+    );
+}
+
+#[test]
+fn reducers_and_comparators_are_recognised() {
+    // TF's style: a comparator with its operands swapped is the mirrored direction.
+    let text = "HloModule t\n\n\
+        %le (a: f32[], b: f32[]) -> pred[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %c = pred[] compare(f32[] %b, f32[] %a), direction=LE\n}\n\n\
+        %add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(f32[] %b, f32[] %a)\n}\n\n\
+        ENTRY %main (x: f32[4], s: f32[2]) -> f32[4] {\n  \
+        %x = f32[4]{0} parameter(0)\n  %s = f32[2]{0} parameter(1)\n  %z = f32[] constant(0)\n  \
+        ROOT %y = f32[4]{0} select-and-scatter(f32[4]{0} %x, f32[2]{0} %s, f32[] %z), window={size=2 stride=2}, select=%le, scatter=%add\n}\n";
+    let kir = import(text).unwrap();
+    assert!(
+        kir.contains(
+            "select_and_scatter %x, %s, %z, select=ge, scatter=sum, size=[2], stride=[2] : f32[4]"
+        ),
+        "{kir}"
+    );
+    // reduce-window keeps its init as an operand; the reducer's kind comes from to_apply.
+    let text = module(
+        ADD,
+        "  x = f32[3,6]{1,0} parameter(0)\n  c = f32[] constant(1.5)\n  \
+         ROOT y = f32[3,6]{1,0} reduce-window(x, c), window={size=1x6 pad=0_0x5_0}, to_apply=add",
+    );
+    let kir = import(&text).unwrap();
+    assert!(
+        kir.contains(
+            "reduce_window %x, %c, kind=sum, size=[1, 6], low=[0, 5], high=[0, 0] : f32[3,6]"
+        ),
+        "{kir}"
+    );
+}
+
+#[test]
+fn what_kiln_cannot_express_is_refused_by_name() {
+    let odd = "odd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  m = f32[] multiply(a, b)\n  ROOT s = f32[] add(m, b)\n}\n\n";
+    let cases: &[(String, &str)] = &[
+        (
+            module(odd, "  x = f32[4] parameter(0)\n  c = f32[] constant(0)\n  ROOT y = f32[2] reduce-window(x, c), window={size=2 stride=2}, to_apply=odd"),
+            "unsupported HLO op 'reduce-window' with to_apply=%odd (Kiln combines with one plain add, multiply, maximum, minimum, and, or of the two parameters) at t.hlo:13:19 in %y",
+        ),
+        (
+            module(ADD, "  x = f32[4] parameter(0)\n  c = f32[] constant(0)\n  ROOT y = (f32[2], f32[2]) reduce-window(x, x, c, c), window={size=2 stride=2}, to_apply=add"),
+            "unsupported HLO op 'reduce-window' with 4 operands (variadic reduce-window) at t.hlo:12:29 in %y",
+        ),
+        (
+            module(
+                &format!("{ADD}tot {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GE, type=TOTALORDER\n}}\n\n"),
+                "  x = f32[4] parameter(0)\n  s = f32[2] parameter(1)\n  c = f32[] constant(0)\n  ROOT y = f32[4] select-and-scatter(x, s, c), window={size=2 stride=2}, select=tot, scatter=add",
+            ),
+            "unsupported HLO op 'select-and-scatter' with select=%tot (Kiln selects with one compare of the two parameters) at t.hlo:19:19 in %y",
+        ),
+        (
+            module("", "  x = f32[1,4,1] parameter(0)\n  w = f32[2,1,1] parameter(1)\n  ROOT y = f32[1,3,1] convolution(x, w), window={size=2}, dim_labels=b0f_0oi->b0x"),
+            "t.hlo:6:8: convolution %y needs dim_labels=… naming b, f and each spatial dimension once per operand (i, o for the kernel), like b01f_01io->b01f",
+        ),
+        (
+            module("", "  x = f32[1,4,1] parameter(0)\n  w = f32[2,1,1] parameter(1)\n  ROOT y = f32[1,3,1] convolution(x, w), window={size=3}, dim_labels=b0f_0io->b0f"),
+            "t.hlo:6:8: the HLO does not type-check: '%y = convolution': window dimension 0 has size 3, the kernel's spatial dimension 2 (operands: f32[1,4,1], f32[2,1,1])",
+        ),
+    ];
+    let got: Vec<String> = cases.iter().map(|c| import(&c.0).unwrap_err()).collect();
+    let want: Vec<&str> = cases.iter().map(|c| c.1).collect();
+    assert_eq!(got, want);
+}

@@ -252,3 +252,37 @@ pub(crate) fn select_and_scatter(
         Ok(T::into_buffer(out))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taps_skip_padding_and_holes_in_row_major_order() {
+        // A 2x3 window over a [3, 4] operand (row strides 4, 1): dimension 0 padded by one
+        // before, dimension 1 dilated by 2 (holes between elements).
+        let window = [
+            WindowDim {
+                low: 1,
+                ..WindowDim::new(2)
+            },
+            WindowDim {
+                lhs_dilate: 2,
+                ..WindowDim::new(3)
+            },
+        ];
+        let taps = Taps::new(&window, &[3, 4], &[4, 1], &[3, 5]);
+        let (mut counter, mut out) = (vec![0; 2], Vec::new());
+        // Position (0, 0): row -1 is padding; in row 0, window columns 0 and 2 fall on
+        // operand columns 0 and 1 (column 1 is a hole).
+        taps.collect(&[0, 0], &mut counter, &mut out);
+        assert_eq!(out, [(3, 0), (5, 1)]);
+        // Position (2, 1): rows 1 and 2, window column 1 only (operand column 1).
+        taps.collect(&[2, 1], &mut counter, &mut out);
+        assert_eq!(out, [(1, 5), (4, 9)]);
+        // Scalars: one window element, at offset 0.
+        let taps = Taps::new(&[], &[], &[], &[]);
+        taps.collect(&[], &mut [], &mut out);
+        assert_eq!(out, [(0, 0)]);
+    }
+}

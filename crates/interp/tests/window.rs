@@ -159,14 +159,20 @@ fn a_reversed_window_is_a_reversed_kernel() {
         .unwrap();
     let a = eval_ty(conv(true), &[&x, &w], ty.clone()).unwrap();
     let b = eval_ty(conv(false), &[&x, &flipped], ty.clone()).unwrap();
-    assert_eq!(kiln_testkit::first_difference(&[a.clone()], &[b]), None);
+    assert_eq!(
+        kiln_testkit::first_difference(std::slice::from_ref(&a), &[b]),
+        None
+    );
     // And one thread gives the bits of several.
     for threads in [1, 3, 5] {
         let c = Interpreter::new(threads)
             .unwrap()
             .eval(&conv(true), &[&x, &w], &ty)
             .unwrap();
-        assert_eq!(kiln_testkit::first_difference(&[c], &[a.clone()]), None);
+        assert_eq!(
+            kiln_testkit::first_difference(&[c], std::slice::from_ref(&a)),
+            None
+        );
     }
 }
 

@@ -303,19 +303,19 @@ pub(crate) fn convolution(
     let features = lhs.shape[d.lhs_feature];
     let kin = rhs.shape[d.rhs_input];
     let kout = rhs.shape[d.rhs_output];
-    if features % fg != 0 || features / fg != kin {
+    if !features.is_multiple_of(fg) || features / fg != kin {
         return Err(format!(
             "{features} input features in {fg} group(s) need a kernel of {} input features, it has {kin}",
             features / fg
         ));
     }
-    if kout % fg != 0 || kout % bg != 0 {
+    if !kout.is_multiple_of(fg) || !kout.is_multiple_of(bg) {
         return Err(format!(
             "{kout} output features do not split into {} groups",
             fg.max(bg)
         ));
     }
-    if batch % bg != 0 {
+    if !batch.is_multiple_of(bg) {
         return Err(format!(
             "the input batch {batch} does not split into {bg} batch groups"
         ));

@@ -95,6 +95,8 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "dynamic-slice" => (&["dynamic_slice_sizes"], None),
         "dynamic-update-slice" => (&[], None),
         "pad" => (&["padding"], Some(2)),
+        "gather" => (crate::indexing::GATHER_ATTRS, Some(2)),
+        "scatter" => (crate::indexing::SCATTER_ATTRS, None),
         "reduce" => (&["dimensions", "to_apply"], None),
         "convolution" => (
             &[
@@ -354,6 +356,8 @@ impl Ctx<'_> {
             "convolution" => self.convolution(inst, &args),
             "reduce-window" => self.reduce_window(inst, &args),
             "select-and-scatter" => self.select_and_scatter(inst, &args),
+            "gather" => self.gather(inst, &args),
+            "scatter" => self.scatter(inst, &args),
             "dot" => self.dot(inst, &args),
             "tuple" => self.check_tree(inst, Tree::Tuple(args)),
             "get-tuple-element" => {

@@ -11,7 +11,6 @@
 
 use kiln_interp::Interpreter;
 use kiln_ir::Tensor;
-use kiln_testkit::read_npy;
 use std::path::{Path, PathBuf};
 
 fn dir() -> PathBuf {
@@ -20,11 +19,7 @@ fn dir() -> PathBuf {
 
 /// `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, … while they exist.
 fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
-    (0..)
-        .map(|k| dir().join(format!("{name}.{kind}{k}.npy")))
-        .take_while(|p| p.exists())
-        .map(|p| read_npy(&p))
-        .collect()
+    kiln_testkit::numbered_npys(&dir(), name, kind)
 }
 
 /// Imports, runs and compares one program; returns the largest error seen.

@@ -14,8 +14,6 @@
 //! compared exactly (atol 0); window sums of up to six elements differ by an ulp or two.
 
 use kiln_interp::Interpreter;
-use kiln_ir::Tensor;
-use kiln_testkit::read_npy;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -46,15 +44,6 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/window")
 }
 
-/// `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, … while they exist.
-fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
-    (0..)
-        .map(|k| dir().join(format!("{name}.{kind}{k}.npy")))
-        .take_while(|p| p.exists())
-        .map(|p| read_npy(&p))
-        .collect()
-}
-
 /// Imports and runs one program; an error naming the program, output and element where
 /// it differs from the framework by more than the tolerance.
 fn check(name: &str, atol: f32) -> Result<(), String> {
@@ -64,7 +53,8 @@ fn check(name: &str, atol: f32) -> Result<(), String> {
     let printed = kiln_ir::print_module(&module);
     kiln_ir::parse_module(&printed, "printed.kir").map_err(|e| format!("{name}: {e}"))?;
     let f = module.entry().unwrap();
-    let (inputs, expected) = (tensors(name, "in"), tensors(name, "out"));
+    let inputs = kiln_testkit::numbered_npys(&dir(), name, "in");
+    let expected = kiln_testkit::numbered_npys(&dir(), name, "out");
     assert!(
         !inputs.is_empty() && !expected.is_empty(),
         "{name}: no .npy files"

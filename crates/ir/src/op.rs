@@ -5,6 +5,7 @@
 //! Typing rules live in [`crate::typecheck`].
 
 use crate::func::Func;
+use crate::indexing::{GatherDims, ScatterCombine, ScatterDims};
 use crate::tensor::Tensor;
 use crate::window::{Convolution, WindowDim};
 use serde::{Deserialize, Serialize};
@@ -385,6 +386,20 @@ pub enum Op {
         /// Elements added between neighbours along each dimension.
         interior: Vec<usize>,
     },
+    /// `gather %a, %indices, offset_dims=[..], …` (XLA's `Gather`): slices of `a` at the
+    /// start indices held in `indices`, each start clamped to `[0, dim - slice size]`. The
+    /// typing rule is in [`crate::indexing`].
+    Gather(Box<GatherDims>),
+    /// `scatter %a, %indices, %updates, update_window_dims=[..], …, combine=add` (XLA's
+    /// `Scatter`): `a` with each update element combined into the element it is aimed at,
+    /// in the row-major order of the updates; an update whose window does not lie inside
+    /// `a` is skipped. The typing rule is in [`crate::indexing`].
+    Scatter {
+        /// The dimension numbers.
+        dims: Box<ScatterDims>,
+        /// How an update combines with the element it is aimed at.
+        combine: ScatterCombine,
+    },
     /// `convolution %lhs, %rhs, lhs_dims=[..], rhs_dims=[..], out_dims=[..], size=[..], …`:
     /// XLA's `ConvGeneralDilated` (typing rule: [`crate::window`]).
     Convolution(Box<Convolution>),
@@ -459,6 +474,8 @@ impl Op {
             Op::DynamicSlice { .. } => "dynamic_slice",
             Op::DynamicUpdateSlice => "dynamic_update_slice",
             Op::PadGeneral { .. } => "pad",
+            Op::Gather(_) => "gather",
+            Op::Scatter { .. } => "scatter",
             Op::Convolution(_) => "convolution",
             Op::ReduceWindow { .. } => "reduce_window",
             Op::SelectAndScatter { .. } => "select_and_scatter",
@@ -485,7 +502,9 @@ impl Op {
             Op::Reverse { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. } => OpCategory::Movement,
+            | Op::PadGeneral { .. }
+            | Op::Gather(_)
+            | Op::Scatter { .. } => OpCategory::Movement,
             Op::Convolution(_) | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } => {
                 OpCategory::Window
             }
@@ -512,9 +531,10 @@ impl Op {
             | Op::Pad { .. }
             | Op::PadGeneral { .. }
             | Op::DotGeneral(_)
+            | Op::Gather(_)
             | Op::Convolution(_)
             | Op::ReduceWindow { .. } => Some(2),
-            Op::Select | Op::SelectAndScatter { .. } => Some(3),
+            Op::Select | Op::Scatter { .. } | Op::SelectAndScatter { .. } => Some(3),
             Op::Concat { .. }
             | Op::Cluster(_)
             | Op::DynamicSlice { .. }
@@ -542,6 +562,8 @@ pub fn all_op_names() -> Vec<&'static str> {
         "reverse",
         "dynamic_slice",
         "dynamic_update_slice",
+        "gather",
+        "scatter",
         "convolution",
         "reduce_window",
         "select_and_scatter",

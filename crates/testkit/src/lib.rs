@@ -7,7 +7,7 @@ mod npy;
 mod values;
 
 pub use golden::{bless, check_golden, diff};
-pub use npy::read_npy;
+pub use npy::{numbered_npys, read_npy};
 pub use values::{f32_value, first_difference, random_tensor, same_bits, small_int, Rng};
 
 use kiln_ir::{parse_func, Cluster};

@@ -1,11 +1,11 @@
-//! Reading `.npy` files (as numpy writes them) as Kiln tensors: the committed inputs and
-//! framework outputs of tests against JAX and TensorFlow.
+//! Reading the `.npy` files that the frameworks' export scripts commit (inputs and the
+//! frameworks' own outputs), as Kiln tensors.
 
 use kiln_ir::{Buffer, Tensor};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// A `.npy` file (little-endian, C order; `f4 f8 i4 i8 u4 b1`) as a Kiln tensor. Panics
-/// naming the file on anything else: it is test data.
+/// A `.npy` file as numpy writes it (little-endian, C order) as a Kiln tensor. Panics with
+/// the path on anything else: test data is committed, so a bad file is a test failure.
 pub fn read_npy(path: &Path) -> Tensor {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
@@ -27,4 +27,14 @@ pub fn read_npy(path: &Path) -> Tensor {
         other => panic!("{}: dtype {other}", path.display()),
     };
     Tensor::new(shape, data).unwrap()
+}
+
+/// `dir/NAME.<kind>0.npy`, `dir/NAME.<kind>1.npy`, … while they exist (`kind` is `in` or
+/// `out`, as the export scripts name them).
+pub fn numbered_npys(dir: &Path, name: &str, kind: &str) -> Vec<Tensor> {
+    (0..)
+        .map(|k| dir.join(format!("{name}.{kind}{k}.npy")))
+        .take_while(|p: &PathBuf| p.exists())
+        .map(|p| read_npy(&p))
+        .collect()
 }

@@ -8,6 +8,7 @@ use crate::func::{Loc, Value};
 use crate::op::{BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp};
 use std::collections::HashMap;
 
+mod indexing;
 mod window;
 
 /// An attribute value or literal as written, before its meaning is known.
@@ -161,6 +162,8 @@ pub(super) fn build_op(
             "convolution" => window::convolution(&mut a)?,
             "reduce_window" => window::reduce_window(&mut a)?,
             "select_and_scatter" => window::select_and_scatter(&mut a)?,
+            "gather" => indexing::gather(&mut a)?,
+            "scatter" => indexing::scatter(&mut a)?,
             "dot_general" => Op::DotGeneral(DotDims {
                 lhs_batch: a.opt_list("lhs_batch")?.unwrap_or_default(),
                 rhs_batch: a.opt_list("rhs_batch")?.unwrap_or_default(),

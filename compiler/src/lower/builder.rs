@@ -221,7 +221,10 @@ impl<'a> KernelBuilder<'a> {
             | Op::DynamicUpdateSlice
             | Op::PadGeneral { .. }
             | Op::Gather(_)
-            | Op::Scatter { .. } => {
+            | Op::Scatter { .. }
+            | Op::Convolution(_)
+            | Op::ReduceWindow { .. }
+            | Op::SelectAndScatter { .. } => {
                 return unsupported(format!(
                     "{}: no compiled code for this op yet",
                     inst.op.name()

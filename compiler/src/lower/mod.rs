@@ -410,12 +410,16 @@ fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
 }
 
 /// Why `op` has no compiled code yet, if it has none: the data-movement ops XLA defines
-/// (`reverse`, `dynamic_slice`, `gather`, …) run on the interpreter until the backends are
+/// (`reverse`, `dynamic_slice`, `gather`, …) and the windowed ones (`convolution`,
+/// `reduce_window`, `select_and_scatter`) run on the interpreter until the backends are
 /// redesigned. `mark_for_compilation` keeps them out of clusters with this reason, and
 /// lowering refuses them with it, so they never reach a backend.
 pub fn no_compiled_code(op: &Op) -> Option<String> {
-    matches!(op.category(), kiln_ir::OpCategory::Movement)
-        .then(|| format!("{}: no compiled code for this op yet", op.name()))
+    matches!(
+        op.category(),
+        kiln_ir::OpCategory::Movement | kiln_ir::OpCategory::Window
+    )
+    .then(|| format!("{}: no compiled code for this op yet", op.name()))
 }
 
 /// Rejects what the kernel IR cannot express, before any work is done.

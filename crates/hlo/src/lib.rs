@@ -23,6 +23,7 @@ mod movement;
 mod ops;
 mod parser;
 mod reducer;
+mod window;
 
 pub use ast::{ArrayShape, Computation, HloModule, Instruction, Literal, Operand, Operands, Shape};
 pub use attrs::{Attr, AttrValue, PadDim, SliceDim, WindowDim};

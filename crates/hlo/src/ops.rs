@@ -98,6 +98,17 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "gather" => (crate::indexing::GATHER_ATTRS, Some(2)),
         "scatter" => (crate::indexing::SCATTER_ATTRS, None),
         "reduce" => (&["dimensions", "to_apply"], None),
+        "convolution" => (
+            &[
+                "window",
+                "dim_labels",
+                "feature_group_count",
+                "batch_group_count",
+            ],
+            Some(2),
+        ),
+        "reduce-window" => (&["window", "to_apply"], None),
+        "select-and-scatter" => (&["window", "select", "scatter"], Some(3)),
         "dot" => (
             &[
                 "lhs_batch_dims",
@@ -342,6 +353,9 @@ impl Ctx<'_> {
                 )))
             }
             "reduce" => self.reduce(inst, &args),
+            "convolution" => self.convolution(inst, &args),
+            "reduce-window" => self.reduce_window(inst, &args),
+            "select-and-scatter" => self.select_and_scatter(inst, &args),
             "gather" => self.gather(inst, &args),
             "scatter" => self.scatter(inst, &args),
             "dot" => self.dot(inst, &args),

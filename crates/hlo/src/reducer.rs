@@ -31,6 +31,21 @@ pub(crate) fn plain_reducer(c: &Computation) -> Option<(&str, String)> {
         .then(|| (op, root.shape.to_string()))
 }
 
+/// The Kiln reduction of a plain reducer's HLO opcode on `dtype`, and the binary op that
+/// combines two of its results.
+pub(crate) fn combiner(op: &str, dtype: DType) -> Option<(ReduceKind, BinaryOp)> {
+    Some(match (op, dtype == DType::Bool) {
+        ("add", false) => (ReduceKind::Sum, BinaryOp::Add),
+        ("multiply", false) => (ReduceKind::Prod, BinaryOp::Mul),
+        ("maximum", _) => (ReduceKind::Max, BinaryOp::Max),
+        ("minimum", _) => (ReduceKind::Min, BinaryOp::Min),
+        // On bool, and/or are min/max.
+        ("and", true) => (ReduceKind::Min, BinaryOp::And),
+        ("or", true) => (ReduceKind::Max, BinaryOp::Or),
+        _ => return None,
+    })
+}
+
 impl Ctx<'_> {
     pub(crate) fn reduce(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
         let (x, init) = (self.leaf(inst, args, 0)?, self.leaf(inst, args, 1)?);
@@ -59,18 +74,9 @@ impl Ctx<'_> {
             return Err(unsupported_op(inst, &detail));
         };
         let dtype = self.f.ty(x).dtype;
-        let (kind, combine) = match (op, dtype == DType::Bool) {
-            ("add", false) => (ReduceKind::Sum, BinaryOp::Add),
-            ("multiply", false) => (ReduceKind::Prod, BinaryOp::Mul),
-            ("maximum", _) => (ReduceKind::Max, BinaryOp::Max),
-            ("minimum", _) => (ReduceKind::Min, BinaryOp::Min),
-            // On bool, and/or are min/max.
-            ("and", true) => (ReduceKind::Min, BinaryOp::And),
-            ("or", true) => (ReduceKind::Max, BinaryOp::Or),
-            _ => {
-                let detail = format!(" with reducer %{name} ('{op}' on {dtype})");
-                return Err(unsupported_op(inst, &detail));
-            }
+        let Some((kind, combine)) = combiner(op, dtype) else {
+            let detail = format!(" with reducer %{name} ('{op}' on {dtype})");
+            return Err(unsupported_op(inst, &detail));
         };
         let is_identity = match self.f.def_inst(init).map(|i| &i.op) {
             Some(Op::Constant(t)) if t.num_elements() == 1 => kind

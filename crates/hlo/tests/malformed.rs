@@ -25,6 +25,8 @@ fn sources() -> Vec<&'static str> {
         include_str!("data/ops.hlo"),
         include_str!("data/real/mlp_grad.hlo"),
         include_str!("data/real/layer_norm.hlo"),
+        include_str!("data/window/conv_grouped_grad.hlo"),
+        include_str!("data/window/max_pool_grad_overlapping.hlo"),
         include_str!("data/indexing/take_along_grad.hlo"),
         include_str!("data/indexing/tf_scatter_nd.hlo"),
     ]

@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+mod conv;
 mod convert;
 mod dot;
 mod elementwise;
@@ -32,6 +33,7 @@ mod run;
 mod scalar;
 mod scatter;
 mod shape;
+mod window;
 #[cfg(target_arch = "x86_64")]
 mod ymm;
 
@@ -180,6 +182,15 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::PadGeneral { low, interior, .. } => {
             movement::pad_general(args[0], args[1], low, interior, &result.shape)?
         }
+        Op::Convolution(c) => conv::convolution(args[0], args[1], c, &result.shape)?,
+        Op::ReduceWindow { kind, window } => {
+            window::reduce_window(*kind, args[0], args[1], window, &result.shape)?
+        }
+        Op::SelectAndScatter {
+            select,
+            scatter,
+            window,
+        } => window::select_and_scatter(*select, *scatter, args, window)?,
         Op::Gather(d) => gather::gather(args[0], args[1], d, &result.shape)?,
         Op::Scatter { dims, combine } => {
             scatter::scatter(args[0], args[1], args[2], dims, *combine)?

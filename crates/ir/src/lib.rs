@@ -17,6 +17,7 @@ pub mod tensor;
 pub mod trace;
 pub mod typecheck;
 pub mod verify;
+pub mod window;
 
 pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
@@ -32,3 +33,4 @@ pub use trace::{
     broadcast_shapes, trace, trace_captured, trace_with, Capture, TraceError, TraceOutputs, Tracer,
 };
 pub use verify::{verify_func, verify_module, Diagnostic};
+pub use window::{ConvDims, Convolution, WindowDim};

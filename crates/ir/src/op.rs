@@ -7,6 +7,7 @@
 use crate::func::Func;
 use crate::indexing::{GatherDims, ScatterCombine, ScatterDims};
 use crate::tensor::Tensor;
+use crate::window::{Convolution, WindowDim};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -29,6 +30,9 @@ pub enum OpCategory {
     /// backends do not express yet (`reverse`, `dynamic_slice`, `dynamic_update_slice`,
     /// XLA's general `pad`, `gather`, `scatter`): interpreted, never clustered for now.
     Movement,
+    /// Windowed ops (`convolution`, `reduce_window`, `select_and_scatter`): interpreted,
+    /// never clustered for now.
+    Window,
     /// A cluster: a region of ops chosen for compilation as one unit.
     Cluster,
 }
@@ -396,6 +400,27 @@ pub enum Op {
         /// How an update combines with the element it is aimed at.
         combine: ScatterCombine,
     },
+    /// `convolution %lhs, %rhs, lhs_dims=[..], rhs_dims=[..], out_dims=[..], size=[..], …`:
+    /// XLA's `ConvGeneralDilated` (typing rule: [`crate::window`]).
+    Convolution(Box<Convolution>),
+    /// `reduce_window %a, %init, kind=…, size=[..], …`: XLA's `ReduceWindow` with a plain
+    /// reducer; each window's elements combined, starting from the scalar `init`.
+    ReduceWindow {
+        /// The combining function.
+        kind: ReduceKind,
+        /// One window dimension per operand dimension (no reversal).
+        window: Vec<WindowDim>,
+    },
+    /// `select_and_scatter %a, %source, %init, select=…, scatter=…, size=[..], …`: XLA's
+    /// `SelectAndScatter` (the max-pool gradient); the result has `a`'s type.
+    SelectAndScatter {
+        /// Keeps the selected element `s` over a later candidate `c` while `s select c`.
+        select: CompareDir,
+        /// Combines each source value into the selected element of the result.
+        scatter: ReduceKind,
+        /// One window dimension per operand dimension (no reversal).
+        window: Vec<WindowDim>,
+    },
 }
 
 /// The region of a `cluster` instruction.
@@ -451,6 +476,9 @@ impl Op {
             Op::PadGeneral { .. } => "pad",
             Op::Gather(_) => "gather",
             Op::Scatter { .. } => "scatter",
+            Op::Convolution(_) => "convolution",
+            Op::ReduceWindow { .. } => "reduce_window",
+            Op::SelectAndScatter { .. } => "select_and_scatter",
         }
     }
 
@@ -477,6 +505,9 @@ impl Op {
             | Op::PadGeneral { .. }
             | Op::Gather(_)
             | Op::Scatter { .. } => OpCategory::Movement,
+            Op::Convolution(_) | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } => {
+                OpCategory::Window
+            }
         }
     }
 
@@ -500,8 +531,10 @@ impl Op {
             | Op::Pad { .. }
             | Op::PadGeneral { .. }
             | Op::DotGeneral(_)
-            | Op::Gather(_) => Some(2),
-            Op::Select | Op::Scatter { .. } => Some(3),
+            | Op::Gather(_)
+            | Op::Convolution(_)
+            | Op::ReduceWindow { .. } => Some(2),
+            Op::Select | Op::Scatter { .. } | Op::SelectAndScatter { .. } => Some(3),
             Op::Concat { .. }
             | Op::Cluster(_)
             | Op::DynamicSlice { .. }
@@ -531,6 +564,9 @@ pub fn all_op_names() -> Vec<&'static str> {
         "dynamic_update_slice",
         "gather",
         "scatter",
+        "convolution",
+        "reduce_window",
+        "select_and_scatter",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

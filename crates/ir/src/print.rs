@@ -6,6 +6,8 @@ use crate::op::Op;
 use crate::tensor::Tensor;
 use std::fmt::Write;
 
+mod window;
+
 /// Prints every function of a module, separated by blank lines.
 pub fn print_module(m: &Module) -> String {
     m.funcs
@@ -167,6 +169,13 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
             v
         }
         Op::Random { alg, .. } => vec![format!("alg={}", alg.name())],
+        Op::Convolution(c) => window::convolution(c),
+        Op::ReduceWindow { kind, window: w } => window::reduce_window(*kind, w),
+        Op::SelectAndScatter {
+            select,
+            scatter,
+            window: w,
+        } => window::select_and_scatter(*select, *scatter, w),
         Op::DotGeneral(d) => [
             ("lhs_batch", &d.lhs_batch),
             ("rhs_batch", &d.rhs_batch),

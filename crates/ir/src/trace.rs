@@ -20,6 +20,7 @@ mod indexing;
 mod movement;
 mod nn;
 mod operators;
+mod window;
 
 /// An error found while tracing, naming the op and the operand types.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -175,6 +175,13 @@ pub fn infer(
             high,
             interior,
         } => crate::movement::pad_general(args[0], args[1], low, high, interior)?,
+        Op::Convolution(c) => crate::window::convolution(args[0], args[1], c)?,
+        Op::ReduceWindow { kind, window } => {
+            crate::window::reduce_window(args[0], args[1], *kind, window)?
+        }
+        Op::SelectAndScatter {
+            scatter, window, ..
+        } => crate::window::select_and_scatter(args, *scatter, window)?,
         Op::Gather(d) => crate::indexing::gather(args[0], args[1], d)?,
         Op::Scatter { dims, combine } => {
             crate::indexing::scatter(args[0], args[1], args[2], dims, *combine)?

@@ -9,6 +9,7 @@ use crate::op::{BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, Reduce
 use std::collections::HashMap;
 
 mod indexing;
+mod window;
 
 /// An attribute value or literal as written, before its meaning is known.
 #[derive(Debug, Clone)]
@@ -158,6 +159,9 @@ pub(super) fn build_op(
                 sizes: a.list("sizes")?,
             },
             "dynamic_update_slice" => Op::DynamicUpdateSlice,
+            "convolution" => window::convolution(&mut a)?,
+            "reduce_window" => window::reduce_window(&mut a)?,
+            "select_and_scatter" => window::select_and_scatter(&mut a)?,
             "gather" => indexing::gather(&mut a)?,
             "scatter" => indexing::scatter(&mut a)?,
             "dot_general" => Op::DotGeneral(DotDims {

@@ -1,0 +1,288 @@
+//! XLA's windowed reductions: `reduce_window` and `select_and_scatter`, and the window
+//! taps they share with `convolution` ([`crate::conv`]).
+//!
+//! A window element falls either on an operand element or on padding / a dilation hole;
+//! as XLA's CPU compiler and evaluator do, only the elements on the operand take part.
+//!
+//! # Order (the contract)
+//!
+//! - `reduce_window`: each result element is `init`, then combined with the window's
+//!   elements one after another in row-major order of the window:
+//!   `acc = op(acc, x_k)`. Sequential, so it cannot depend on the thread count.
+//! - `select_and_scatter`: the result starts at `init` everywhere; windows are visited in
+//!   row-major order of `source`; in each, the first element on the operand is selected and
+//!   every later one `c` replaces the selected `s` unless `s select c` holds (with `ge`, the
+//!   first maximum wins); then `result[s] = scatter(result[s], source[window])`. A window
+//!   with no element on the operand scatters nothing. One thread, in that order.
+
+use crate::movement::next_index;
+use crate::scalar::{fmax, fmin, for_dtype, Elem, Float, Int};
+use crate::shape::slice_of;
+use kiln_ir::{row_major_strides, Buffer, CompareDir, ReduceKind, Tensor, WindowDim};
+
+/// Where the window elements of each window position fall along one dimension.
+struct DimTaps {
+    /// `pairs[start[o]..start[o + 1]]` are position `o`'s taps.
+    start: Vec<usize>,
+    /// `(window element, operand index)`, window elements increasing.
+    pairs: Vec<(usize, usize)>,
+}
+
+impl DimTaps {
+    fn new(w: &WindowDim, n: usize, positions: usize) -> DimTaps {
+        let mut start = Vec::with_capacity(positions + 1);
+        let mut pairs = Vec::new();
+        for o in 0..positions {
+            start.push(pairs.len());
+            pairs.extend((0..w.size).filter_map(|k| Some((k, w.source(o, k, n)?))));
+        }
+        start.push(pairs.len());
+        DimTaps { start, pairs }
+    }
+
+    fn at(&self, o: usize) -> &[(usize, usize)] {
+        &self.pairs[self.start[o]..self.start[o + 1]]
+    }
+}
+
+/// The taps of a window over several dimensions of an operand: for a window position, the
+/// window elements that fall on operand elements, with their offsets. Built once per op (an
+/// index map per dimension), then read for every position without allocating.
+pub(crate) struct Taps {
+    dims: Vec<DimTaps>,
+    /// Element stride in the operand of each windowed dimension.
+    operand_strides: Vec<usize>,
+    /// Row-major strides over the window's sizes.
+    window_strides: Vec<usize>,
+}
+
+impl Taps {
+    /// Taps of `window` over dimensions of sizes `sizes` and strides `strides` (in the
+    /// operand), with `positions[d]` window positions along dimension `d`.
+    pub(crate) fn new(
+        window: &[WindowDim],
+        sizes: &[usize],
+        strides: &[usize],
+        positions: &[usize],
+    ) -> Taps {
+        let window_sizes: Vec<usize> = window.iter().map(|w| w.size).collect();
+        Taps {
+            dims: (0..window.len())
+                .map(|d| DimTaps::new(&window[d], sizes[d], positions[d]))
+                .collect(),
+            operand_strides: strides.to_vec(),
+            window_strides: row_major_strides(&window_sizes),
+        }
+    }
+
+    /// Fills `out` with `(window element, operand offset)` for every element of the window
+    /// at `pos` that falls on the operand, in row-major order of the window; the window
+    /// element is its row-major index. `counter` is scratch of one entry per dimension.
+    pub(crate) fn collect(
+        &self,
+        pos: &[usize],
+        counter: &mut [usize],
+        out: &mut Vec<(usize, usize)>,
+    ) {
+        out.clear();
+        let r = self.dims.len();
+        if (0..r).any(|d| self.dims[d].at(pos[d]).is_empty()) {
+            return;
+        }
+        counter.fill(0);
+        loop {
+            let (mut k, mut off) = (0, 0);
+            for d in 0..r {
+                let (kd, i) = self.dims[d].at(pos[d])[counter[d]];
+                k += kd * self.window_strides[d];
+                off += i * self.operand_strides[d];
+            }
+            out.push((k, off));
+            let mut d = r;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                counter[d] += 1;
+                if counter[d] < self.dims[d].at(pos[d]).len() {
+                    break;
+                }
+                counter[d] = 0;
+            }
+        }
+    }
+}
+
+/// Element types the windowed ops combine and compare: XLA's semantics per dtype.
+pub(crate) trait Combine: Elem + PartialOrd {
+    /// `kind`'s combining function (float max/min NaN-propagating, integers wrapping, bool
+    /// max/min as or/and).
+    fn combiner(kind: ReduceKind) -> fn(Self, Self) -> Self;
+}
+
+fn float_combiner<T: Float>(kind: ReduceKind) -> fn(T, T) -> T {
+    match kind {
+        ReduceKind::Sum => |a, b| a + b,
+        ReduceKind::Prod => |a, b| a * b,
+        ReduceKind::Max => fmax,
+        ReduceKind::Min => fmin,
+    }
+}
+
+fn int_combiner<T: Int>(kind: ReduceKind) -> fn(T, T) -> T {
+    match kind {
+        ReduceKind::Sum => Int::add,
+        ReduceKind::Prod => Int::mul,
+        ReduceKind::Max => Ord::max,
+        ReduceKind::Min => Ord::min,
+    }
+}
+
+impl Combine for f32 {
+    fn combiner(kind: ReduceKind) -> fn(f32, f32) -> f32 {
+        float_combiner(kind)
+    }
+}
+impl Combine for f64 {
+    fn combiner(kind: ReduceKind) -> fn(f64, f64) -> f64 {
+        float_combiner(kind)
+    }
+}
+impl Combine for i32 {
+    fn combiner(kind: ReduceKind) -> fn(i32, i32) -> i32 {
+        int_combiner(kind)
+    }
+}
+impl Combine for i64 {
+    fn combiner(kind: ReduceKind) -> fn(i64, i64) -> i64 {
+        int_combiner(kind)
+    }
+}
+impl Combine for u32 {
+    fn combiner(kind: ReduceKind) -> fn(u32, u32) -> u32 {
+        int_combiner(kind)
+    }
+}
+impl Combine for bool {
+    /// Sum and product of bool are refused by the typing rule; max is or, min is and.
+    fn combiner(kind: ReduceKind) -> fn(bool, bool) -> bool {
+        match kind {
+            ReduceKind::Max | ReduceKind::Sum => |a, b| a | b,
+            ReduceKind::Min | ReduceKind::Prod => |a, b| a & b,
+        }
+    }
+}
+
+/// `a dir b`, IEEE for floats (`ne` is true for NaN).
+fn compare<T: PartialOrd>(dir: CompareDir, a: T, b: T) -> bool {
+    match dir {
+        CompareDir::Lt => a < b,
+        CompareDir::Le => a <= b,
+        CompareDir::Gt => a > b,
+        CompareDir::Ge => a >= b,
+        CompareDir::Eq => a == b,
+        CompareDir::Ne => a != b,
+    }
+}
+
+/// The single element of a scalar tensor of type `T`.
+fn scalar<T: Elem>(t: &Tensor) -> Result<T, String> {
+    slice_of::<T>(t.data())?
+        .first()
+        .copied()
+        .ok_or_else(|| format!("the init value must be a scalar, got {}", t.ty()))
+}
+
+/// `reduce_window`: each window of `a` combined with `kind`, starting from `init`.
+pub(crate) fn reduce_window(
+    kind: ReduceKind,
+    a: &Tensor,
+    init: &Tensor,
+    window: &[WindowDim],
+    out_shape: &[usize],
+) -> Result<Buffer, String> {
+    for_dtype!(a.dtype(), T => {
+        let x = slice_of::<T>(a.data())?;
+        let init = scalar::<T>(init)?;
+        let op = T::combiner(kind);
+        let taps = Taps::new(window, a.shape(), &row_major_strides(a.shape()), out_shape);
+        let n: usize = out_shape.iter().product();
+        let mut out = Vec::with_capacity(n);
+        let (mut pos, mut counter, mut list) = (vec![0; out_shape.len()], vec![0; out_shape.len()], Vec::new());
+        for _ in 0..n {
+            taps.collect(&pos, &mut counter, &mut list);
+            out.push(list.iter().fold(init, |acc, &(_, off)| op(acc, x[off])));
+            next_index(&mut pos, out_shape);
+        }
+        Ok(T::into_buffer(out))
+    })
+}
+
+/// `select_and_scatter`: each `source` value goes to the element its window selects.
+pub(crate) fn select_and_scatter(
+    select: CompareDir,
+    scatter: ReduceKind,
+    args: &[&Tensor],
+    window: &[WindowDim],
+) -> Result<Buffer, String> {
+    let (a, source) = (args[0], args[1]);
+    for_dtype!(a.dtype(), T => {
+        let x = slice_of::<T>(a.data())?;
+        let src = slice_of::<T>(source.data())?;
+        let mut out = vec![scalar::<T>(args[2])?; x.len()];
+        let op = T::combiner(scatter);
+        let positions = source.shape();
+        let taps = Taps::new(window, a.shape(), &row_major_strides(a.shape()), positions);
+        let r = positions.len();
+        let (mut pos, mut counter, mut list) = (vec![0; r], vec![0; r], Vec::new());
+        for &s in src {
+            taps.collect(&pos, &mut counter, &mut list);
+            if let Some((&(_, first), rest)) = list.split_first() {
+                let mut chosen = first;
+                for &(_, off) in rest {
+                    if !compare(select, x[chosen], x[off]) {
+                        chosen = off;
+                    }
+                }
+                out[chosen] = op(out[chosen], s);
+            }
+            next_index(&mut pos, positions);
+        }
+        Ok(T::into_buffer(out))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taps_skip_padding_and_holes_in_row_major_order() {
+        // A 2x3 window over a [3, 4] operand (row strides 4, 1): dimension 0 padded by one
+        // before, dimension 1 dilated by 2 (holes between elements).
+        let window = [
+            WindowDim {
+                low: 1,
+                ..WindowDim::new(2)
+            },
+            WindowDim {
+                lhs_dilate: 2,
+                ..WindowDim::new(3)
+            },
+        ];
+        let taps = Taps::new(&window, &[3, 4], &[4, 1], &[3, 5]);
+        let (mut counter, mut out) = (vec![0; 2], Vec::new());
+        // Position (0, 0): row -1 is padding; in row 0, window columns 0 and 2 fall on
+        // operand columns 0 and 1 (column 1 is a hole).
+        taps.collect(&[0, 0], &mut counter, &mut out);
+        assert_eq!(out, [(3, 0), (5, 1)]);
+        // Position (2, 1): rows 1 and 2, window column 1 only (operand column 1).
+        taps.collect(&[2, 1], &mut counter, &mut out);
+        assert_eq!(out, [(1, 5), (4, 9)]);
+        // Scalars: one window element, at offset 0.
+        let taps = Taps::new(&[], &[], &[], &[]);
+        taps.collect(&[], &mut [], &mut out);
+        assert_eq!(out, [(0, 0)]);
+    }
+}

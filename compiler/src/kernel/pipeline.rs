@@ -147,16 +147,26 @@ fn flatten_narrow(p: &mut Program, caps: &TargetCaps) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lower::lowered;
 
-    const SUM_ALL: &str = "func @f(%x: f32[4096,64]) -> f32[] {
-  %s = reduce_sum %x, axes=[0,1] : f32[]
-  return %s
-}";
+    /// A sum of 4096 × 64 elements into one point.
+    const SUM_ALL: &str = "program @c
+  inputs (f32[4096,64])
+  outputs (f32[])
+  temps ()
+kernel @k0 space=[] reduce_sum(i0 < 262144) of v0 {
+  v0 = load in0[i0] : f32
+  v1 = reduce_result : f32
+  store out0, v1
+}
+";
+
+    fn parsed(src: &str) -> Program {
+        super::super::parse_program(src).expect("parses")
+    }
 
     #[test]
     fn target_passes_run_only_when_the_caps_ask() {
-        let p = lowered(SUM_ALL);
+        let p = parsed(SUM_ALL);
         let mut plain = p.clone();
         let reports = run_target_passes(&mut plain, &TargetCaps::default()).unwrap();
         assert!(reports.iter().all(|r| !r.changed));
@@ -178,7 +188,7 @@ mod tests {
 
     #[test]
     fn an_invalid_program_is_refused_before_any_pass() {
-        let mut p = lowered(SUM_ALL);
+        let mut p = parsed(SUM_ALL);
         p.kernels[0].stores[0].value = 99;
         let e = run_target_passes(&mut p, &TargetCaps::default()).unwrap_err();
         assert_eq!(e.pass, None);

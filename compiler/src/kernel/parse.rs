@@ -2,6 +2,25 @@
 //! [`super::print_program`] writes, so `print(parse(print(p))) == print(p)` for every
 //! program, and backend tests can start from text (`compiler/tests/kernels/*.kir`).
 //!
+//! The text, line by line (white space between tokens is free; `//` lines are comments):
+//! ```text
+//! program @NAME
+//!   inputs (f32[4,8], ...)          outputs (...)          temps (...)
+//!   row-fused over N rows           tmpT shares outO       (derived; checked if present)
+//!   constI : f32[3] = [1.0, -0.0, nan]
+//! fill outO = random_uniform inI, alg=philox : f32[4]
+//! dot tmpT = inA, tmpB, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0]
+//! kernel @k0 space=[4,8] reduce_sum(i2 < 16) of v3 {
+//!   vN = load BUF[IEXPR] | const 0xBITS | index IEXPR | in_range IEXPR, LO, HI
+//!      | UNARY vA | BINARY vA, vB | compare vA, vB, dir=lt | select vP, vA, vB
+//!      | convert vA | reduce_result | DIST seed=(vA, vB), alg=ALG, at IEXPR   : DTYPE
+//!   store BUF, vN
+//! }
+//! ```
+//! Buffers are `inI outI tmpI constI`; an `IEXPR` is `iV`, an integer, `(a + b)`,
+//! `clamp(a, lo, hi)`, each followed by any of `*c`, `/c`, `%c`. A `dot` runs before the
+//! kernel that follows it.
+//!
 //! The derived lines the printer adds (`row-fused over N rows`, `tmpT shares outO`) are
 //! checked against the parsed program when present, not required. Errors name the line
 //! and column (`3:14: expected ']'`). Not here: any check of meaning beyond what parsing
@@ -138,22 +157,13 @@ fn constant(c: &mut Cursor, word: &str) -> PResult<Tensor> {
     c.expect(":")?;
     let ty = c.tensor_type()?;
     c.expect("=")?;
-    c.expect("[")?;
-    let mut items = Vec::new();
-    if !c.eat("]") {
-        loop {
-            let at = c.clone();
-            let text = c.token(&[',', ']'])?;
-            items.push(
-                scalar(&text, ty.dtype)
-                    .ok_or_else(|| at.error(format!("'{text}' is not a {} value", ty.dtype)))?,
-            );
-            if c.eat("]") {
-                break;
-            }
-            c.expect(",")?;
-        }
-    }
+    let items = c.list("[", "]", |c| {
+        c.skip_ws();
+        let at = c.clone();
+        let text = c.token(&[',', ']'])?;
+        scalar(&text, ty.dtype)
+            .ok_or_else(|| at.error(format!("'{text}' is not a {} value", ty.dtype)))
+    })?;
     if items.len() != ty.num_elements() {
         return Err(c.error(format!(
             "{} values for a constant of {} elements",
@@ -370,17 +380,7 @@ fn node_kind(c: &mut Cursor) -> PResult<NodeKind> {
 fn random(c: &mut Cursor, dist: RandomDist) -> PResult<NodeKind> {
     c.keyword("seed")?;
     c.expect("=")?;
-    c.expect("(")?;
-    let mut seed = Vec::new();
-    if !c.eat(")") {
-        loop {
-            seed.push(c.node_ref()?);
-            if c.eat(")") {
-                break;
-            }
-            c.expect(",")?;
-        }
-    }
+    let seed = c.list("(", ")", Cursor::node_ref)?;
     c.expect(",")?;
     c.keyword("alg")?;
     c.expect("=")?;
@@ -521,12 +521,26 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The `,` between list items (the list closes with `close`).
-    fn separator(&mut self, close: &str) -> PResult<()> {
-        if self.eat(",") {
-            Ok(())
-        } else {
-            Err(self.error(format!("expected ',' or '{close}'")))
+    /// `open item, item, ... close` (possibly empty).
+    fn list<T>(
+        &mut self,
+        open: &str,
+        close: &str,
+        mut item: impl FnMut(&mut Self) -> PResult<T>,
+    ) -> PResult<Vec<T>> {
+        self.expect(open)?;
+        let mut v = Vec::new();
+        if self.eat(close) {
+            return Ok(v);
+        }
+        loop {
+            v.push(item(self)?);
+            if self.eat(close) {
+                return Ok(v);
+            }
+            if !self.eat(",") {
+                return Err(self.error(format!("expected ',' or '{close}'")));
+            }
         }
     }
 
@@ -561,18 +575,7 @@ impl<'a> Cursor<'a> {
     }
 
     fn usize_list(&mut self) -> PResult<Vec<usize>> {
-        self.expect("[")?;
-        let mut v = Vec::new();
-        if !self.eat("]") {
-            loop {
-                v.push(self.usize()?);
-                if self.eat("]") {
-                    break;
-                }
-                self.separator("]")?;
-            }
-        }
-        Ok(v)
+        self.list("[", "]", Cursor::usize)
     }
 
     /// `N` of `prefixN`.
@@ -652,18 +655,7 @@ impl<'a> Cursor<'a> {
 
     /// `(TYPE, TYPE, ...)`.
     fn type_list(&mut self) -> PResult<Vec<TensorType>> {
-        self.expect("(")?;
-        let mut v = Vec::new();
-        if !self.eat(")") {
-            loop {
-                v.push(self.tensor_type()?);
-                if self.eat(")") {
-                    break;
-                }
-                self.separator(")")?;
-            }
-        }
-        Ok(v)
+        self.list("(", ")", Cursor::tensor_type)
     }
 
     /// An index expression as the printer writes it: an atom (`iN`, an integer,
@@ -715,20 +707,20 @@ impl<'a> Cursor<'a> {
 mod tests {
     use super::*;
 
-    const SOFTMAX: &str = "func @softmax(%x: f32[4,8]) -> f32[4,8] {
-  %m  = reduce_max %x, axes=[1] : f32[4]
-  %mb = broadcast_in_dim %m, dims=[0] : f32[4,8]
-  %d  = sub %x, %mb : f32[4,8]
-  %e  = exp %d : f32[4,8]
-  %s  = reduce_sum %e, axes=[1] : f32[4]
-  %sb = broadcast_in_dim %s, dims=[0] : f32[4,8]
-  %y  = div %e, %sb : f32[4,8]
+    /// A scaled log-sum-exp per row, with a constant scale per column.
+    const SCALED_LOGSUMEXP: &str = "func @f(%x: f32[3,4]) -> f32[3] {
+  %w = constant [0.5, -1.0, 2.0, 0.25] : f32[4]
+  %wb = broadcast_in_dim %w, dims=[1] : f32[3,4]
+  %p = mul %x, %wb : f32[3,4]
+  %e = exp %p : f32[3,4]
+  %s = reduce_sum %e, axes=[1] : f32[3]
+  %y = log %s : f32[3]
   return %y
 }";
 
     #[test]
     fn a_lowered_program_round_trips() {
-        let p = crate::lower::lowered(SOFTMAX);
+        let p = crate::lower::lowered(SCALED_LOGSUMEXP);
         let text = super::super::print_program(&p);
         let q = parse_program(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(q, p);

@@ -118,6 +118,9 @@ impl Emitter<'_, '_, '_> {
             Lanes::One => 1,
         };
         let bytes = i64::from(self.ve.scalar_type(dt).bytes());
+        // (In this order: the instructions come out as they always did.)
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let acc = self.b.ins().stack_addr(types::I64, c.acc, 0);
         let id = self.ve.identity(self.b, dt, c.kind, lanes)?;
         let g = Groups {
             kind: c.kind,
@@ -127,8 +130,8 @@ impl Emitter<'_, '_, '_> {
             groups,
             row_bytes: c.tile as i64 * bytes,
             group_bytes: width * bytes,
-            zero: self.b.ins().iconst(types::I64, 0),
-            acc: self.b.ins().stack_addr(types::I64, c.acc, 0),
+            zero,
+            acc,
             id,
             ty: self.b.func.dfg.value_type(id),
         };

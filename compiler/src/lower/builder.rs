@@ -220,7 +220,9 @@ impl<'a> KernelBuilder<'a> {
             Op::Reverse { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. } => {
+            | Op::PadGeneral { .. }
+            | Op::Gather(_)
+            | Op::Scatter { .. } => {
                 return unsupported(format!(
                     "{}: no compiled code for this op yet",
                     inst.op.name()

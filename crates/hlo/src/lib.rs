@@ -16,6 +16,7 @@ pub mod ast;
 pub mod attrs;
 mod convert;
 mod error;
+mod indexing;
 mod lexer;
 mod literal;
 mod movement;

@@ -3,9 +3,11 @@
 //! special values, one "same bits" rule, one way to make a cluster from `.kir` text.
 
 mod golden;
+mod npy;
 mod values;
 
 pub use golden::{bless, check_golden, diff};
+pub use npy::{numbered_npys, read_npy};
 pub use values::{f32_value, first_difference, random_tensor, same_bits, small_int, Rng};
 
 use kiln_ir::{parse_func, Cluster};

@@ -1,0 +1,40 @@
+//! Reading the `.npy` files that the frameworks' export scripts commit (inputs and the
+//! frameworks' own outputs), as Kiln tensors.
+
+use kiln_ir::{Buffer, Tensor};
+use std::path::{Path, PathBuf};
+
+/// A `.npy` file as numpy writes it (little-endian, C order) as a Kiln tensor. Panics with
+/// the path on anything else: test data is committed, so a bad file is a test failure.
+pub fn read_npy(path: &Path) -> Tensor {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    assert_eq!(npy.order(), npyz::Order::C, "{}", path.display());
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let data = match npy.dtype().descr().trim_matches('\'') {
+        "<f4" => Buffer::F32(npy.into_vec().unwrap()),
+        "<f8" => Buffer::F64(npy.into_vec().unwrap()),
+        "<i4" => Buffer::I32(npy.into_vec().unwrap()),
+        "<i8" => Buffer::I64(npy.into_vec().unwrap()),
+        "<u4" => Buffer::U32(npy.into_vec().unwrap()),
+        "|b1" => Buffer::Bool(
+            npy.into_vec::<u8>()
+                .unwrap()
+                .into_iter()
+                .map(|b| b != 0)
+                .collect(),
+        ),
+        other => panic!("{}: dtype {other}", path.display()),
+    };
+    Tensor::new(shape, data).unwrap()
+}
+
+/// `dir/NAME.<kind>0.npy`, `dir/NAME.<kind>1.npy`, … while they exist (`kind` is `in` or
+/// `out`, as the export scripts name them).
+pub fn numbered_npys(dir: &Path, name: &str, kind: &str) -> Vec<Tensor> {
+    (0..)
+        .map(|k| dir.join(format!("{name}.{kind}{k}.npy")))
+        .take_while(|p: &PathBuf| p.exists())
+        .map(|p| read_npy(&p))
+        .collect()
+}

@@ -4,10 +4,20 @@
 //! The new instruction order is a topological order of the contracted graph, stable with
 //! respect to the original order (ties broken by the earliest original instruction).
 
-use crate::passes::mark_for_compilation::ClusterPlan;
 use kiln_ir::{Cluster, Func, Op, Value, ValueDef};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+
+/// One cluster chosen by `mark_for_compilation`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterPlan {
+    /// `cluster_<n>` or `cluster_<fingerprint>_<n>`.
+    pub name: String,
+    /// Indices of its instructions, ascending.
+    pub insts: Vec<usize>,
+    /// True if any member came from a manual `jit_scope`.
+    pub manual: bool,
+}
 
 /// A unit of the contracted graph: one cluster or one unclustered instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -5,8 +5,10 @@
 //! relocations (libcalls; host calls go through a table instead, see `host`), the kernel IR
 //! is compiled again — never wrong code, at worst a millisecond of codegen.
 
-use super::cpu::{assemble, compile_program, make_isa, new_module, CpuExecutable, CpuOptions};
+use super::cpu::{compile_program, function_name, make_isa, new_module};
 use super::emit::kernel_signature;
+use super::executable::{assemble, CpuExecutable};
+use super::options::CpuOptions;
 use crate::kernel::Program;
 use cranelift_module::{Linkage, Module};
 use serde::{Deserialize, Serialize};
@@ -36,17 +38,12 @@ fn host_key(opts: &CpuOptions) -> Result<String, String> {
     Ok(format!("{} {}", isa.triple(), flags.join(",")))
 }
 
-/// Whether code compiled with `opts` here uses block math.
-pub(super) fn wide_math(opts: &CpuOptions) -> bool {
-    opts.wide_math && kiln_interp::wide_simd()
-}
-
 /// Encodes an executable's parts.
-pub fn encode(program: &Program, code: &[Option<(u32, Vec<u8>)>], opts: &CpuOptions) -> Vec<u8> {
+fn encode(program: &Program, code: &[Option<(u32, Vec<u8>)>], opts: &CpuOptions) -> Vec<u8> {
     let payload = Payload {
         host: host_key(opts).unwrap_or_default(),
         opt_level: opts.opt_level,
-        wide_math: wide_math(opts),
+        wide_math: opts.block_math(),
         program: program.clone(),
         code: code.to_vec(),
     };
@@ -60,7 +57,7 @@ pub fn encode(program: &Program, code: &[Option<(u32, Vec<u8>)>], opts: &CpuOpti
 }
 
 /// Decodes bytes written by [`encode`] into a runnable executable.
-pub fn decode(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> {
+fn decode(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> {
     let body = bytes
         .strip_prefix(MAGIC)
         .ok_or_else(|| "not a Kiln CPU executable (bad header)".to_string())?;
@@ -72,7 +69,7 @@ pub fn decode(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> 
         return Err("corrupt Kiln CPU executable: code and functions differ in number".into());
     }
     let reusable = p.opt_level == opts.opt_level
-        && p.wide_math == wide_math(opts)
+        && p.wide_math == opts.block_math()
         && p.host == host_key(opts)?
         && p.code.iter().all(Option::is_some);
     if !reusable {
@@ -84,11 +81,7 @@ pub fn decode(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> 
     let mut ids = Vec::new();
     for (&(i, part), code) in list.iter().zip(&p.code) {
         let id = module
-            .declare_function(
-                &super::cpu::function_name(&p.program, i, part),
-                Linkage::Local,
-                &sig,
-            )
+            .declare_function(&function_name(&p.program, i, part), Linkage::Local, &sig)
             .map_err(|e| e.to_string())?;
         if let Some((align, bytes)) = code {
             module
@@ -98,4 +91,19 @@ pub fn decode(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> 
         ids.push(id);
     }
     assemble(p.program, module, &ids, p.code, opts).map_err(|e| e.to_string())
+}
+
+impl CpuExecutable {
+    /// Serialises the executable for the persistent cache: the kernel IR, launch metadata
+    /// and each kernel's finalized machine code (this module).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        encode(&self.program, &self.code, &self.opts)
+    }
+
+    /// Loads an executable written by [`CpuExecutable::to_bytes`]: machine code is defined
+    /// with `define_function_bytes`, without running codegen, when it was produced for this
+    /// host's CPU features and options; otherwise the kernel IR is compiled again.
+    pub fn from_bytes(bytes: &[u8], opts: &CpuOptions) -> Result<CpuExecutable, String> {
+        decode(bytes, opts)
+    }
 }

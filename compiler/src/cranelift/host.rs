@@ -8,7 +8,7 @@
 //! has no relocations and is reused from the persistent cache as bytes, although the
 //! functions' addresses change from process to process.
 
-use crate::kernel::{BufRef, Kernel, NodeKind, Program};
+use crate::kernel::{Kernel, NodeKind, Program};
 use cranelift_codegen::ir::{
     types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, Type, Value,
 };
@@ -74,7 +74,7 @@ fn at_width<const W512: bool, R>(f: impl FnOnce() -> R) -> R {
 
 /// The argument slot holding [`host_table_ptr`]: after every buffer and the partials buffer.
 pub fn host_slot(p: &Program) -> usize {
-    super::values::arg_slot(p, BufRef::Const(p.consts.len())) + 1
+    crate::kernel::analysis::buffer_slots(p) + 1
 }
 
 /// Float `rem` for compiled kernels: Rust's `%`, the interpreter's operation (the exact

@@ -2,7 +2,7 @@
 //! convert kernels (XLA's), for one lane or four.
 
 use super::arith::ClifArith;
-use super::values::{select, Lanes};
+use super::lanes::{select, Lanes};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;

@@ -23,7 +23,7 @@
 //! lane's group in that lane instead.
 
 use super::arith::{vconst32, vconst64, ClifArith};
-use super::values::Lanes;
+use super::lanes::Lanes;
 use cranelift_codegen::ir::condcodes::IntCC as CIntCC;
 use cranelift_codegen::ir::{
     types, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlot, StackSlotData,

@@ -5,10 +5,31 @@
 //! through memory once per kernel. The split never changes a result: every element is
 //! computed by the same code whichever task computes it, and reductions never span tasks.
 
-use super::emit::Part;
+use crate::kernel::narrow::NarrowRows;
+use crate::kernel::pipeline::TargetCaps;
 use crate::kernel::{operands, BufRef, Kernel, NodeKind, Program};
 use crate::kernel::{CHUNK, LANES};
 use kiln_ir::{BinaryOp, DType, ReduceKind};
+
+/// Which part of a reduction kernel a function computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The whole kernel: `fn(args, row_start, row_end, col_start, col_end)`.
+    Whole,
+    /// A split reduction's chunk partials: `fn(args, row, row + 1, chunk_start, chunk_end)`
+    /// writes the canonical partial of each chunk of the row's sequence to the partials
+    /// buffer (argument slot `slot`, row-major `[points, chunks]`).
+    Partials {
+        /// Argument slot of the partials buffer.
+        slot: usize,
+    },
+    /// A split reduction's combination: reads a row's chunk partials from argument slot
+    /// `slot`, reduces them in the canonical order and runs the epilogue and stores.
+    Combine {
+        /// Argument slot of the partials buffer.
+        slot: usize,
+    },
+}
 
 /// A call of one kernel function on rows `r0..r1`, columns `c0..c1`.
 pub type Task = (i64, i64, i64, i64);
@@ -64,6 +85,21 @@ pub fn block_task(k: &Kernel, b0: usize, b1: usize) -> Task {
     }
     let per = rows / d0;
     ((b0 * per) as i64, (b1 * per) as i64, 0, inner as i64)
+}
+
+/// What the CPU asks of the kernel-IR pipeline ([`crate::kernel::pipeline`]): narrow rows
+/// regrouped or flattened for its four-lane vector loops, except in programs it runs
+/// row-blocked ([`row_blocking`]), whose kernels share their rows.
+pub const CPU_CAPS: TargetCaps = TargetCaps {
+    split_reductions_below: None,
+    narrow_rows: Some(NarrowRows {
+        vector_lanes: 4,
+        row_blocked: runs_row_blocked,
+    }),
+};
+
+fn runs_row_blocked(p: &Program) -> bool {
+    row_blocking(p).is_some()
 }
 
 /// [`crate::kernel::row_fusion`]'s rows and the rows per block, for programs the CPU runs
@@ -188,97 +224,8 @@ pub fn row_pipeline(p: &Program, wide_math: bool) -> Option<RowPipeline> {
 
 /// Whether `e` is exactly `row * v0 + col * v1` (variables 0 and 1).
 fn affine(e: &crate::kernel::IExpr, row: i64, col: i64) -> bool {
-    e.coefficient(0) == Some(row) && e.coefficient(1) == Some(col) && e.eval(&[0, 0]) == 0
-}
-
-/// Pointwise kernels whose last dimension is narrower than this loop over their points in
-/// one dimension ([`flatten_narrow`]): fewer than one vector per row.
-const NARROW: usize = 4;
-/// ... and those with transcendental math, narrower than this: their block math would be
-/// one host call per row of a few elements.
-const NARROW_MATH: usize = 16;
-
-/// The program the CPU compiles: `p` with its narrow pointwise kernels looping over their
-/// points in one dimension ([`crate::kernel::flatten_kernel`]), so that their arithmetic
-/// is vector code and their block math runs on whole windows, instead of a scalar
-/// remainder and a host call per row (`tanh(x + b)` over `[n, 3]`, bias `b[3]` broadcast:
-/// 24 ms per 4M elements before, 5 ms after; the fallback takes 11). Narrow: a last
-/// dimension under [`NARROW`], or under [`NARROW_MATH`] with transcendental math. Not in
-/// programs that run row-blocked ([`row_blocking`]), whose kernels share their rows.
-pub fn flatten_narrow(mut p: Program) -> Program {
-    if row_blocking(&p).is_some() {
-        return p;
-    }
-    for k in &mut p.kernels {
-        let last = k.space.last().copied().unwrap_or(usize::MAX);
-        let narrow = last < NARROW || (last < NARROW_MATH && k.math_ops() > 0);
-        if k.reduce.is_none() && k.space.len() >= 2 && narrow {
-            *k = crate::kernel::flatten_kernel(k);
-        }
-    }
-    p
-}
-
-/// The fewest elements a regrouped narrow row should have ([`tile_narrow`]): whole vectors
-/// and enough of them that the per-row loop overhead is small.
-const TILED_ROW: usize = 64;
-/// The most rows a group of [`tile_narrow`] takes.
-const MAX_GROUP: usize = 64;
-
-/// The program the CPU compiles, step one: pointwise kernels without transcendental math
-/// over rows narrower than [`NARROW_MATH`] that fill no whole vector loop over groups of
-/// rows ([`crate::kernel::tile_rows`]: `[rows, 10]` as `[rows / 8, 80]`, a broadcast bias
-/// read from a tile of 8 copies), so they run whole vectors with no scalar remainder per
-/// row, where a remainder of 1 to 3 elements cost as much as the vectors. A bias add with a
-/// `max` over `[419428, 10]`: 0.95–1.6 ms per call as rows of 10, 0.58–0.85 ms as rows of
-/// 20. The group is the smallest that gives whole vectors, at least [`TILED_ROW`] elements
-/// and divides the rows; a kernel whose rows admit none, or that has a gathered operand,
-/// keeps its shape (and [`flatten_narrow`] may still flatten it). Not in row-blocked
-/// programs ([`row_blocking`]).
-pub fn tile_narrow(mut p: Program) -> Program {
-    if row_blocking(&p).is_some() {
-        return p;
-    }
-    let mut i = 0;
-    while i < p.kernels.len() {
-        let k = &p.kernels[i];
-        let w = k.space.last().copied().unwrap_or(0);
-        let rows = k.points() / w.max(1);
-        let narrow = w > 0 && w % LANES_F32 != 0 && w < NARROW_MATH && k.math_ops() == 0;
-        let group = narrow.then(|| row_group(w, rows)).flatten();
-        // A regrouped kernel is preceded by its tile kernels; step past all of them.
-        let before = p.kernels.len();
-        if group.is_some_and(|g| crate::kernel::tile_rows(&mut p, i, g)) {
-            i += p.kernels.len() - before;
-        }
-        i += 1;
-    }
-    p
-}
-
-/// Vector lanes of a 32-bit kernel: a regrouped row is a multiple of this many elements.
-const LANES_F32: usize = 4;
-
-/// The rows per group for rows of `w` elements ([`tile_narrow`]), if any fits `rows`.
-fn row_group(w: usize, rows: usize) -> Option<usize> {
-    let unit = LANES_F32 / gcd(w, LANES_F32);
-    let fits: Vec<usize> = (unit..=MAX_GROUP)
-        .step_by(unit)
-        .filter(|&g| rows.is_multiple_of(g) && rows / g >= 2)
-        .collect();
-    fits.iter()
-        .copied()
-        .find(|g| g * w >= TILED_ROW)
-        .or(fits.last().copied())
-        .filter(|&g| g > 1)
-}
-
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
+    crate::kernel::analysis::Affine::of(e, 2)
+        .is_some_and(|a| a.coeffs == [row, col] && a.constant == 0)
 }
 
 /// Bytes of stack a column reduction's lane accumulators take (32 lanes × the tile): they
@@ -380,7 +327,7 @@ const TILE_OVER_SPLIT: usize = 8;
 /// split reduction's combination), then one per split kernel computing its partials. The
 /// partials buffer is the argument slot after every buffer.
 pub fn function_list(p: &Program) -> Vec<(usize, Part)> {
-    let slot = super::values::arg_slot(p, BufRef::Const(p.consts.len()));
+    let slot = crate::kernel::analysis::buffer_slots(p);
     let mut list: Vec<(usize, Part)> = p
         .kernels
         .iter()
@@ -439,7 +386,8 @@ mod tests {
 
     /// The kernel spaces of `src`'s program as the CPU compiles it.
     fn cpu_spaces(src: &str) -> Vec<Vec<usize>> {
-        let p = flatten_narrow(tile_narrow(program(src)));
+        let mut p = program(src);
+        crate::kernel::pipeline::run_target_passes(&mut p, &CPU_CAPS).expect("valid");
         p.kernels.iter().map(|k| k.space.clone()).collect()
     }
 
@@ -483,9 +431,6 @@ mod tests {
         assert_eq!(cpu_spaces(&bias(128, 5, "tanh")), vec![vec![640]]);
         assert_eq!(cpu_spaces(&bias(100, 15, "exp")), vec![vec![1500]]);
         assert_eq!(cpu_spaces(&bias(100, 16, "exp")), vec![vec![100, 16]]);
-        // Groups split the rows in two at least.
-        assert_eq!(row_group(5, 4), None);
-        assert_eq!(row_group(6, 4), Some(2));
         // A row-blocked program keeps its kernels' rows, however narrow.
         let rows = "func @f(%x: f32[64,3]) -> f32[64,3] {
   %s = reduce_sum %x, axes=[1] : f32[64]

@@ -6,7 +6,8 @@
 //! epilogue's nodes instead of through a scratch buffer and a second pass. The same nodes
 //! run in the same order on the same values, so no result changes.
 
-use super::split::{operands, rebuild};
+use super::analysis::{is_point_position, operands};
+use super::split::rebuild;
 use super::{BufRef, IExpr, Kernel, NodeId, NodeKind, Program};
 
 /// Fuses every eligible (reduction kernel, following pointwise kernel) pair of `p` (module
@@ -47,7 +48,7 @@ fn fuse_pair(p: &mut Program, i: usize) -> bool {
         let Some(&(_, v)) = stored.iter().find(|(b, _)| b == buf) else {
             continue;
         };
-        if !matches!(buf, BufRef::Temp(_)) || !at_own_point(offset, &k.space) {
+        if !matches!(buf, BufRef::Temp(_)) || !is_point_position(offset, &k.space) {
             return false;
         }
         forward[n] = Some(v);
@@ -90,19 +91,6 @@ fn fuse_pair(p: &mut Program, i: usize) -> bool {
         value: map[s.value],
     }));
     true
-}
-
-/// Whether `offset` is the row-major linear index of the point in `space` (variables
-/// `0..space.len()`), and uses no other variable.
-fn at_own_point(offset: &IExpr, space: &[usize]) -> bool {
-    let mut stride = 1i64;
-    for v in (0..space.len()).rev() {
-        if offset.coefficient(v) != Some(stride) {
-            return false;
-        }
-        stride *= space[v] as i64;
-    }
-    offset.coefficient(space.len()) == Some(0) && offset.eval(&vec![0; space.len() + 1]) == 0
 }
 
 /// Removes the scratch buffers that no kernel stores or nothing reads, renumbering the rest.

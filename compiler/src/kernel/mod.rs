@@ -11,8 +11,12 @@
 //! Deliberately not here: anything about machine code, vector widths or threads; a backend
 //! decides those, and no choice it makes may change a result.
 
+pub mod analysis;
 mod collapse;
 mod epilogue;
+pub mod narrow;
+mod parse;
+pub mod pipeline;
 mod print;
 mod share;
 mod split;
@@ -24,14 +28,16 @@ use kiln_ir::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use analysis::operands;
 pub use collapse::{collapse_leading_dims, flatten_kernel};
 pub use epilogue::fuse_epilogues;
 /// The canonical reduction order (design.md, Invariant 2), defined once by the reference
 /// semantics: [`LANES`] lane accumulators, chunks of [`CHUNK`], the pairwise [`TREE`].
 pub use kiln_interp::reduce::{CHUNK, LANES, TREE};
+pub use parse::{parse_program, KirParseError};
 pub use print::print_program;
 pub use share::shared_temps;
-pub use split::{operands, split_long_reductions};
+pub use split::split_long_reductions;
 pub use tile::tile_rows;
 pub use verify::{verify_program, VerifyError};
 

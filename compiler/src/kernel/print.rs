@@ -1,6 +1,6 @@
-//! The kernel IR's text form, for `--xla_dump_to`, cache keys and filetests. It is a dump
-//! format: stable and complete (two programs with equal text compute the same thing), not
-//! parsed back.
+//! The kernel IR's text form, for `--xla_dump_to`, cache keys and filetests: stable and
+//! complete (two programs with equal text compute the same thing), and read back by
+//! [`super::parse_program`].
 
 use super::{BufRef, IExpr, Kernel, NodeKind, Program};
 use std::fmt::Write;
@@ -46,7 +46,7 @@ pub fn print_program(p: &Program) -> String {
             p.outputs[x.out]
         );
     }
-    for (i, k) in p.kernels.iter().enumerate() {
+    for i in 0..=p.kernels.len() {
         for d in p.dots.iter().filter(|d| d.before == i) {
             let list = |v: &[usize]| {
                 v.iter()
@@ -66,7 +66,9 @@ pub fn print_program(p: &Program) -> String {
                 list(&d.dims.rhs_contract)
             );
         }
-        print_kernel(&mut s, k);
+        if let Some(k) = p.kernels.get(i) {
+            print_kernel(&mut s, k);
+        }
     }
     s
 }

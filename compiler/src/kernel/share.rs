@@ -8,6 +8,7 @@
 //! Sharing changes where values live, never which operations compute them, so results are
 //! the same bits either way.
 
+use super::analysis::is_point_position;
 use super::{BufRef, IExpr, Kernel, NodeKind, Program};
 
 /// For each scratch buffer of `p`, the output whose storage it may use (`None`: its own).
@@ -90,35 +91,6 @@ fn loads(k: &Kernel, b: BufRef) -> impl Iterator<Item = &IExpr> {
         NodeKind::Load { buf, offset } if *buf == b => Some(offset),
         _ => None,
     })
-}
-
-/// Whether `e` is the row-major position of the iteration point in `space` (where stores
-/// write): `Σ Var(v) · stride(v)` and nothing else.
-fn is_point_position(e: &IExpr, space: &[usize]) -> bool {
-    let mut coeffs = vec![0i64; space.len()];
-    if !affine(e, 1, &mut coeffs) {
-        return false;
-    }
-    let strides = kiln_ir::row_major_strides(space);
-    coeffs.iter().zip(&strides).all(|(&c, &s)| c == s as i64)
-}
-
-/// Adds `scale · e` to `coeffs` when `e` is a sum of multiples of the kept variables with no
-/// constant term.
-fn affine(e: &IExpr, scale: i64, coeffs: &mut [i64]) -> bool {
-    match e {
-        IExpr::Var(v) => match coeffs.get_mut(*v) {
-            Some(c) => {
-                *c += scale;
-                true
-            }
-            None => false,
-        },
-        IExpr::Const(c) => *c == 0,
-        IExpr::Add(a, b) => affine(a, scale, coeffs) && affine(b, scale, coeffs),
-        IExpr::Mul(a, c) => affine(a, scale * c, coeffs),
-        IExpr::Div(..) | IExpr::Rem(..) | IExpr::Clamp(..) => false,
-    }
 }
 
 #[cfg(test)]
@@ -244,24 +216,5 @@ mod tests {
             change(&mut p);
             assert_eq!(shared_temps(&p)[1], None, "{what}");
         }
-    }
-
-    #[test]
-    fn the_point_position_is_recognised_and_nothing_else() {
-        let v = |i| Box::new(IExpr::Var(i));
-        let pos = IExpr::Add(Box::new(IExpr::Mul(v(0), 8)), v(1));
-        assert!(is_point_position(&pos, &[4, 8]));
-        // Transposed, shifted, or reduced to a row: other points' elements.
-        let transposed = IExpr::Add(Box::new(IExpr::Mul(v(1), 4)), v(0));
-        assert!(!is_point_position(&transposed, &[4, 8]));
-        let shifted = IExpr::Add(Box::new(pos.clone()), Box::new(IExpr::Const(1)));
-        assert!(!is_point_position(&shifted, &[4, 8]));
-        assert!(!is_point_position(&IExpr::Var(0), &[4, 8]));
-        // The sequence variable of a reduction is not a kept coordinate.
-        let seq = IExpr::Add(Box::new(IExpr::Mul(v(0), 8)), v(2));
-        assert!(!is_point_position(&seq, &[4, 8]));
-        // Index arithmetic that is the position only over part of the range.
-        let wrapped = IExpr::Add(Box::new(IExpr::Mul(v(0), 8)), Box::new(IExpr::Rem(v(1), 8)));
-        assert!(!is_point_position(&wrapped, &[4, 8]));
     }
 }

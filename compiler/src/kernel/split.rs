@@ -17,6 +17,7 @@
 //! accumulator a canonical reduction can hold: a sum's lanes start at `+0.0`, so they are
 //! never `-0.0`), so both kernels compute exactly the canonical result, bit for bit.
 
+use super::analysis::used_by;
 use super::{BufRef, IExpr, Kernel, Node, NodeId, NodeKind, Program, Reduction, Store};
 use kiln_ir::TensorType;
 
@@ -154,14 +155,7 @@ fn subgraph(
     roots: &[NodeId],
     f: &dyn Fn(&IExpr) -> IExpr,
 ) -> (Vec<Node>, Vec<Option<NodeId>>) {
-    let mut live = vec![false; nodes.len()];
-    let mut stack: Vec<NodeId> = roots.to_vec();
-    while let Some(n) = stack.pop() {
-        if std::mem::replace(&mut live[n], true) {
-            continue;
-        }
-        stack.extend(operands(&nodes[n].kind));
-    }
+    let live = used_by(nodes, roots);
     let mut map = vec![None; nodes.len()];
     let mut out = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
@@ -213,21 +207,6 @@ pub(super) fn rebuild(
             seed: seed.iter().map(|&s| node(s)).collect(),
             index: expr(index),
         },
-    }
-}
-
-/// The operands of a node.
-pub fn operands(k: &NodeKind) -> Vec<NodeId> {
-    match k {
-        NodeKind::Load { .. }
-        | NodeKind::Const(_)
-        | NodeKind::Index(_)
-        | NodeKind::InRange { .. }
-        | NodeKind::ReduceResult => vec![],
-        NodeKind::Unary(_, a) | NodeKind::Convert(a) => vec![*a],
-        NodeKind::Binary(_, a, b) | NodeKind::Compare(_, a, b) => vec![*a, *b],
-        NodeKind::Select(p, a, b) => vec![*p, *a, *b],
-        NodeKind::Random { seed, .. } => seed.clone(),
     }
 }
 

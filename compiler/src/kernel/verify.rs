@@ -17,7 +17,7 @@
 //!   a dot that ran earlier; a dot writes a scratch buffer and runs at a position no
 //!   greater than the number of kernels.
 
-use super::split::operands;
+use super::analysis::operands;
 use super::{BufRef, IExpr, Kernel, NodeKind, Program};
 
 /// What [`verify_program`] found wrong, and where.

@@ -4,7 +4,8 @@
 //! computed into a scratch buffer by a kernel of its own instead (see
 //! [`KernelBuilder::value_at`]), so compile time and memory stay linear in the program.
 
-use super::{linearize, materialise, splat_bits, unsupported, LowerError, RED_ZONE, STACK_SEGMENT};
+use super::{materialise, splat_bits, unsupported, LowerError, RED_ZONE, STACK_SEGMENT};
+use crate::kernel::analysis::{loop_variant, row_major as linearize, RandomNodes};
 use crate::kernel::{BufRef, IExpr, Node, NodeId, NodeKind, Program};
 use kiln_ir::{row_major_strides, BinaryOp, DType, Func, Op, TensorType, Value, ValueDef};
 use std::collections::HashMap;
@@ -236,49 +237,8 @@ impl<'a> KernelBuilder<'a> {
     /// Whether node `n` is the same at every iteration point (uses no loop variable and no
     /// reduction result).
     fn invariant(&self, n: NodeId) -> bool {
-        fn uses_var(e: &IExpr) -> bool {
-            match e {
-                IExpr::Var(_) => true,
-                IExpr::Const(_) => false,
-                IExpr::Add(a, b) => uses_var(a) || uses_var(b),
-                IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-                    uses_var(a)
-                }
-            }
-        }
-        // Operands precede their users, so one backward sweep over `..=n` decides it.
-        let mut needed = vec![false; n + 1];
-        needed[n] = true;
-        for i in (0..=n).rev() {
-            if !needed[i] {
-                continue;
-            }
-            let operands: Vec<NodeId> = match &self.nodes[i].kind {
-                NodeKind::Load { offset: e, .. }
-                | NodeKind::Index(e)
-                | NodeKind::InRange { e, .. } => {
-                    if uses_var(e) {
-                        return false;
-                    }
-                    Vec::new()
-                }
-                NodeKind::Random { seed, index, .. } => {
-                    if uses_var(index) {
-                        return false;
-                    }
-                    seed.clone()
-                }
-                NodeKind::ReduceResult => return false,
-                NodeKind::Const(_) => Vec::new(),
-                NodeKind::Unary(_, a) | NodeKind::Convert(a) => vec![*a],
-                NodeKind::Binary(_, a, b) | NodeKind::Compare(_, a, b) => vec![*a, *b],
-                NodeKind::Select(p, a, b) => vec![*p, *a, *b],
-            };
-            for o in operands {
-                needed[o] = true;
-            }
-        }
-        true
+        let nodes = &self.nodes[..=n];
+        !loop_variant(nodes, &|_| true, RandomNodes::ByOperands)[n]
     }
 
     fn concat_at(

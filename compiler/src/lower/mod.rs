@@ -214,8 +214,8 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
         };
         prog.kernels.push(k);
     }
-    crate::kernel::fuse_epilogues(&mut prog);
-    crate::kernel::collapse_leading_dims(&mut prog);
+    crate::kernel::pipeline::run_lowering_passes(&mut prog)
+        .map_err(|e| LowerError::Unsupported(format!("{e} (a Kiln bug)")))?;
     Ok(prog)
 }
 
@@ -489,16 +489,6 @@ fn kept_index(shape: &[usize]) -> Vec<IExpr> {
             }
         })
         .collect()
-}
-
-/// The row-major element offset of `idx` in `shape`.
-fn linearize(idx: &[IExpr], shape: &[usize]) -> IExpr {
-    let strides = row_major_strides(shape);
-    idx.iter()
-        .zip(&strides)
-        .fold(IExpr::Const(0), |acc, (e, &s)| {
-            IExpr::sum(acc, IExpr::scaled(e.clone(), s as i64))
-        })
 }
 
 /// The bits of a constant's value if every element has the same bits. A slice scan that

@@ -22,6 +22,7 @@
 //! only decides *what* is compiled.
 
 use crate::cycles::CycleGraph;
+pub use crate::form_clusters::ClusterPlan;
 use crate::{CompileError, Options};
 use kiln_flags::AutoJit;
 use kiln_ir::{Func, Op, OpCategory, ValueDef};
@@ -49,17 +50,6 @@ pub const FUSIBLE: &[OpCategory] = &[
     OpCategory::Reduction,
     OpCategory::Random,
 ];
-
-/// One cluster chosen by the pass.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterPlan {
-    /// `cluster_<n>` or `cluster_<fingerprint>_<n>`.
-    pub name: String,
-    /// Indices of its instructions, ascending.
-    pub insts: Vec<usize>,
-    /// True if any member came from a manual `jit_scope`.
-    pub manual: bool,
-}
 
 /// The decisions of one run: clusters, plus every refused merge with its reason.
 #[derive(Debug, Clone, Default)]

@@ -5,27 +5,21 @@
 //! Loads whose offset grows by one per inner step are single vector loads, invariant ones
 //! a splat, anything else four scalar loads.
 
+mod staging;
+mod vector_form;
+
 use super::arith::{float_min_max, MinMax};
-use super::host::{math_op, scalar_op, HostCalls};
+use super::host::HostCalls;
+use super::lanes::{select, Lanes};
+use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use crate::lower::{RED_ZONE, STACK_SEGMENT};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
-    StackSlotKind, Type, Value,
+    types, ConstantData, InstBuilder, MemFlagsData, StackSlot, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
-use kiln_ir::{row_major_strides, BinaryOp, CompareDir, DType, ReduceKind, Scalar, UnaryOp};
-
-/// How many lanes an evaluation computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lanes {
-    /// Scalar code.
-    One,
-    /// One 128-bit vector over consecutive inner positions: four 32-bit lanes, or two
-    /// 64-bit lanes in `f64` kernels ([`ValueEmitter::width`]).
-    Vector,
-}
+use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, Scalar};
 
 /// Where a value hoisted out of the innermost loop lives.
 #[derive(Debug, Clone, Copy)]
@@ -132,28 +126,6 @@ enum Block {
     Store(usize),
 }
 
-/// Whether index expression `e` uses loop variable `v`.
-fn mentions(e: &IExpr, v: usize) -> bool {
-    match e {
-        IExpr::Var(w) => *w == v,
-        IExpr::Const(_) => false,
-        IExpr::Add(a, b) => mentions(a, v) || mentions(b, v),
-        IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-            mentions(a, v)
-        }
-    }
-}
-
-/// Position of a buffer in the kernel argument array.
-pub fn arg_slot(p: &Program, b: BufRef) -> usize {
-    match b {
-        BufRef::Input(i) => i,
-        BufRef::Output(i) => p.inputs.len() + i,
-        BufRef::Temp(i) => p.inputs.len() + p.outputs.len() + i,
-        BufRef::Const(i) => p.inputs.len() + p.outputs.len() + p.temps.len() + i,
-    }
-}
-
 /// `elements · size` bytes as an instruction displacement, if it fits one (the copies of
 /// an unrolled body are a few vectors apart).
 fn displacement(elements: i64, size: u32) -> Option<i32> {
@@ -166,10 +138,6 @@ fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
-fn lane_flags() -> MemFlagsData {
-    MemFlagsData::new().with_endianness(Endianness::Little)
-}
-
 impl<'a> ValueEmitter<'a> {
     /// Loads the base address of every buffer the kernel touches from `args`.
     pub fn new(
@@ -178,18 +146,10 @@ impl<'a> ValueEmitter<'a> {
         args: Value,
         b: &mut FunctionBuilder,
     ) -> Result<Self, String> {
-        let mut bufs: Vec<BufRef> = k.stores.iter().map(|s| s.buf).collect();
-        for n in &k.nodes {
-            if let NodeKind::Load { buf, .. } = n.kind {
-                bufs.push(buf);
-            }
-        }
-        bufs.sort_by_key(|&x| arg_slot(p, x));
-        bufs.dedup();
-        let bases = bufs
+        let bases = kernel_buffers(p, k)
             .into_iter()
             .map(|buf| {
-                let off = (arg_slot(p, buf) * 8) as i32;
+                let off = (buffer_slot(p, buf) * 8) as i32;
                 (
                     buf,
                     b.ins().load(types::I64, MemFlagsData::trusted(), args, off),
@@ -241,40 +201,6 @@ impl<'a> ValueEmitter<'a> {
         Ok(())
     }
 
-    /// Nodes used only as seeds of random nodes (directly or through other such nodes):
-    /// they are evaluated once, as scalars, by `prepare_random`, whatever the lanes.
-    fn seed_only(&self) -> Vec<bool> {
-        let k = self.k;
-        let n = k.nodes.len();
-        let mut used = vec![false; n];
-        let mut other_use = vec![false; n];
-        for st in &k.stores {
-            other_use[st.value] = true;
-        }
-        if let Some(r) = &k.reduce {
-            other_use[r.value] = true;
-        }
-        let mut seed_only = vec![false; n];
-        // Users come after their operands: a backward sweep sees every user first.
-        for j in (0..n).rev() {
-            seed_only[j] = used[j] && !other_use[j];
-            let (operands, as_seed): (Vec<usize>, bool) = match &k.nodes[j].kind {
-                NodeKind::Random { seed, .. } => (seed.clone(), true),
-                NodeKind::Unary(_, a) | NodeKind::Convert(a) => (vec![*a], false),
-                NodeKind::Binary(_, x, y) | NodeKind::Compare(_, x, y) => (vec![*x, *y], false),
-                NodeKind::Select(p, x, y) => (vec![*p, *x, *y], false),
-                _ => (Vec::new(), false),
-            };
-            for o in operands {
-                used[o] = true;
-                if !(as_seed || seed_only[j]) {
-                    other_use[o] = true;
-                }
-            }
-        }
-        seed_only
-    }
-
     /// Declares that, until the next call, the inner variable value `at` is `base + delta`
     /// (one copy of an unrolled body); `None` ends it. Only addressing changes: every
     /// element's address is the same, computed with fewer instructions.
@@ -301,367 +227,9 @@ impl<'a> ValueEmitter<'a> {
         self.memo.iter_mut().for_each(|m| *m = None);
     }
 
-    /// Computes, once per row, every node that does not depend on loop variable `var` (the
-    /// inner or sequence variable) and is not a constant, so the innermost loop reuses it
-    /// instead of recomputing it per element (layer norm's `rsqrt(var + eps)`, a row's
-    /// mean). Values are the same bits whichever loop computes them. Call where the values
-    /// dominate the loop; [`ValueEmitter::unpin`] when leaving that region.
-    pub fn pin_invariants(
-        &mut self,
-        b: &mut FunctionBuilder,
-        vars: &[Value],
-        var: usize,
-        vector: bool,
-    ) -> Result<(), String> {
-        let variant = self.variant_nodes(var);
-        for (n, &var_n) in variant.iter().enumerate() {
-            let node = &self.k.nodes[n];
-            let hoistable = !var_n
-                && !matches!(node.kind, NodeKind::Const(_) | NodeKind::ReduceResult)
-                && matches!(
-                    node.dtype,
-                    DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::I64
-                )
-                && (!vector || self.lane_dtype(node.dtype));
-            if !hoistable {
-                continue;
-            }
-            self.reset();
-            let s = self.node(b, n, vars, Lanes::One)?;
-            let four_t = vector.then(|| self.vtype(node.dtype, Lanes::Vector));
-            let four = four_t.map(|t| b.ins().splat(t, s));
-            if matches!(node.kind, NodeKind::Load { .. }) {
-                self.pinned[n] = Some(Pinned::Value(s, four));
-                continue;
-            }
-            let slot = *self.pin_slots[n].get_or_insert_with(|| {
-                b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 4))
-            });
-            b.ins().stack_store(types::I64, s, slot, 0);
-            if let Some(v) = four {
-                b.ins().stack_store(types::I64, v, slot, 16);
-            }
-            self.pinned[n] = Some(Pinned::Slot {
-                slot,
-                scalar: b.func.dfg.value_type(s),
-                four: four_t,
-            });
-        }
-        self.reset();
-        Ok(())
-    }
-
-    /// Forgets the values of [`ValueEmitter::pin_invariants`].
-    pub fn unpin(&mut self) {
-        self.pinned.iter_mut().for_each(|m| *m = None);
-    }
-
-    /// Which nodes depend on loop variable `var`.
-    fn variant_nodes(&self, var: usize) -> Vec<bool> {
-        let mut variant = vec![false; self.k.nodes.len()];
-        for (n, node) in self.k.nodes.iter().enumerate() {
-            variant[n] = match &node.kind {
-                NodeKind::Load { offset: e, .. }
-                | NodeKind::Index(e)
-                | NodeKind::InRange { e, .. } => mentions(e, var),
-                NodeKind::Const(_) => false,
-                // Random nodes keep per-node group caches in the loops; never hoisted.
-                NodeKind::ReduceResult | NodeKind::Random { .. } => true,
-                NodeKind::Unary(_, a) | NodeKind::Convert(a) => variant[*a],
-                NodeKind::Binary(_, a, c) | NodeKind::Compare(_, a, c) => {
-                    variant[*a] || variant[*c]
-                }
-                NodeKind::Select(p, a, c) => variant[*p] || variant[*a] || variant[*c],
-            };
-        }
-        variant
-    }
-
-    /// Chooses the nodes whose values are staged: computed a window of inner positions at
-    /// a time by one block-math call (see [`HostCalls::math`], [`HostCalls::scalar`])
-    /// instead of by emitted code, and read back from their block wherever the window's
-    /// positions are evaluated. Those are the float nodes that depend on loop variable
-    /// `var`, that `roots` use, at the lanes of this kernel, and that are
-    /// - a unary op of `kiln_interp::MATH_OPS`, or
-    /// - a division by a value that does not depend on `var` (one per window; 8-lane
-    ///   division issues as fast as 4-lane).
-    ///
-    /// A unary op of `x - c` with such a `c` reads `x` and subtracts `c` itself (softmax's
-    /// `exp(x - max)` is one call from the input to the scratch row).
-    ///
-    /// None when the kernel has random nodes (their per-loop caches assume one evaluation
-    /// per position). `pointwise`: the window runs along the stores (not a reduction's
-    /// sequence), so a stored node may keep its block in the stored buffer. Returns whether
-    /// any node is staged.
-    pub fn plan_staging(
-        &mut self,
-        b: &mut FunctionBuilder,
-        roots: &[usize],
-        var: usize,
-        vector: bool,
-        pointwise: bool,
-    ) -> bool {
-        let k = self.k;
-        if (self.calls.math.is_none() && self.calls.scalar.is_none()) || k.has_random() {
-            return false;
-        }
-        let variant = self.variant_nodes(var);
-        let mut used = vec![false; k.nodes.len()];
-        for &r in roots {
-            used[r] = true;
-        }
-        // Users come after their operands: a backward sweep marks every operand.
-        for j in (0..k.nodes.len()).rev() {
-            if !used[j] {
-                continue;
-            }
-            match &k.nodes[j].kind {
-                NodeKind::Unary(_, a) | NodeKind::Convert(a) => used[*a] = true,
-                NodeKind::Binary(_, x, y) | NodeKind::Compare(_, x, y) => {
-                    used[*x] = true;
-                    used[*y] = true;
-                }
-                NodeKind::Select(p, x, y) => {
-                    used[*p] = true;
-                    used[*x] = true;
-                    used[*y] = true;
-                }
-                _ => {}
-            }
-        }
-        let loaded = |buf: BufRef| {
-            k.nodes
-                .iter()
-                .any(|n| matches!(n.kind, NodeKind::Load { buf: l, .. } if l == buf))
-        };
-        let math = |op: UnaryOp| self.calls.math.is_some() && math_op(op).is_some();
-        let mut any = false;
-        let mut stack_bytes = 0;
-        for (n, node) in k.nodes.iter().enumerate() {
-            let (a, shift) = match node.kind {
-                NodeKind::Unary(op, a) if math(op) => match k.nodes[a].kind {
-                    NodeKind::Binary(BinaryOp::Sub, x, c)
-                        if self.calls.shifted.is_some()
-                            && !variant[c]
-                            && k.nodes[a].dtype == node.dtype =>
-                    {
-                        (x, Some(c))
-                    }
-                    _ => (a, None),
-                },
-                NodeKind::Binary(op, a, c)
-                    if self.calls.scalar.is_some() && !variant[c] && scalar_op(op).is_some() =>
-                {
-                    (a, None)
-                }
-                _ => continue,
-            };
-            let lanes_ok = !vector || self.lane_dtype(node.dtype);
-            if !node.dtype.is_float()
-                || !used[n]
-                || !variant[n]
-                || !lanes_ok
-                || self.staged[n].is_some()
-            {
-                continue;
-            }
-            let store = k
-                .stores
-                .iter()
-                .position(|st| st.value == n && !loaded(st.buf))
-                .filter(|_| pointwise);
-            let block = match store {
-                Some(i) => Block::Store(i),
-                None => {
-                    let bytes = WINDOW as u32 * self.scalar_type(node.dtype).bytes();
-                    if stack_bytes + bytes > STAGING_STACK_BYTES {
-                        continue;
-                    }
-                    stack_bytes += bytes;
-                    Block::Stack(b.create_sized_stack_slot(StackSlotData::new(
-                        StackSlotKind::ExplicitSlot,
-                        bytes,
-                        4,
-                    )))
-                }
-            };
-            let direct_operand = matches!(&k.nodes[a].kind,
-                NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1));
-            self.staged[n] = Some(Staged {
-                block,
-                direct_operand,
-                operand: a,
-                shift,
-            });
-            any = true;
-        }
-        any
-    }
-
-    /// Whether any node is staged (see [`ValueEmitter::plan_staging`]).
-    pub fn staging(&self) -> bool {
-        self.staged.iter().any(Option::is_some)
-    }
-
-    /// The staged nodes (see [`ValueEmitter::plan_staging`]), operands before users.
-    pub fn staged_nodes(&self) -> Vec<usize> {
-        (0..self.k.nodes.len())
-            .filter(|&n| self.staged[n].is_some())
-            .collect()
-    }
-
-    /// Whether staged node `n` reads its operand straight from a buffer (nothing to stage).
-    pub fn direct_operand(&self, n: usize) -> bool {
-        self.staged[n].is_some_and(|s| s.direct_operand)
-    }
-
-    /// Whether staged node `n`'s block math can run now without staging its operand first:
-    /// the operand is read straight from a buffer, or is a staged node whose block already
-    /// holds this window's values.
-    pub fn operand_ready(&self, n: usize) -> bool {
-        self.direct_operand(n) || self.staged_operand(n).is_ok_and(|a| self.ready[a])
-    }
-
-    /// The node staged node `n`'s block math reads (see [`Staged::operand`]).
-    fn staged_operand(&self, n: usize) -> Result<usize, String> {
-        self.staged[n]
-            .map(|s| s.operand)
-            .ok_or_else(|| format!("v{n} is not staged"))
-    }
-
-    /// Starts a window at the inner position of `vars` (the last variable): no staged
-    /// node's block is ready yet. Computes each block's address (and each direct operand's)
-    /// at the window's first position.
-    pub fn begin_window(&mut self, b: &mut FunctionBuilder, vars: &[Value]) -> Result<(), String> {
-        self.window = Some(vars[self.inner(vars)]);
-        self.ready.iter_mut().for_each(|r| *r = false);
-        self.reset();
-        let k = self.k;
-        for n in self.staged_nodes() {
-            let Some(st) = self.staged[n] else { continue };
-            let block = match st.block {
-                Block::Stack(slot) => b.ins().stack_addr(types::I64, slot, 0),
-                Block::Store(i) => {
-                    let offset = self.store_offset();
-                    self.address_value(b, k.stores[i].buf, &offset, vars)?
-                }
-            };
-            let operand = match (self.staged_operand(n)?, st.direct_operand) {
-                (a, true) => match &k.nodes[a].kind {
-                    NodeKind::Load { buf, offset } => {
-                        Some(self.address_value(b, *buf, offset, vars)?)
-                    }
-                    _ => return Err(format!("v{n}'s direct operand is not a load")),
-                },
-                _ => None,
-            };
-            self.window_addrs[n] = Some((block, operand));
-            let value = match k.nodes[n].kind {
-                NodeKind::Binary(_, _, c) => Some(c),
-                _ => st.shift,
-            };
-            if let Some(c) = value {
-                // The same value at every position of the window.
-                self.window_scalars[n] = Some(self.node(b, c, vars, Lanes::One)?);
-            }
-        }
-        self.reset();
-        Ok(())
-    }
-
-    /// Ends the current window: staged nodes are emitted as code again.
-    pub fn end_window(&mut self) {
-        self.window = None;
-        self.ready.iter_mut().for_each(|r| *r = false);
-        self.window_addrs.iter_mut().for_each(|a| *a = None);
-        self.window_scalars.iter_mut().for_each(|a| *a = None);
-        self.reset();
-    }
-
-    /// The operand of staged node `n` and the address of element `j` of its block in the
-    /// current window.
-    pub fn staged_slot(
-        &self,
-        b: &mut FunctionBuilder,
-        n: usize,
-        j: Value,
-    ) -> Result<(usize, Value), String> {
-        let (base, _) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
-        let a = self.staged_operand(n)?;
-        let bytes = self.scalar_type(self.dtype(n)).bytes();
-        let off = b.ins().imul_imm_s(j, i64::from(bytes));
-        Ok((a, b.ins().iadd(base, off)))
-    }
-
-    /// Applies staged node `n`'s op to `count` elements with one block-math call: from its
-    /// direct operand, from its operand's block (a staged node already computed in this
-    /// window), or from its own block (which then holds the operand), into its block; from
-    /// here on the window reads `n` from the block.
-    pub fn finish_staged(
-        &mut self,
-        b: &mut FunctionBuilder,
-        n: usize,
-        count: Value,
-    ) -> Result<(), String> {
-        let node = &self.k.nodes[n];
-        let (block, operand) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
-        let a = self.staged_operand(n)?;
-        let src = match operand {
-            Some(direct) => direct,
-            None if self.ready[a] => {
-                self.window_addrs[a]
-                    .ok_or_else(|| format!("v{a} has no window"))?
-                    .0
-            }
-            None => block,
-        };
-        let f64 = node.dtype == DType::F64;
-        let shifted = self.staged[n].and_then(|s| s.shift).is_some();
-        // The call, its op's index in the call's table and its one value per window:
-        // `op(src)`, `op(src - c)` or `src op c`.
-        let (call, index, value) = match node.kind {
-            NodeKind::Unary(op, _) if shifted => (self.calls.shifted, math_op(op), true),
-            NodeKind::Unary(op, _) => (self.calls.math, math_op(op), false),
-            NodeKind::Binary(op, _, _) => (self.calls.scalar, scalar_op(op), true),
-            _ => return Err(format!("staged node v{n} is neither unary nor binary")),
-        };
-        let call = call.ok_or_else(|| format!("v{n} is staged without its block-math import"))?;
-        let index = index.ok_or_else(|| format!("v{n}'s op has no block math"))?;
-        let op = b.ins().iconst(types::I32, index as i64);
-        let mut args = vec![op, src];
-        if value {
-            args.push(self.window_scalars[n].ok_or_else(|| format!("v{n} has no value"))?);
-        }
-        args.extend([block, count]);
-        call.call(b, f64, &args);
-        self.ready[n] = true;
-        self.reset();
-        Ok(())
-    }
-
-    /// Whether store `i` is written by block math (its value is a staged node kept in the
-    /// stored buffer) inside the current window.
-    fn store_in_block(&self, i: usize) -> bool {
-        let n = self.k.stores[i].value;
-        self.ready[n]
-            && matches!(self.staged[n], Some(Staged { block: Block::Store(j), .. }) if j == i)
-    }
-
-    /// Whether block math wrote every store of the current window (nothing left to emit).
-    pub fn all_stores_in_block(&self) -> bool {
-        (0..self.k.stores.len()).all(|i| self.store_in_block(i))
-    }
-
     /// The row-major position of the iteration point, as every store writes it.
     fn store_offset(&self) -> IExpr {
-        let k = self.k;
-        let strides = row_major_strides(&k.space);
-        (0..k.space.len())
-            .map(IExpr::Var)
-            .zip(&strides)
-            .fold(IExpr::Const(0), |acc, (e, &s)| {
-                IExpr::sum(acc, IExpr::scaled(e, s as i64))
-            })
+        point_position(&self.k.space)
     }
 
     /// Stores `v` (one lane or a vector) at `addr + disp` bytes.
@@ -698,101 +266,6 @@ impl<'a> ValueEmitter<'a> {
                 .as_ref()
                 .map_or(DType::I32, |r| self.dtype(r.value)),
         }
-    }
-
-    fn vtype(&self, dt: DType, lanes: Lanes) -> Type {
-        match (lanes, dt, self.width) {
-            (Lanes::One, _, _) => self.scalar_type(dt),
-            (Lanes::Vector, DType::F32, _) => types::F32X4,
-            (Lanes::Vector, DType::F64, _) => types::F64X2,
-            (Lanes::Vector, _, 2) => types::I64X2,
-            (Lanes::Vector, _, _) => types::I32X4,
-        }
-    }
-
-    /// Whether values of `dt` have a vector form at this kernel's width (masks included).
-    fn lane_dtype(&self, dt: DType) -> bool {
-        match self.width {
-            2 => dt == DType::F64,
-            _ => matches!(dt, DType::F32 | DType::I32 | DType::U32),
-        }
-    }
-
-    /// Whether every node of the kernel has a vector form, and at which width: four 32-bit
-    /// lanes (f32/i32/u32 nodes, bool masks), or two `f64` lanes (pure `f64` arithmetic and
-    /// math, compares and selects: no indices, conversions or random nodes). Sets
-    /// [`ValueEmitter::width`].
-    pub fn vectorizable(&mut self) -> bool {
-        if self.vectorizable_32() {
-            self.width = 4;
-            return true;
-        }
-        if self.vectorizable_f64() {
-            self.width = 2;
-            return true;
-        }
-        false
-    }
-
-    fn vectorizable_32(&self) -> bool {
-        let p = self.p;
-        let lane_ok = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32 | DType::Bool);
-        let seed_only = self.seed_only();
-        self.k
-            .stores
-            .iter()
-            .all(|s| buf_dtype(p, s.buf) != DType::Bool)
-            && self.k.nodes.iter().zip(&seed_only).all(|(n, &seed)| {
-                seed || lane_ok(n.dtype)
-                    && match &n.kind {
-                        NodeKind::Load { buf, .. } => buf_dtype(p, *buf) != DType::Bool,
-                        NodeKind::Binary(BinaryOp::Div, _, _) => n.dtype.is_float(),
-                        NodeKind::Binary(BinaryOp::Rem, _, _) => false,
-                        NodeKind::Convert(a) => matches!(
-                            (self.dtype(*a), n.dtype),
-                            (DType::F32, DType::I32)
-                                | (DType::I32, DType::F32)
-                                | (DType::I32, DType::U32)
-                                | (DType::U32, DType::I32)
-                        ),
-                        _ => true,
-                    }
-            })
-    }
-
-    fn vectorizable_f64(&self) -> bool {
-        let p = self.p;
-        let f64_value = |n: usize| self.dtype(n) == DType::F64;
-        self.k
-            .stores
-            .iter()
-            .all(|s| buf_dtype(p, s.buf) == DType::F64)
-            && self.k.nodes.iter().all(|n| match &n.kind {
-                NodeKind::Load { buf, .. } => buf_dtype(p, *buf) == DType::F64,
-                NodeKind::Const(_) | NodeKind::ReduceResult => {
-                    matches!(n.dtype, DType::F64 | DType::Bool)
-                }
-                NodeKind::Unary(UnaryOp::Not, a) => n.dtype == DType::Bool && !f64_value(*a),
-                NodeKind::Unary(_, a) => n.dtype == DType::F64 && f64_value(*a),
-                NodeKind::Binary(BinaryOp::Rem, _, _) => false,
-                NodeKind::Binary(_, x, y) => {
-                    n.dtype == DType::F64 && f64_value(*x) && f64_value(*y)
-                        || n.dtype == DType::Bool
-                            && matches!(&n.kind, NodeKind::Binary(op, _, _)
-                                if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor))
-                }
-                NodeKind::Compare(_, x, _) => f64_value(*x),
-                NodeKind::Select(_, x, _) => matches!(self.dtype(*x), DType::F64 | DType::Bool),
-                NodeKind::Index(_)
-                | NodeKind::InRange { .. }
-                | NodeKind::Convert(_)
-                | NodeKind::Random { .. } => false,
-            })
-    }
-
-    /// Whether a reduction of this dtype can use vector accumulators at this width.
-    pub fn vector_reducible(&self, dt: DType, _kind: ReduceKind) -> bool {
-        self.lane_dtype(dt)
     }
 
     fn base(&self, buf: BufRef) -> Result<Value, String> {
@@ -1247,22 +720,6 @@ impl<'a> ValueEmitter<'a> {
         };
         self.memo[n] = Some(v);
         Ok(v)
-    }
-}
-
-/// `p ? x : y` for a mask `p` (I8 0/1 or all-ones lanes).
-pub fn select(b: &mut FunctionBuilder, p: Value, x: Value, y: Value, lanes: Lanes) -> Value {
-    match lanes {
-        Lanes::One => b.ins().select(p, x, y),
-        Lanes::Vector => {
-            let t = b.func.dfg.value_type(x);
-            let m = if t == b.func.dfg.value_type(p) {
-                p
-            } else {
-                b.ins().bitcast(t, lane_flags(), p)
-            };
-            b.ins().bitselect(m, x, y)
-        }
     }
 }
 

@@ -30,6 +30,9 @@ pub enum OpCategory {
     Movement,
     /// A cluster: a region of ops chosen for compilation as one unit.
     Cluster,
+    /// Control flow with regions (`while`, `conditional`): runs its regions on the
+    /// interpreter, never clustered itself.
+    Control,
 }
 
 macro_rules! named_enum {
@@ -381,6 +384,13 @@ pub enum Op {
         /// Elements added between neighbours along each dimension.
         interior: Vec<usize>,
     },
+    /// `while %a, … -> (T…) cond(…) {…} body(…) {…}`: loop-carried values, typing rule in
+    /// [`crate::control`]; the results are the carried values once `cond` yields false.
+    While(Box<crate::control::While>),
+    /// `conditional %sel, %a, … -> (T…) branch(…) {…} …`: runs the branch `%sel` selects
+    /// (`bool[]`: true is branch 0; `i32[]`: out of range is the last), typing rule in
+    /// [`crate::control`].
+    Conditional(Box<crate::control::Conditional>),
 }
 
 /// The region of a `cluster` instruction.
@@ -434,6 +444,8 @@ impl Op {
             Op::DynamicSlice { .. } => "dynamic_slice",
             Op::DynamicUpdateSlice => "dynamic_update_slice",
             Op::PadGeneral { .. } => "pad",
+            Op::While(_) => "while",
+            Op::Conditional(_) => "conditional",
         }
     }
 
@@ -458,6 +470,7 @@ impl Op {
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
             | Op::PadGeneral { .. } => OpCategory::Movement,
+            Op::While(_) | Op::Conditional(_) => OpCategory::Control,
         }
     }
 
@@ -485,7 +498,9 @@ impl Op {
             Op::Concat { .. }
             | Op::Cluster(_)
             | Op::DynamicSlice { .. }
-            | Op::DynamicUpdateSlice => None,
+            | Op::DynamicUpdateSlice
+            | Op::While(_)
+            | Op::Conditional(_) => None,
         }
     }
 }
@@ -509,6 +524,8 @@ pub fn all_op_names() -> Vec<&'static str> {
         "reverse",
         "dynamic_slice",
         "dynamic_update_slice",
+        "while",
+        "conditional",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

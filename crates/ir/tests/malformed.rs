@@ -89,6 +89,12 @@ fn sources() -> Vec<&'static str> {
         program(include_str!(
             "../../../tests/filetests/verify/random_types.kir"
         )),
+        program(include_str!(
+            "../../../tests/filetests/control/while_loop.kir"
+        )),
+        program(include_str!(
+            "../../../tests/filetests/control/conditional.kir"
+        )),
         CLUSTERED,
     ]
 }
@@ -218,6 +224,11 @@ fn words() -> Vec<&'static str> {
         "return",
         "yield",
         "cluster",
+        "while",
+        "conditional",
+        "cond",
+        "body",
+        "branch",
         "true",
         "false",
         "inf",
@@ -265,6 +276,8 @@ const SNIPPETS: &[&str] = &[
     "\n  return\n",
     "\n  yield %x\n",
     " cluster @c(%x) -> f32[4] {",
+    " while %x -> f32[4] cond(%x: f32[4]) {",
+    "\n  branch() {\n",
     "[",
     "]",
     ",",
@@ -752,8 +765,9 @@ fn without_locs(f: &Func) -> Func {
     let mut f = f.clone();
     for inst in &mut f.insts {
         inst.loc = None;
-        if let Op::Cluster(c) = &mut inst.op {
-            c.body = without_locs(&c.body);
+        // Every region: a cluster's body, a loop's condition and body, the branches.
+        for region in inst.op.regions_mut() {
+            *region = without_locs(region);
         }
     }
     f

@@ -110,6 +110,15 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "get-tuple-element" => (&["index"], Some(1)),
         "call" => (&["to_apply"], None),
         "fusion" => (&["calls", "kind"], None),
+        "while" => (&["condition", "body"], None),
+        "conditional" => (
+            &[
+                "branch_computations",
+                "true_computation",
+                "false_computation",
+            ],
+            None,
+        ),
         _ => return None,
     })
 }
@@ -341,6 +350,8 @@ impl Ctx<'_> {
             }
             "reduce" => self.reduce(inst, &args),
             "dot" => self.dot(inst, &args),
+            "while" => self.while_loop(inst, args),
+            "conditional" => self.conditional(inst, args),
             "tuple" => self.check_tree(inst, Tree::Tuple(args)),
             "get-tuple-element" => {
                 let index = self.int_attr(inst, "index")?;

@@ -25,6 +25,8 @@ fn sources() -> Vec<&'static str> {
         include_str!("data/ops.hlo"),
         include_str!("data/real/mlp_grad.hlo"),
         include_str!("data/real/layer_norm.hlo"),
+        include_str!("data/control_tf_style.hlo"),
+        include_str!("data/control/nested.hlo"),
     ]
 }
 
@@ -54,6 +56,12 @@ const WORDS: &[&str] = &[
     "fusion",
     "gather",
     "while",
+    "conditional",
+    "condition",
+    "body",
+    "branch_computations",
+    "true_computation",
+    "false_computation",
     "f32",
     "f64",
     "s32",

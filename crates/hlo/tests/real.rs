@@ -10,44 +10,16 @@
 //! cancel to small values) covers results near zero.
 
 use kiln_interp::Interpreter;
-use kiln_ir::{Buffer, Tensor};
+use kiln_ir::Tensor;
 use std::path::{Path, PathBuf};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/real")
 }
 
-/// A `.npy` file (as numpy writes it: little-endian, C order) as a Kiln tensor.
-fn read_npy(path: &Path) -> Tensor {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
-    assert_eq!(npy.order(), npyz::Order::C, "{}", path.display());
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let data = match npy.dtype().descr().trim_matches('\'') {
-        "<f4" => Buffer::F32(npy.into_vec().unwrap()),
-        "<f8" => Buffer::F64(npy.into_vec().unwrap()),
-        "<i4" => Buffer::I32(npy.into_vec().unwrap()),
-        "<i8" => Buffer::I64(npy.into_vec().unwrap()),
-        "<u4" => Buffer::U32(npy.into_vec().unwrap()),
-        "|b1" => Buffer::Bool(
-            npy.into_vec::<u8>()
-                .unwrap()
-                .into_iter()
-                .map(|b| b != 0)
-                .collect(),
-        ),
-        other => panic!("{}: dtype {other}", path.display()),
-    };
-    Tensor::new(shape, data).unwrap()
-}
-
 /// `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, … while they exist.
 fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
-    (0..)
-        .map(|k| dir().join(format!("{name}.{kind}{k}.npy")))
-        .take_while(|p| p.exists())
-        .map(|p| read_npy(&p))
-        .collect()
+    kiln_testkit::read_numbered(&dir(), name, kind)
 }
 
 /// Imports, runs and compares one program; returns the largest error seen.

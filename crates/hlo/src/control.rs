@@ -108,7 +108,10 @@ impl Ctx<'_> {
             Some(AttrValue::Computations(c)) if c.len() == 1 => Ok(c[0].clone()),
             _ => Err(invalid(
                 inst.pos,
-                format!("{} %{} needs {attr}=one computation", inst.opcode, inst.name),
+                format!(
+                    "{} %{} needs {attr}=one computation",
+                    inst.opcode, inst.name
+                ),
             )),
         }
     }

@@ -25,11 +25,18 @@ fn check(name: &str) -> f32 {
     assert!(kiln_ir::verify_module(&module).is_empty());
     let printed = kiln_ir::print_module(&module);
     let again = kiln_ir::parse_module(&printed, "printed.kir").unwrap();
-    assert_eq!(kiln_ir::print_module(&again), printed, "{name}: .kir round trip");
+    assert_eq!(
+        kiln_ir::print_module(&again),
+        printed,
+        "{name}: .kir round trip"
+    );
     let f = module.entry().unwrap();
     let inputs = kiln_testkit::read_numbered(&dir(), name, "in");
     let expected = kiln_testkit::read_numbered(&dir(), name, "out");
-    assert!(!inputs.is_empty() && !expected.is_empty(), "{name}: no .npy files");
+    assert!(
+        !inputs.is_empty() && !expected.is_empty(),
+        "{name}: no .npy files"
+    );
     let mut worst = 0f32;
     for threads in [1, 3] {
         let got = Interpreter::new(threads)
@@ -96,7 +103,11 @@ fn switch_with_an_index_jax_clamps() {
     check("switch_clamped");
     let f = entry("switch_1");
     assert_eq!(count(&f, "conditional"), 1);
-    let c = f.insts.iter().find(|i| i.op.name() == "conditional").unwrap();
+    let c = f
+        .insts
+        .iter()
+        .find(|i| i.op.name() == "conditional")
+        .unwrap();
     match &c.op {
         Op::Conditional(c) => assert_eq!(c.branches.len(), 3),
         op => panic!("{op:?}"),
@@ -155,9 +166,21 @@ fn tensorflow_style_with_nested_tuples() {
     let f = m.entry().unwrap();
     assert_eq!(f.params.len(), 3);
     let w = f.insts.iter().find(|i| i.op.name() == "while").unwrap();
-    assert_eq!(w.args.len(), 4, "the nested tuple is carried as its 4 leaves");
-    let c = f.insts.iter().find(|i| i.op.name() == "conditional").unwrap();
-    assert_eq!(c.args.len(), 4, "selector, the true branch's 2 leaves, the false one's 1");
+    assert_eq!(
+        w.args.len(),
+        4,
+        "the nested tuple is carried as its 4 leaves"
+    );
+    let c = f
+        .insts
+        .iter()
+        .find(|i| i.op.name() == "conditional")
+        .unwrap();
+    assert_eq!(
+        c.args.len(),
+        4,
+        "selector, the true branch's 2 leaves, the false one's 1"
+    );
     // Three iterations double x three times; the true branch returns (n, sum), the false
     // one (-n, -1).
     let expect = |p: bool, n: i32, s: f32| {
@@ -174,7 +197,10 @@ fn import_err(text: &str) -> String {
     match import(text, "t.hlo") {
         Ok(m) => panic!("imported:\n{}", kiln_ir::print_module(&m)),
         Err(e) => {
-            assert!(e.diagnostics.iter().all(|d| d.kind == ErrorKind::Invalid), "{e}");
+            assert!(
+                e.diagnostics.iter().all(|d| d.kind == ErrorKind::Invalid),
+                "{e}"
+            );
             e.to_string()
         }
     }
@@ -196,7 +222,10 @@ fn a_loop_of_a_one_tuple_runs() {
         "  w = (s32[]) while(t), condition=c, body=b\n  ROOT r = s32[] get-tuple-element(w), index=0",
     );
     let m = import(&text, "t.hlo").unwrap_or_else(|e| panic!("{e}"));
-    let got = Interpreter::new(1).unwrap().run(m.entry().unwrap(), &[]).unwrap();
+    let got = Interpreter::new(1)
+        .unwrap()
+        .run(m.entry().unwrap(), &[])
+        .unwrap();
     assert_eq!(got[0].data(), &Buffer::I32(vec![3]));
 }
 

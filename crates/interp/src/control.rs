@@ -49,7 +49,10 @@ impl Interpreter {
             Op::Cluster(c) => {
                 kiln_ir::typecheck::cluster_operands(c, &type_refs).map_err(err)?;
                 if c.body.result_types() != results {
-                    return Err(err(format!("@{} yields other types than asked for", c.name)));
+                    return Err(err(format!(
+                        "@{} yields other types than asked for",
+                        c.name
+                    )));
                 }
                 Ok(self.run_refs(&c.body, args)?.0)
             }

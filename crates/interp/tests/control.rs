@@ -7,7 +7,11 @@ use kiln_ir::{parse_func, Buffer, Func, Op, Tensor, TensorType};
 
 fn func(src: &str) -> Func {
     let f = parse_func(src, "t.kir").unwrap_or_else(|e| panic!("{e}"));
-    assert!(kiln_ir::verify_func(&f).is_empty(), "{:?}", kiln_ir::verify_func(&f));
+    assert!(
+        kiln_ir::verify_func(&f).is_empty(),
+        "{:?}",
+        kiln_ir::verify_func(&f)
+    );
     f
 }
 
@@ -134,7 +138,9 @@ fn ill_typed_calls_are_errors() {
     let x = Tensor::from_f32(vec![3], vec![1.0, 2.0, 3.0]).unwrap();
     let k = i32s(1);
     let f32x3 = TensorType::new(kiln_ir::DType::F32, vec![3]);
-    let e = interp.eval_all(op, &[&x, &x], &[f32x3.clone()]).unwrap_err();
+    let e = interp
+        .eval_all(op, &[&x, &x], std::slice::from_ref(&f32x3))
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         "conditional: the selector must be a bool[] predicate or an i32[] index, got f32[3]"
@@ -146,7 +152,9 @@ fn ill_typed_calls_are_errors() {
         e.to_string(),
         "conditional: produces 1 results of other types than the 2 asked for"
     );
-    let got = interp.eval_all(op, &[&k, &x, &x, &x], &[f32x3.clone()]).unwrap();
+    let got = interp
+        .eval_all(op, &[&k, &x, &x, &x], std::slice::from_ref(&f32x3))
+        .unwrap();
     assert_eq!(got[0].as_f32().unwrap(), [2.0, 4.0, 6.0]);
     // The one-result entry point takes a one-result conditional too.
     let got = interp.eval(op, &[&k, &x, &x, &x], &f32x3).unwrap();

@@ -204,7 +204,9 @@ fn params_match(what: &str, region: &Func, args: &[&TensorType]) -> Result<(), S
     }
     for (i, (p, a)) in params.iter().zip(args).enumerate() {
         if p != *a {
-            return Err(format!("{what}: operand {i} is {a} but the parameter is {p}"));
+            return Err(format!(
+                "{what}: operand {i} is {a} but the parameter is {p}"
+            ));
         }
     }
     Ok(())
@@ -225,7 +227,10 @@ mod tests {
 
     fn region(params: &[TensorType], yields: &[usize]) -> Func {
         let mut f = Func::new("r");
-        let ps: Vec<_> = params.iter().map(|t| f.add_param(None, t.clone())).collect();
+        let ps: Vec<_> = params
+            .iter()
+            .map(|t| f.add_param(None, t.clone()))
+            .collect();
         f.results = yields.iter().map(|&i| ps[i]).collect();
         f
     }
@@ -255,7 +260,7 @@ mod tests {
             branches: vec![
                 region(&[f.clone(), f.clone()], &[0]),
                 region(&[], &[]),
-                region(&[f.clone()], &[0]),
+                region(std::slice::from_ref(&f), &[0]),
             ],
         };
         assert_eq!(c.operand_ranges(), [1..3, 3..3, 3..4]);

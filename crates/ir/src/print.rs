@@ -86,9 +86,7 @@ pub fn print_inst_with(f: &Func, inst: &Inst, lit: LiteralFn<'_>) -> String {
 fn print_inst_at(f: &Func, inst: &Inst, lit: LiteralFn<'_>, indent: usize) -> String {
     match &inst.op {
         Op::Cluster(c) => return print_cluster(f, inst, c, lit, indent),
-        Op::While(_) | Op::Conditional(_) => {
-            return control::print_control(f, inst, lit, indent)
-        }
+        Op::While(_) | Op::Conditional(_) => return control::print_control(f, inst, lit, indent),
         _ => {}
     }
     let mut s = String::new();
@@ -140,9 +138,19 @@ fn print_cluster(
 }
 
 /// A region's instructions and its `yield`, each on a line indented by `indent` spaces.
-pub(crate) fn print_region_lines(out: &mut String, region: &Func, lit: LiteralFn<'_>, indent: usize) {
+pub(crate) fn print_region_lines(
+    out: &mut String,
+    region: &Func,
+    lit: LiteralFn<'_>,
+    indent: usize,
+) {
     for i in &region.insts {
-        let _ = writeln!(out, "{:indent$}{}", "", print_inst_at(region, i, lit, indent));
+        let _ = writeln!(
+            out,
+            "{:indent$}{}",
+            "",
+            print_inst_at(region, i, lit, indent)
+        );
     }
     let yields: Vec<String> = region
         .results

@@ -161,11 +161,7 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
 /// The problems of a `while` or `conditional` headed `head` (its typing rule over every
 /// result, then everything wrong inside each region, at its own place and followed by the
 /// region it is in); `None` for other ops.
-fn verify_control(
-    f: &Func,
-    inst: &crate::Inst,
-    head: &str,
-) -> Option<Vec<(Option<Loc>, String)>> {
+fn verify_control(f: &Func, inst: &crate::Inst, head: &str) -> Option<Vec<(Option<Loc>, String)>> {
     let arg_types: Vec<_> = inst.args.iter().map(|a| f.ty(*a)).collect();
     let mut problems = Vec::new();
     match inst.op.control_results(&arg_types)? {
@@ -173,7 +169,10 @@ fn verify_control(
             let declared: Vec<_> = inst.results.iter().map(|r| f.ty(*r).clone()).collect();
             if declared != types {
                 let show = |ts: &[crate::TensorType]| {
-                    ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+                    ts.iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 problems.push((
                     None,

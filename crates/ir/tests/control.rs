@@ -68,10 +68,7 @@ fn malformed_regions_are_errors_at_their_place() {
     );
     // A region is closed: a value of the enclosing function is not visible inside.
     let closed = "func @f(%x: i32[]) -> i32[] {\n  %y = while %x -> i32[]\n    cond(%i: i32[]) {\n      %t = compare %i, %x, dir=lt : bool[]\n";
-    assert_eq!(
-        parse_err(closed),
-        "t.kir:4:24: use of undefined value '%x'"
-    );
+    assert_eq!(parse_err(closed), "t.kir:4:24: use of undefined value '%x'");
     let no_op = "func @f(%x: i32[]) -> (i32[], i32[]) {\n  %y, %z = neg %x : i32[]\n";
     assert_eq!(
         parse_err(no_op),
@@ -149,5 +146,9 @@ fn the_tracer_records_loops_and_branches() {
     })
     .unwrap_err();
     assert_eq!(e.op, "while");
-    assert!(e.message.contains("body must yield the carried types (f32[4]), it yields (f32[])"), "{e}");
+    assert!(
+        e.message
+            .contains("body must yield the carried types (f32[4]), it yields (f32[])"),
+        "{e}"
+    );
 }

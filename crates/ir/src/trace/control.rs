@@ -10,6 +10,9 @@ use crate::func::Func;
 use crate::op::Op;
 use std::rc::Rc;
 
+/// One branch of [`Tracer::switch`]: the traced closure over the branch's operands.
+pub type Branch<'a> = Box<dyn FnOnce(&[Tracer]) -> Vec<Tracer> + 'a>;
+
 impl Tracer {
     /// `lax.while_loop(cond, body, init)`: carries `init` (this value first, then `rest`)
     /// while `cond` of the carried values is true, `body` giving their next values (same
@@ -26,8 +29,8 @@ impl Tracer {
         let Some(types) = self.types_of(&init) else {
             return vec![self.poisoned(); init.len()];
         };
-        let regions = trace("cond", &types, cond)
-            .and_then(|c| Ok((c, trace("body", &types, body)?)));
+        let regions =
+            trace("cond", &types, cond).and_then(|c| Ok((c, trace("body", &types, body)?)));
         match regions {
             Ok((cond, body)) => {
                 self.record_control(Op::While(Box::new(While { cond, body })), &init)
@@ -45,19 +48,14 @@ impl Tracer {
         on_true: impl FnOnce(&[Tracer]) -> Vec<Tracer>,
         on_false: impl FnOnce(&[Tracer]) -> Vec<Tracer>,
     ) -> Vec<Tracer> {
-        let branches: Vec<Box<dyn FnOnce(&[Tracer]) -> Vec<Tracer>>> =
-            vec![Box::new(on_true), Box::new(on_false)];
+        let branches: Vec<Branch<'_>> = vec![Box::new(on_true), Box::new(on_false)];
         self.switch(operands, branches)
     }
 
     /// `lax.switch(self, branches, *operands)` without JAX's clamp: `self` is an `i32[]`
     /// index (an index out of range runs the last branch, XLA's rule) or a `bool[]`
     /// predicate over two branches (true runs the first). Every branch gets `operands`.
-    pub fn switch(
-        &self,
-        operands: &[&Tracer],
-        branches: Vec<Box<dyn FnOnce(&[Tracer]) -> Vec<Tracer> + '_>>,
-    ) -> Vec<Tracer> {
+    pub fn switch(&self, operands: &[&Tracer], branches: Vec<Branch<'_>>) -> Vec<Tracer> {
         let Some(types) = self.types_of(operands) else {
             return vec![self.poisoned()];
         };
@@ -108,7 +106,10 @@ impl Tracer {
             Some(Err(e)) => return vec![self.fail(name, e)],
             None => return vec![self.fail(name, "not a control-flow op".into())],
         };
-        let vals = args.iter().filter_map(|a| a.value.as_ref().map(|v| v.0)).collect();
+        let vals = args
+            .iter()
+            .filter_map(|a| a.value.as_ref().map(|v| v.0))
+            .collect();
         let mut rec = self.rec.borrow_mut();
         let scope = rec.scope;
         let vs = rec.func.push_multi(op, vals, results.clone(), &[], None);

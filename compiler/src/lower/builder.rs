@@ -219,11 +219,13 @@ impl<'a> KernelBuilder<'a> {
             Op::Reverse { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. } => {
-                return unsupported(format!(
-                    "{}: no compiled code for this op yet",
-                    inst.op.name()
-                ))
+            | Op::PadGeneral { .. }
+            | Op::While(_)
+            | Op::Conditional(_) => {
+                return unsupported(
+                    crate::lower::no_compiled_code(&inst.op)
+                        .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),
+                )
             }
         })
     }

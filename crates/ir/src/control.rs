@@ -55,12 +55,14 @@ impl Conditional {
     /// The branch a selector value runs: `true` is branch 0 and `false` branch 1; an index
     /// outside `0..n` runs the last branch (XLA's rule).
     pub fn branch_index(&self, selector: crate::Scalar) -> usize {
+        // `last` is 0 for a conditional without branches, which the typing rule refuses.
         let n = self.branches.len();
+        let last = n.saturating_sub(1);
         match selector {
             crate::Scalar::Bool(true) => 0,
             crate::Scalar::Bool(false) => 1,
-            crate::Scalar::I32(i) => usize::try_from(i).ok().filter(|&i| i < n).unwrap_or(n - 1),
-            _ => n - 1,
+            crate::Scalar::I32(i) => usize::try_from(i).ok().filter(|&i| i < n).unwrap_or(last),
+            _ => last,
         }
     }
 }

@@ -31,8 +31,8 @@ fn check(name: &str) -> f32 {
         "{name}: .kir round trip"
     );
     let f = module.entry().unwrap();
-    let inputs = kiln_testkit::read_numbered(&dir(), name, "in");
-    let expected = kiln_testkit::read_numbered(&dir(), name, "out");
+    let inputs = kiln_testkit::numbered_npys(&dir(), name, "in");
+    let expected = kiln_testkit::numbered_npys(&dir(), name, "out");
     assert!(
         !inputs.is_empty() && !expected.is_empty(),
         "{name}: no .npy files"

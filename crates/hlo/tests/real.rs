@@ -19,7 +19,7 @@ fn dir() -> PathBuf {
 
 /// `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, … while they exist.
 fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
-    kiln_testkit::read_numbered(&dir(), name, kind)
+    kiln_testkit::numbered_npys(&dir(), name, kind)
 }
 
 /// Imports, runs and compares one program; returns the largest error seen.

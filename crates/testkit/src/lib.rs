@@ -1,14 +1,13 @@
 //! Test-only helpers shared by every Kiln test crate (a dev-dependency, never a dependency
 //! of the library): one bless rule for text goldens, one random generator with one list of
-//! special values, one "same bits" rule, one way to make a cluster from `.kir` text, one
-//! `.npy` reader for committed reference data.
+//! special values, one "same bits" rule, one way to make a cluster from `.kir` text.
 
 mod golden;
 mod npy;
 mod values;
 
 pub use golden::{bless, check_golden, diff};
-pub use npy::{read_npy, read_numbered};
+pub use npy::{numbered_npys, read_npy};
 pub use values::{f32_value, first_difference, random_tensor, same_bits, small_int, Rng};
 
 use kiln_ir::{parse_func, Cluster};

@@ -1,14 +1,14 @@
-//! `.npy` files as numpy writes them (little-endian, C order), read into Kiln tensors: the
-//! inputs and framework outputs that reference tests commit beside their export scripts.
+//! Reading the `.npy` files that the frameworks' export scripts commit (inputs and the
+//! frameworks' own outputs), as Kiln tensors.
 
 use kiln_ir::{Buffer, Tensor};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The tensor in a `.npy` file; panics naming the file if it cannot be read (a test's data
-/// is missing or of a dtype Kiln has no buffer for).
+/// A `.npy` file as numpy writes it (little-endian, C order) as a Kiln tensor. Panics with
+/// the path on anything else: test data is committed, so a bad file is a test failure.
 pub fn read_npy(path: &Path) -> Tensor {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
     assert_eq!(npy.order(), npyz::Order::C, "{}", path.display());
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let data = match npy.dtype().descr().trim_matches('\'') {
@@ -26,14 +26,15 @@ pub fn read_npy(path: &Path) -> Tensor {
         ),
         other => panic!("{}: dtype {other}", path.display()),
     };
-    Tensor::new(shape, data).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    Tensor::new(shape, data).unwrap()
 }
 
-/// `DIR/NAME.<kind>0.npy`, `DIR/NAME.<kind>1.npy`, … while they exist (`kind`: `in`, `out`).
-pub fn read_numbered(dir: &Path, name: &str, kind: &str) -> Vec<Tensor> {
+/// `dir/NAME.<kind>0.npy`, `dir/NAME.<kind>1.npy`, … while they exist (`kind` is `in` or
+/// `out`, as the export scripts name them).
+pub fn numbered_npys(dir: &Path, name: &str, kind: &str) -> Vec<Tensor> {
     (0..)
         .map(|k| dir.join(format!("{name}.{kind}{k}.npy")))
-        .take_while(|p| p.exists())
+        .take_while(|p: &PathBuf| p.exists())
         .map(|p| read_npy(&p))
         .collect()
 }

@@ -4,8 +4,7 @@
 //! pieces for fused kernels.
 
 use crate::arith::{Double, PtxArith, PtxFloat, Single};
-use crate::module::{emit_module, Body, Kernel, Reg, Target};
-use crate::PtxError;
+use crate::module::{emit_module, Body, Kernel, PtxError, Reg, Target};
 use kiln_math::{Arith, Format};
 
 /// A scalar math function of `kiln_math`.

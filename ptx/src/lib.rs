@@ -5,11 +5,17 @@
 //! - [`arith`]: the [`kiln_math::Arith`] trait over PTX registers, so the generic scalar math
 //!   emits *the same sequence of IEEE operations* as the interpreter (design.md, Invariant 1);
 //! - [`kernels`]: elementwise math kernels `y[i] = f(x[i])`, used to validate the above;
+//! - [`backend`]: the one entry point, shaped as the CPU backend's: [`PtxOptions`] in,
+//!   [`compile_cluster`] → a [`PtxArtifact`] (the program the GPU runs and its module) or
+//!   a [`PtxCompileError`];
 //! - [`emit`]: the kernel-IR → PTX emitter ([`emit_program`]): one module per lowered
 //!   cluster, one `.entry` per kernel — or one row-fused entry (one warp per row, row
 //!   temporaries in shared memory) for softmax/layer-norm-like programs — and a
 //!   [`KernelLaunch`] per entry for the runtime; reductions in the canonical order of
-//!   Invariant 2 (one warp per output, shuffle tree);
+//!   Invariant 2 (one warp per output, shuffle tree). Each kernel is first scheduled
+//!   (`schedule`: mapping, launch, vectorisation, unrolling, row fusion, prefetch, index
+//!   width), then rendered; `program` holds what emission returns ([`PtxProgram`],
+//!   [`KernelLaunch`], [`Mapping`], [`EmitError`]);
 //! - [`ptxas`]: assembling emitted text with NVIDIA's `ptxas` (a check, no GPU needed);
 //! - [`driver`]: loading and launching kernels through cudarc, behind a probe for `libcuda`
 //!   so that a machine without a GPU gets [`driver::DriverError::NoGpu`], never a panic.
@@ -25,32 +31,24 @@
 #![warn(missing_docs)]
 
 pub mod arith;
+pub mod backend;
 pub mod driver;
 pub mod emit;
 mod fmod;
 pub mod gemm;
 pub mod kernels;
 pub mod module;
+mod program;
 pub mod ptxas;
 mod random;
+mod schedule;
 
 pub use arith::{Double, PtxArith, PtxFloat, Single};
+pub use backend::{compile_cluster, compile_program, PtxArtifact, PtxCompileError, PtxOptions};
 pub use emit::{
-    emit_program, gpu_program, EmitError, KernelLaunch, Mapping, PtxProgram, POINTS_PER_THREAD,
+    emit_program, gpu_program, grid_for, EmitError, KernelLaunch, Mapping, PtxProgram,
+    POINTS_PER_THREAD,
 };
 pub use gemm::{plan_dot, DotPlan, GemmPlan};
 pub use kernels::{elementwise_kernel, emit_math_kernel, MathFn};
-pub use module::{emit_module, Body, Kernel, Label, Reg, RegClass, Target};
-
-/// Errors of the pure PTX text emitters.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PtxError {
-    /// The requested compute capability has no entry in the target table.
-    #[error("unsupported GPU target sm_{sm}: {reason}")]
-    UnsupportedTarget {
-        /// The requested compute capability, e.g. `80` for sm_80.
-        sm: u32,
-        /// Why it is refused, naming the supported targets.
-        reason: String,
-    },
-}
+pub use module::{emit_module, Body, Kernel, Label, PtxError, Reg, RegClass, Target};

@@ -8,8 +8,20 @@
 //! Deliberately not here: anything that decides *which* instructions to emit (that is
 //! [`crate::arith`] and the kernel generators) and any optimisation — ptxas optimises.
 
-use crate::PtxError;
 use std::fmt::{self, Display, Write as _};
+
+/// Errors of the pure PTX text emitters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PtxError {
+    /// The requested compute capability has no entry in the target table.
+    #[error("unsupported GPU target sm_{sm}: {reason}")]
+    UnsupportedTarget {
+        /// The requested compute capability, e.g. `80` for sm_80.
+        sm: u32,
+        /// Why it is refused, naming the supported targets.
+        reason: String,
+    },
+}
 
 /// A compilation target: a compute capability and the PTX ISA version its text declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,22 +4,10 @@
 
 mod common;
 
-use kiln_math::Format;
-use kiln_ptx::ptxas::Ptxas;
-use kiln_ptx::{elementwise_kernel, emit_math_kernel, emit_module, Double, MathFn, Single, Target};
-use std::path::PathBuf;
+use common::ptxas_or_skip;
 
-/// The test edge: the only place that reads the environment.
-fn ptxas_or_skip() -> Option<Ptxas> {
-    let explicit = std::env::var_os("KILN_PTXAS").map(PathBuf::from);
-    match Ptxas::find(explicit.as_deref(), std::env::var_os("PATH").as_deref()) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            kiln_testkit::skip_unless_required("KILN_REQUIRE_PTXAS", e);
-            None
-        }
-    }
-}
+use kiln_math::Format;
+use kiln_ptx::{elementwise_kernel, emit_math_kernel, emit_module, Double, MathFn, Single, Target};
 
 #[test]
 fn every_math_kernel_assembles_for_sm80_and_sm90() {

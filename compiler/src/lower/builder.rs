@@ -220,6 +220,8 @@ impl<'a> KernelBuilder<'a> {
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
             | Op::PadGeneral { .. }
+            | Op::Gather(_)
+            | Op::Scatter { .. }
             | Op::While(_)
             | Op::Conditional(_) => {
                 return unsupported(

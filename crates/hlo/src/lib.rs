@@ -17,6 +17,7 @@ pub mod attrs;
 mod control;
 mod convert;
 mod error;
+mod indexing;
 mod lexer;
 mod literal;
 mod movement;

@@ -95,6 +95,8 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "dynamic-slice" => (&["dynamic_slice_sizes"], None),
         "dynamic-update-slice" => (&[], None),
         "pad" => (&["padding"], Some(2)),
+        "gather" => (crate::indexing::GATHER_ATTRS, Some(2)),
+        "scatter" => (crate::indexing::SCATTER_ATTRS, None),
         "reduce" => (&["dimensions", "to_apply"], None),
         "dot" => (
             &[
@@ -349,6 +351,8 @@ impl Ctx<'_> {
                 )))
             }
             "reduce" => self.reduce(inst, &args),
+            "gather" => self.gather(inst, &args),
+            "scatter" => self.scatter(inst, &args),
             "dot" => self.dot(inst, &args),
             "while" => self.while_loop(inst, args),
             "conditional" => self.conditional(inst, args),

@@ -10,7 +10,7 @@ use kiln_ir::{BinaryOp, DType, Op, ReduceKind};
 
 /// What a reducer computes, if it is `ROOT op(p0, p1)` (or `op(p1, p0)`) of one of the
 /// ops Kiln reduces with.
-fn plain_reducer(c: &Computation) -> Option<(&str, String)> {
+pub(crate) fn plain_reducer(c: &Computation) -> Option<(&str, String)> {
     let root = c.instructions.get(c.root)?;
     let [x, y] = root.operand_refs() else {
         return None;

@@ -253,7 +253,7 @@ fn unsupported_ops_are_all_listed_with_their_place() {
     let text = entry(
         "  x = f32[4,4] parameter(0)\n  \
          i = s32[2,1] parameter(1)\n  \
-         g = f32[2,4] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}\n  \
+         g = f32[2,4] cholesky(x), lower=true\n  \
          c = f32[4,4] custom-call(x), custom_call_target=\"MyKernel\"\n  \
          s = f32[4,4] sort(x), dimensions={0}, to_apply=cmp\n  \
          y = f32[2,4] add(g, g)\n  \
@@ -266,7 +266,7 @@ fn unsupported_ops_are_all_listed_with_their_place() {
         .all(|d| d.kind == ErrorKind::Unsupported));
     assert_eq!(
         err.to_string(),
-        "unsupported HLO op 'gather' at model.hlo:6:16 in %g\n\
+        "unsupported HLO op 'cholesky' at model.hlo:6:16 in %g\n\
          unsupported HLO op 'custom-call' (target \"MyKernel\") at model.hlo:7:16 in %c\n\
          unsupported HLO op 'sort' at model.hlo:8:16 in %s"
     );

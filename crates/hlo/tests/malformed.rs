@@ -27,6 +27,8 @@ fn sources() -> Vec<&'static str> {
         include_str!("data/real/layer_norm.hlo"),
         include_str!("data/control_tf_style.hlo"),
         include_str!("data/control/nested.hlo"),
+        include_str!("data/indexing/take_along_grad.hlo"),
+        include_str!("data/indexing/tf_scatter_nd.hlo"),
     ]
 }
 
@@ -55,6 +57,13 @@ const WORDS: &[&str] = &[
     "iota",
     "fusion",
     "gather",
+    "scatter",
+    "offset_dims",
+    "start_index_map",
+    "operand_batching_dims",
+    "update_window_dims",
+    "scatter_dims_to_operand_dims",
+    "index_vector_dim",
     "while",
     "conditional",
     "condition",

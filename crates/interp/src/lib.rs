@@ -22,6 +22,8 @@ mod convert;
 mod dot;
 mod elementwise;
 mod error;
+mod extremum;
+mod gather;
 mod hw;
 mod movement;
 mod par;
@@ -29,6 +31,7 @@ mod random;
 pub mod reduce;
 mod run;
 mod scalar;
+mod scatter;
 mod shape;
 #[cfg(target_arch = "x86_64")]
 mod ymm;
@@ -38,6 +41,7 @@ pub use elementwise::{
     SCALAR_OPS,
 };
 pub use error::InterpError;
+pub use extremum::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};
 /// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will
 /// stream through, so that they read as fast as the interpreter's own results.
@@ -46,7 +50,6 @@ pub use hw::{
     widest_simd, with_512_bit_vectors, zeroed_buffer,
 };
 pub use reduce::canonical_reduce_ref;
-pub use reduce::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};
 pub use run::{last_uses, LastUse, RunStats};
 
 use kiln_ir::typecheck::infer;
@@ -187,6 +190,10 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::DynamicUpdateSlice => movement::dynamic_update_slice(args)?,
         Op::PadGeneral { low, interior, .. } => {
             movement::pad_general(args[0], args[1], low, interior, &result.shape)?
+        }
+        Op::Gather(d) => gather::gather(args[0], args[1], d, &result.shape)?,
+        Op::Scatter { dims, combine } => {
+            scatter::scatter(args[0], args[1], args[2], dims, *combine)?
         }
     })
 }

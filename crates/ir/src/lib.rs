@@ -8,6 +8,7 @@
 pub mod control;
 pub mod dtype;
 pub mod func;
+pub mod indexing;
 mod lex;
 mod movement;
 pub mod op;
@@ -21,6 +22,7 @@ pub mod verify;
 pub use control::{Conditional, While};
 pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
+pub use indexing::{GatherDims, ScatterCombine, ScatterDims};
 pub use op::{
     BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist, ReduceKind,
     UnaryOp,

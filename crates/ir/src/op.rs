@@ -5,6 +5,7 @@
 //! Typing rules live in [`crate::typecheck`].
 
 use crate::func::Func;
+use crate::indexing::{GatherDims, ScatterCombine, ScatterDims};
 use crate::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -391,6 +392,20 @@ pub enum Op {
     /// (`bool[]`: true is branch 0; `i32[]`: out of range is the last), typing rule in
     /// [`crate::control`].
     Conditional(Box<crate::control::Conditional>),
+    /// `gather %a, %indices, offset_dims=[..], …` (XLA's `Gather`): slices of `a` at the
+    /// start indices held in `indices`, each start clamped to `[0, dim - slice size]`. The
+    /// typing rule is in [`crate::indexing`].
+    Gather(Box<GatherDims>),
+    /// `scatter %a, %indices, %updates, update_window_dims=[..], …, combine=add` (XLA's
+    /// `Scatter`): `a` with each update element combined into the element it is aimed at,
+    /// in the row-major order of the updates; an update whose window does not lie inside
+    /// `a` is skipped. The typing rule is in [`crate::indexing`].
+    Scatter {
+        /// The dimension numbers.
+        dims: Box<ScatterDims>,
+        /// How an update combines with the element it is aimed at.
+        combine: ScatterCombine,
+    },
 }
 
 /// The region of a `cluster` instruction.
@@ -446,6 +461,8 @@ impl Op {
             Op::PadGeneral { .. } => "pad",
             Op::While(_) => "while",
             Op::Conditional(_) => "conditional",
+            Op::Gather(_) => "gather",
+            Op::Scatter { .. } => "scatter",
         }
     }
 
@@ -469,7 +486,9 @@ impl Op {
             Op::Reverse { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. } => OpCategory::Movement,
+            | Op::PadGeneral { .. }
+            | Op::Gather(_)
+            | Op::Scatter { .. } => OpCategory::Movement,
             Op::While(_) | Op::Conditional(_) => OpCategory::Control,
         }
     }
@@ -493,8 +512,9 @@ impl Op {
             | Op::Compare(_)
             | Op::Pad { .. }
             | Op::PadGeneral { .. }
-            | Op::DotGeneral(_) => Some(2),
-            Op::Select => Some(3),
+            | Op::DotGeneral(_)
+            | Op::Gather(_) => Some(2),
+            Op::Select | Op::Scatter { .. } => Some(3),
             Op::Concat { .. }
             | Op::Cluster(_)
             | Op::DynamicSlice { .. }
@@ -526,6 +546,8 @@ pub fn all_op_names() -> Vec<&'static str> {
         "dynamic_update_slice",
         "while",
         "conditional",
+        "gather",
+        "scatter",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

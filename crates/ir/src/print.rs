@@ -160,7 +160,7 @@ pub(crate) fn print_region_lines(
     let _ = writeln!(out, "{:indent$}yield {}", "", yields.join(", "));
 }
 
-fn list(xs: &[impl ToString]) -> String {
+pub(crate) fn list(xs: &[impl ToString]) -> String {
     let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
     format!("[{}]", items.join(", "))
 }
@@ -196,6 +196,12 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
             format!("high={}", list(high)),
             format!("interior={}", list(interior)),
         ],
+        Op::Gather(d) => d.attributes(),
+        Op::Scatter { dims, combine } => {
+            let mut v = dims.attributes();
+            v.push(format!("combine={}", combine.name()));
+            v
+        }
         Op::Random { alg, .. } => vec![format!("alg={}", alg.name())],
         Op::DotGeneral(d) => [
             ("lhs_batch", &d.lhs_batch),

@@ -17,7 +17,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 mod control;
+mod indexing;
 mod movement;
+mod nn;
+mod operators;
 
 /// An error found while tracing, naming the op and the operand types.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -673,157 +676,5 @@ impl Tracer {
     ) -> Tracer {
         let ty = TensorType::new(dtype, shape.to_vec());
         self.record(Op::Random { dist, alg }, &[self], Some(ty))
-    }
-
-    /// Rectified linear unit `max(x, 0)`.
-    pub fn relu(&self) -> Tracer {
-        self.maximum(&self.scalar_like(0.0))
-    }
-
-    /// GELU, tanh approximation (as `jax.nn.gelu(approximate=True)`).
-    pub fn gelu(&self) -> Tracer {
-        let x3 = &(self * self) * self;
-        let inner = &(self + &(&x3 * 0.044715)) * 0.797_884_560_802_865_4;
-        &(self * 0.5) * &(&inner.tanh() + 1.0)
-    }
-
-    /// Softmax along `axis`, stabilised by subtracting the maximum.
-    pub fn softmax(&self, axis: usize) -> Tracer {
-        let m = self.keepdims(&self.reduce_max(&[axis]), &[axis]);
-        let e = (self - &m).exp();
-        let s = self.keepdims(&e.sum(&[axis]), &[axis]);
-        &e / &s
-    }
-
-    /// Log-softmax along `axis`.
-    pub fn log_softmax(&self, axis: usize) -> Tracer {
-        let m = self.keepdims(&self.reduce_max(&[axis]), &[axis]);
-        let d = self - &m;
-        let s = self.keepdims(&d.exp().sum(&[axis]), &[axis]);
-        &d - &s.log()
-    }
-
-    /// Layer normalisation over `axis` (no scale/offset): `(x - mean) / sqrt(var + eps)`.
-    pub fn layer_norm(&self, axis: usize, eps: f64) -> Tracer {
-        let mean = self.keepdims(&self.mean(&[axis]), &[axis]);
-        let d = self - &mean;
-        let var = self.keepdims(&(&d * &d).mean(&[axis]), &[axis]);
-        &d * &(&var + eps).rsqrt()
-    }
-}
-
-macro_rules! unary_methods {
-    ($($(#[$m:meta])* $name:ident => $op:ident),* $(,)?) => {
-        impl Tracer {
-            $($(#[$m])* pub fn $name(&self) -> Tracer { self.unary(UnaryOp::$op) })*
-        }
-    };
-}
-
-unary_methods! {
-    /// `e^x`
-    exp => Exp,
-    /// `e^x - 1`
-    expm1 => Expm1,
-    /// Natural log.
-    log => Log,
-    /// `ln(1 + x)`
-    log1p => Log1p,
-    /// Hyperbolic tangent.
-    tanh => Tanh,
-    /// `1 / (1 + e^-x)`
-    sigmoid => Logistic,
-    /// Square root.
-    sqrt => Sqrt,
-    /// `1 / sqrt(x)`
-    rsqrt => Rsqrt,
-    /// Sine.
-    sin => Sin,
-    /// Cosine.
-    cos => Cos,
-    /// Error function.
-    erf => Erf,
-    /// Round toward -inf.
-    floor => Floor,
-    /// Round toward +inf.
-    ceil => Ceil,
-    /// Round half to even.
-    round => Round,
-    /// Sign (-1, 0, +1).
-    sign => Sign,
-    /// Absolute value.
-    abs => Abs,
-    /// Logical / bitwise not.
-    not => Not,
-}
-
-macro_rules! overload {
-    ($trait:ident, $method:ident, $op:ident) => {
-        impl std::ops::$trait<&Tracer> for &Tracer {
-            type Output = Tracer;
-            fn $method(self, rhs: &Tracer) -> Tracer {
-                self.binary(BinaryOp::$op, rhs)
-            }
-        }
-        impl std::ops::$trait<Tracer> for Tracer {
-            type Output = Tracer;
-            fn $method(self, rhs: Tracer) -> Tracer {
-                self.binary(BinaryOp::$op, &rhs)
-            }
-        }
-        impl std::ops::$trait<&Tracer> for Tracer {
-            type Output = Tracer;
-            fn $method(self, rhs: &Tracer) -> Tracer {
-                self.binary(BinaryOp::$op, rhs)
-            }
-        }
-        impl std::ops::$trait<Tracer> for &Tracer {
-            type Output = Tracer;
-            fn $method(self, rhs: Tracer) -> Tracer {
-                self.binary(BinaryOp::$op, &rhs)
-            }
-        }
-        impl std::ops::$trait<f64> for &Tracer {
-            type Output = Tracer;
-            fn $method(self, rhs: f64) -> Tracer {
-                self.binary(BinaryOp::$op, &self.scalar_like(rhs))
-            }
-        }
-        impl std::ops::$trait<f64> for Tracer {
-            type Output = Tracer;
-            fn $method(self, rhs: f64) -> Tracer {
-                self.binary(BinaryOp::$op, &self.scalar_like(rhs))
-            }
-        }
-        impl std::ops::$trait<&Tracer> for f64 {
-            type Output = Tracer;
-            fn $method(self, rhs: &Tracer) -> Tracer {
-                rhs.scalar_like(self).binary(BinaryOp::$op, rhs)
-            }
-        }
-        impl std::ops::$trait<Tracer> for f64 {
-            type Output = Tracer;
-            fn $method(self, rhs: Tracer) -> Tracer {
-                rhs.scalar_like(self).binary(BinaryOp::$op, &rhs)
-            }
-        }
-    };
-}
-
-overload!(Add, add, Add);
-overload!(Sub, sub, Sub);
-overload!(Mul, mul, Mul);
-overload!(Div, div, Div);
-
-impl std::ops::Neg for &Tracer {
-    type Output = Tracer;
-    fn neg(self) -> Tracer {
-        self.unary(UnaryOp::Neg)
-    }
-}
-impl std::ops::Neg for Tracer {
-    type Output = Tracer;
-    fn neg(self) -> Tracer {
-        self.unary(UnaryOp::Neg)
     }
 }

@@ -176,6 +176,10 @@ pub fn infer(
             high,
             interior,
         } => crate::movement::pad_general(args[0], args[1], low, high, interior)?,
+        Op::Gather(d) => crate::indexing::gather(args[0], args[1], d)?,
+        Op::Scatter { dims, combine } => {
+            crate::indexing::scatter(args[0], args[1], args[2], dims, *combine)?
+        }
         Op::Random { dist, alg } => {
             use crate::op::RandomAlg;
             let seed = args[0];
@@ -276,7 +280,7 @@ fn check_unary_dtype(u: UnaryOp, d: DType) -> Result<(), String> {
     }
 }
 
-fn check_binary_dtype(b: BinaryOp, d: DType) -> Result<(), String> {
+pub(crate) fn check_binary_dtype(b: BinaryOp, d: DType) -> Result<(), String> {
     use BinaryOp::*;
     let ok = match b {
         Add | Sub | Mul | Div | Rem | Max | Min => d.is_numeric(),

@@ -166,6 +166,29 @@ pub trait Arith {
         self.select(above, hi, x)
     }
 
+    /// `table[i & (table.len() - 1)]`, `table.len()` a power of two and every entry exactly
+    /// representable in [`Arith::FORMAT`]. The default is a tree of selects on the bits of
+    /// `i` (one stage per bit); an implementation that can load from a constant table
+    /// overrides it with a load: the same value either way.
+    #[inline(always)]
+    fn ftable(&mut self, table: &'static [f64], i: Self::U) -> Self::F {
+        debug_assert!(table.len().is_power_of_two());
+        let mut level: Vec<Self::F> = table.iter().map(|&v| self.fconst(v)).collect();
+        let mut bit = 1u64;
+        while level.len() > 1 {
+            let b = self.uconst(bit);
+            let m = self.and(i, b);
+            let zero = self.uconst(0);
+            let set = self.icmp(IntCC::Ne, m, zero);
+            level = level
+                .chunks(2)
+                .map(|p| self.select(set, p[1], p[0]))
+                .collect();
+            bit <<= 1;
+        }
+        level[0]
+    }
+
     /// The float's bit pattern.
     fn to_bits(&mut self, a: Self::F) -> Self::U;
     /// The float with this bit pattern.
@@ -213,4 +236,28 @@ pub trait Arith {
     fn mor(&mut self, a: Self::M, b: Self::M) -> Self::M;
     /// Mask not.
     fn mnot(&mut self, a: Self::M) -> Self::M;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::RecordingArith;
+    use crate::{ScalarF32, ScalarF64};
+
+    static T: [f64; 16] = [
+        0.5, -1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5, -0.0,
+    ];
+
+    #[test]
+    fn select_tree_table_equals_the_load() {
+        for i in 0..40u64 {
+            let want = T[i as usize % 16];
+            let tree = RecordingArith::new(ScalarF64).ftable(&T, i);
+            assert_eq!(tree.to_bits(), want.to_bits(), "f64 tree at {i}");
+            assert_eq!(ScalarF64.ftable(&T, i).to_bits(), want.to_bits());
+            let tree = RecordingArith::new(ScalarF32).ftable(&T, i as u32);
+            assert_eq!(tree.to_bits(), (want as f32).to_bits(), "f32 tree at {i}");
+            assert_eq!(ScalarF32.ftable(&T, i as u32), want as f32);
+        }
+    }
 }

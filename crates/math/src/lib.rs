@@ -30,6 +30,9 @@ mod erf;
 mod exact;
 mod exp;
 mod glibc;
+mod glibc_log;
+mod glibc_sincos;
+mod glibc_sincostab;
 mod hyperbolic;
 mod log;
 mod pio2;
@@ -45,6 +48,8 @@ pub use arith::{Arith, FloatCC, Format, IntCC};
 pub use erf::erf;
 pub use exp::{exp, exp_finish, exp_start, expm1};
 pub use glibc::{logf_glibc, logf_glibc_normal, sincosf_glibc, sincosf_glibc_below_120};
+pub use glibc_log::log_glibc;
+pub use glibc_sincos::{sincos_glibc, SINCOS_GLIBC_LIMIT};
 pub use hyperbolic::{logistic, tanh};
 pub use log::{log, log1p};
 pub use pio2::{TRIG_MEDIUM_F32, TRIG_MEDIUM_F64};
@@ -174,5 +179,22 @@ pub mod glibc_f32 {
     #[inline]
     pub fn sincosf(x: f32) -> (f32, f32) {
         crate::sincosf_glibc(&mut ScalarF32, x)
+    }
+}
+
+/// glibc's double `log` and `sincos` on plain `f64` values (see [`crate::log_glibc`],
+/// [`crate::sincos_glibc`]).
+pub mod glibc_f64 {
+    use crate::ScalarF64;
+
+    /// glibc's `log`; see [`crate::log_glibc`].
+    #[inline]
+    pub fn log(x: f64) -> f64 {
+        crate::log_glibc(&mut ScalarF64, x)
+    }
+    /// glibc's `sincos` below [`crate::SINCOS_GLIBC_LIMIT`]; see [`crate::sincos_glibc`].
+    #[inline]
+    pub fn sincos(x: f64) -> (f64, f64) {
+        crate::sincos_glibc(&mut ScalarF64, x)
     }
 }

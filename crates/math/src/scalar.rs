@@ -129,6 +129,10 @@ macro_rules! impl_scalar {
             }
 
             #[inline(always)]
+            fn ftable(&mut self, table: &'static [f64], i: $u) -> $f {
+                table[i as usize & (table.len() - 1)] as $f
+            }
+            #[inline(always)]
             fn to_bits(&mut self, a: $f) -> $u {
                 a.to_bits()
             }

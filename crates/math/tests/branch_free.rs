@@ -29,6 +29,10 @@ fn unary<A: Arith>() -> Vec<(&'static str, Unary<A>)> {
 /// and every f64 one, must trace without it.
 const F32_FMA: &[&str] = &["exp", "tanh", "erf", "sin", "cos"];
 
+/// The f64 functions that use `fma`: glibc's double `log` and `sincos` as its FMA build
+/// computes them (TensorFlow's f64 Box–Muller), where the fusions are part of the result.
+const F64_FMA: &[&str] = &["log_glibc", "sincos_glibc"];
+
 /// Traces `f` on each input and asserts they are all identical and contain no `fma` (unless
 /// `name` is an f32 function of [`F32_FMA`]).
 fn assert_same_trace<S: Copy, X: Copy + std::fmt::Debug>(
@@ -42,13 +46,15 @@ fn assert_same_trace<S: Copy, X: Copy + std::fmt::Debug>(
         let mut a = CountingArith::new(inner);
         run(&mut a, x);
         assert!(!a.trace.is_empty(), "{name}: empty trace");
-        let fma_allowed =
-            std::any::type_name::<S>().ends_with("ScalarF32") && F32_FMA.contains(&name);
+        let inner_is = |t: &str| std::any::type_name::<S>().ends_with(t);
+        let fma_allowed = (inner_is("ScalarF32") && F32_FMA.contains(&name))
+            || (inner_is("ScalarF64") && F64_FMA.contains(&name));
         let uses_fma = a.trace.iter().any(|op| op == "fma");
         assert!(fma_allowed || !uses_fma, "{name} uses fma");
-        if std::any::type_name::<S>().ends_with("ScalarF32") {
-            assert_eq!(uses_fma, fma_allowed, "{name}: F32_FMA is out of date");
-        }
+        assert_eq!(
+            uses_fma, fma_allowed,
+            "{name}: F32_FMA/F64_FMA is out of date"
+        );
         match &first {
             None => {
                 let format = std::any::type_name::<S>()
@@ -138,5 +144,32 @@ fn every_function_traces_identically_f64() {
     ];
     assert_same_trace("pow", ScalarF64, &pairs, |a, (x, y)| {
         kiln_math::pow(a, x, y);
+    });
+}
+
+#[test]
+fn glibc_f64_functions_trace_identically() {
+    let inputs = [
+        0.5f64,
+        1.0,
+        1.01,
+        0.3,
+        2.0,
+        5.5,
+        1e8,
+        1e300,
+        f64::NAN,
+        -1e300,
+        0.0,
+        -0.0,
+        5e-324,
+        -2.5,
+        f64::INFINITY,
+    ];
+    assert_same_trace("log_glibc", ScalarF64, &inputs, |a, x| {
+        kiln_math::log_glibc(a, x);
+    });
+    assert_same_trace("sincos_glibc", ScalarF64, &inputs, |a, x| {
+        kiln_math::sincos_glibc(a, x);
     });
 }

@@ -4,9 +4,9 @@
 //! Every function is straight-line code over exactly rounded primitives, so all backends
 //! produce the same bits. The `f32` Box–Muller is TF's bit for bit: TF's CPU kernel calls
 //! glibc's `logf` and `sincosf`, and `kiln_math::{logf_glibc, sincosf_glibc_below_120}` are
-//! those functions (binary64 inside, over [`Widen`]). The `f64` Box–Muller uses
-//! `kiln_math::{log, sincos}`: TF calls glibc's double `log` and `sincos` there, which Kiln
-//! does not reproduce yet (within about 1 ulp, not always the same bits).
+//! those functions (binary64 inside, over [`Widen`]). The `f64` Box–Muller is TF's bit for
+//! bit too: TF's `BoxMullerDouble` calls glibc's double `log` and (on Linux) `sincos`, and
+//! `kiln_math::{log_glibc, sincos_glibc}` are those functions.
 //! Functions named `*_f32` need an `F32`-format `A`, `*_f64` an `F64`-format one (words then
 //! live in the low halves of the 64-bit integers, see [`crate::philox4x32_10`]).
 //!
@@ -123,21 +123,10 @@ pub fn box_muller_f32<A: Widen>(a: &mut A, x0: A::U, x1: A::U) -> (A::F, A::F) {
     (z0, z1)
 }
 
-/// `(sqrt(-2 log u1) · sin v1, sqrt(-2 log u1) · cos v1)` in binary64.
-#[inline(always)]
-fn radial_times_sincos_f64<A: Arith>(a: &mut A, u1: A::F, v1: A::F) -> (A::F, A::F) {
-    let l = kiln_math::log(a, u1);
-    let m2 = a.fconst(-2.0);
-    let l = a.mul(m2, l);
-    let r = a.sqrt(l);
-    let (s, c) = kiln_math::sincos(a, v1);
-    let z0 = a.mul(s, r);
-    let z1 = a.mul(c, r);
-    (z0, z1)
-}
-
-/// TF's `BoxMullerDouble(x0, x1, x2, x3)`: two `f64` standard normals from four words.
-/// Needs an `F64`-format `A`.
+/// TF's `BoxMullerDouble(x0, x1, x2, x3)`: two `f64` standard normals from four words,
+/// `(r sin θ, r cos θ)` with `r = sqrt(-2 log(max(u(x0, x1), 1e-7)))`, `θ = 2π u(x2, x3)`
+/// (C's `2 * M_PI * u`, in `[0, 2π)`) and glibc's `log` and `sincos`. Needs an `F64`-format
+/// `A`.
 #[inline(always)]
 pub fn box_muller_f64<A: Arith>(a: &mut A, x: [A::U; 4]) -> (A::F, A::F) {
     let u1 = uniform_f64(a, x[0], x[1]);
@@ -147,7 +136,14 @@ pub fn box_muller_f64<A: Arith>(a: &mut A, x: [A::U; 4]) -> (A::F, A::F) {
     let u2 = uniform_f64(a, x[2], x[3]);
     let two_pi = a.fconst(TWO_PI);
     let v1 = a.mul(two_pi, u2);
-    radial_times_sincos_f64(a, u1, v1)
+    let l = kiln_math::log_glibc(a, u1);
+    let m2 = a.fconst(-2.0);
+    let l = a.mul(m2, l);
+    let r = a.sqrt(l);
+    let (s, c) = kiln_math::sincos_glibc(a, v1);
+    let z0 = a.mul(s, r);
+    let z1 = a.mul(c, r);
+    (z0, z1)
 }
 
 /// TF's `NormalDistribution<float>` on one Philox block: `[z0, z1]` from words 0, 1 and

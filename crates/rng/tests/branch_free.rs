@@ -7,9 +7,11 @@ use kiln_math::recording::RecordingArith as CountingArith;
 use kiln_math::{ScalarF32, ScalarF64};
 use kiln_rng::jax;
 
-/// Distributions whose math uses `fma` where `kiln_math`'s definition says so: the truncated
-/// normal calls the f32 `erf`, which calls the f32 `exp` (its polynomial is in `fma`s).
-const USES_FMA: &[&str] = &["jax::truncated_normal_from_bits_f32"];
+/// Distributions whose math uses `fma` where `kiln_math`'s definition says so: JAX's
+/// truncated normal calls the f32 `erf`, which calls the f32 `exp` (its polynomial is in
+/// `fma`s); TF's f64 Box–Muller calls glibc's `log` and `sincos` as their FMA build computes
+/// them.
+const USES_FMA: &[&str] = &["jax::truncated_normal_from_bits_f32", "box_muller_f64"];
 
 /// Traces `run` on each input; asserts identical traces, with `fma` exactly when `name` is
 /// in [`USES_FMA`]; returns the length.

@@ -5,6 +5,8 @@ pub mod programs;
 pub mod sim;
 
 use kiln_math::{Arith, FloatCC, IntCC};
+use kiln_ptx::ptxas::Ptxas;
+use std::path::PathBuf;
 
 /// One [`Arith`] primitive as a function of two floats (integer ops act on the bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -354,4 +356,16 @@ pub fn pairs<F: Copy>(
         ys.push(y_kinds(&mut rng));
     }
     (xs, ys)
+}
+
+/// The test edge: the only place that reads the environment.
+pub fn ptxas_or_skip() -> Option<Ptxas> {
+    let explicit = std::env::var_os("KILN_PTXAS").map(PathBuf::from);
+    match Ptxas::find(explicit.as_deref(), std::env::var_os("PATH").as_deref()) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            kiln_testkit::skip_unless_required("KILN_REQUIRE_PTXAS", e);
+            None
+        }
+    }
 }

@@ -8,6 +8,8 @@ use crate::func::{Loc, Value};
 use crate::op::{BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp};
 use std::collections::HashMap;
 
+mod indexing;
+
 /// An attribute value or literal as written, before its meaning is known.
 #[derive(Debug, Clone)]
 pub(super) enum Item {
@@ -156,6 +158,8 @@ pub(super) fn build_op(
                 sizes: a.list("sizes")?,
             },
             "dynamic_update_slice" => Op::DynamicUpdateSlice,
+            "gather" => indexing::gather(&mut a)?,
+            "scatter" => indexing::scatter(&mut a)?,
             "dot_general" => Op::DotGeneral(DotDims {
                 lhs_batch: a.opt_list("lhs_batch")?.unwrap_or_default(),
                 rhs_batch: a.opt_list("rhs_batch")?.unwrap_or_default(),

@@ -1,0 +1,225 @@
+//! Analyses of one kernel that scheduling decisions rest on: the range of index
+//! expressions (32- or 64-bit indices), affine and contiguous offsets (vector loads,
+//! immediate displacements), and which nodes depend on which loop variables (values
+//! computed once per thread, point or row).
+
+use kiln_compiler::kernel::{IExpr, Kernel, Node, NodeKind, Program};
+
+/// The largest element count, iteration space or reduction length (exclusive) for which
+/// index arithmetic is done in 32 bits.
+pub(crate) const NARROW_LIMIT: u64 = 1 << 31;
+
+/// Whether every index computation of `p` (its kernels and the `fills` kernels) can be done
+/// in 32-bit arithmetic with exactly the 64-bit results: every buffer, iteration space and
+/// reduction has fewer than 2^31 elements, and every index expression's value — each
+/// intermediate included, bounded by interval arithmetic over the loop variables' ranges —
+/// lies in `i32` (division operands non-negative, constants `i32`). Otherwise 64-bit.
+pub(crate) fn narrow_indices(p: &Program, fills: &[Kernel]) -> bool {
+    let small = |n: usize| (n as u64) < NARROW_LIMIT;
+    let bufs_ok = p.inputs.iter().all(|t| small(t.num_elements()))
+        && p.outputs.iter().all(|t| small(t.num_elements()))
+        && p.temps.iter().all(|t| small(t.num_elements()))
+        && p.consts.iter().all(|c| small(c.num_elements()));
+    bufs_ok && p.kernels.iter().chain(fills).all(kernel_fits_i32)
+}
+
+/// [`narrow_indices`] for one kernel.
+fn kernel_fits_i32(k: &Kernel) -> bool {
+    let Some(points) = k
+        .space
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+    else {
+        return false;
+    };
+    let len = k.reduce.as_ref().map_or(1, |r| r.len as u64);
+    if points >= NARROW_LIMIT || len >= NARROW_LIMIT {
+        return false;
+    }
+    // Each loop variable's range: kept coordinates, then the reduction's position.
+    let mut vars: Vec<(i128, i128)> = k
+        .space
+        .iter()
+        .map(|&d| (0, (d as i128 - 1).max(0)))
+        .collect();
+    vars.push((0, (len as i128 - 1).max(0)));
+    k.nodes.iter().all(|n| match &n.kind {
+        NodeKind::Load { offset: e, .. }
+        | NodeKind::Index(e)
+        | NodeKind::Random { index: e, .. } => iexpr_range(e, &vars).is_some(),
+        NodeKind::InRange { e, lo, hi } => {
+            iexpr_range(e, &vars).is_some() && fits_i32(*lo as i128) && fits_i32(*hi as i128)
+        }
+        _ => true,
+    })
+}
+
+fn fits_i32(v: i128) -> bool {
+    i32::try_from(v).is_ok()
+}
+
+/// The range `[lo, hi]` of `e`'s value over the loop variables' ranges `vars`, or `None`
+/// when it or an intermediate value may leave `i32` (or a division operand may be
+/// negative): then 32-bit arithmetic could differ from 64-bit.
+fn iexpr_range(e: &IExpr, vars: &[(i128, i128)]) -> Option<(i128, i128)> {
+    let (lo, hi) = match e {
+        IExpr::Var(v) => *vars.get(*v)?,
+        IExpr::Const(c) => (*c as i128, *c as i128),
+        IExpr::Add(x, y) => {
+            let (a, b) = (iexpr_range(x, vars)?, iexpr_range(y, vars)?);
+            (a.0 + b.0, a.1 + b.1)
+        }
+        IExpr::Mul(x, c) => {
+            let (a, c) = (iexpr_range(x, vars)?, *c as i128);
+            if !fits_i32(c) {
+                return None;
+            }
+            let (x, y) = (a.0 * c, a.1 * c);
+            (x.min(y), x.max(y))
+        }
+        IExpr::Div(x, c) | IExpr::Rem(x, c) => {
+            let (a, c) = (iexpr_range(x, vars)?, *c as i128);
+            if a.0 < 0 || c <= 0 || !fits_i32(c) {
+                return None;
+            }
+            if matches!(e, IExpr::Div(..)) {
+                (a.0 / c, a.1 / c)
+            } else {
+                (0, a.1.min(c - 1))
+            }
+        }
+        IExpr::Clamp(x, lo, hi) => {
+            let (a, lo, hi) = (iexpr_range(x, vars)?, *lo as i128, *hi as i128);
+            if !fits_i32(lo) || !fits_i32(hi) {
+                return None;
+            }
+            (a.0.min(hi).max(lo), a.1.min(hi).max(lo))
+        }
+    };
+    (fits_i32(lo) && fits_i32(hi)).then_some((lo, hi))
+}
+
+/// `e` as `Σ coeff[v] · Var(v) + c` when it is affine (no division, remainder or clamp).
+pub(crate) fn affine(e: &IExpr, nvars: usize) -> Option<(Vec<i128>, i128)> {
+    Some(match e {
+        IExpr::Var(v) => {
+            let mut c = vec![0; nvars];
+            *c.get_mut(*v)? = 1;
+            (c, 0)
+        }
+        IExpr::Const(k) => (vec![0; nvars], *k as i128),
+        IExpr::Add(x, y) => {
+            let (mut a, ac) = affine(x, nvars)?;
+            let (b, bc) = affine(y, nvars)?;
+            a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+            (a, ac + bc)
+        }
+        IExpr::Mul(x, k) => {
+            let (a, ac) = affine(x, nvars)?;
+            let k = *k as i128;
+            (a.into_iter().map(|a| a * k).collect(), ac * k)
+        }
+        IExpr::Div(..) | IExpr::Rem(..) | IExpr::Clamp(..) => return None,
+    })
+}
+
+/// The constant `c` when `e` is the row-major linear index of the point in `space` plus
+/// `c` (the reduction variable unused).
+pub(crate) fn contiguous_offset(e: &IExpr, space: &[usize]) -> Option<i128> {
+    let (coeffs, c) = affine(e, space.len() + 1)?;
+    let mut stride = 1i128;
+    for (d, &size) in space.iter().enumerate().rev() {
+        if coeffs[d] != stride && size != 1 {
+            return None;
+        }
+        stride *= size as i128;
+    }
+    (coeffs[space.len()] == 0).then_some(c)
+}
+
+/// Whether node `n` uses no loop variable `>= allowed` and no reduction result
+/// in kernel `k` (`allowed = 0`: it is loop-invariant; `1`: it depends on the row only).
+/// `depth` bounds the walk; deeper DAGs count as variant, which only costs speed.
+pub(crate) fn uses_only_vars_below(k: &Kernel, n: usize, allowed: usize, depth: u32) -> bool {
+    fn no_var(e: &IExpr, allowed: usize) -> bool {
+        match e {
+            IExpr::Var(v) => *v < allowed,
+            IExpr::Const(_) => true,
+            IExpr::Add(a, b) => no_var(a, allowed) && no_var(b, allowed),
+            IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
+                no_var(a, allowed)
+            }
+        }
+    }
+    let no_var = |e: &IExpr| no_var(e, allowed);
+    let Some(node) = k.nodes.get(n) else {
+        return false;
+    };
+    let ops_ok = |ops: &[usize]| {
+        depth < 64
+            && ops
+                .iter()
+                .all(|&o| o < n && uses_only_vars_below(k, o, allowed, depth + 1))
+    };
+    match &node.kind {
+        NodeKind::Load { offset, .. } => no_var(offset),
+        NodeKind::Const(_) => true,
+        NodeKind::Index(e) | NodeKind::InRange { e, .. } => no_var(e),
+        NodeKind::Unary(_, a) | NodeKind::Convert(a) => ops_ok(&[*a]),
+        NodeKind::Binary(_, a, b) | NodeKind::Compare(_, a, b) => ops_ok(&[*a, *b]),
+        NodeKind::Select(p, a, b) => ops_ok(&[*p, *a, *b]),
+        NodeKind::Random { seed, index, .. } => no_var(index) && ops_ok(seed),
+        NodeKind::ReduceResult => false,
+    }
+}
+
+/// The nodes of `k` to compute once before a loop ("pinned"), in node order: every node
+/// that `roots` use and that uses only loop variables below `allowed`, so its value is the
+/// same for every point the loop visits while those variables stay fixed. Constants stay
+/// immediates and random nodes keep their per-point streams.
+pub(crate) fn loop_invariants(k: &Kernel, roots: &[usize], allowed: usize) -> Vec<usize> {
+    let mut used = vec![false; k.nodes.len()];
+    let mut stack: Vec<usize> = roots.to_vec();
+    while let Some(n) = stack.pop() {
+        if n >= used.len() || std::mem::replace(&mut used[n], true) {
+            continue;
+        }
+        stack.extend(kiln_compiler::kernel::operands(&k.nodes[n].kind));
+    }
+    let pinnable = |n: &Node| !matches!(n.kind, NodeKind::Const(_) | NodeKind::Random { .. });
+    (k.nodes.iter().enumerate())
+        .filter(|&(n, node)| used[n] && pinnable(node) && uses_only_vars_below(k, n, allowed, 0))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// Whether `k` loads a buffer it also stores.
+pub(crate) fn loads_a_stored_buffer(k: &Kernel) -> bool {
+    k.nodes.iter().any(|n| match n.kind {
+        NodeKind::Load { buf, .. } => k.stores.iter().any(|s| s.buf == buf),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn linear2(cols: i64) -> IExpr {
+        IExpr::sum(IExpr::scaled(IExpr::Var(0), cols), IExpr::Var(1))
+    }
+
+    #[test]
+    fn contiguity_is_the_linear_index_plus_a_constant() {
+        let space = [5, 7];
+        assert_eq!(contiguous_offset(&linear2(7), &space), Some(0));
+        let plus8 = IExpr::sum(linear2(7), IExpr::Const(8));
+        assert_eq!(contiguous_offset(&plus8, &space), Some(8));
+        // A transpose (column-major) and a broadcast (row only) are not contiguous.
+        let transposed = IExpr::sum(IExpr::scaled(IExpr::Var(1), 5), IExpr::Var(0));
+        assert_eq!(contiguous_offset(&transposed, &space), None);
+        assert_eq!(contiguous_offset(&IExpr::Var(0), &space), None);
+        // Division (reshape-like maps) is not recognised: scalar, which is only slower.
+        assert_eq!(contiguous_offset(&IExpr::quot(linear2(7), 2), &space), None);
+    }
+}

@@ -119,16 +119,18 @@ pub fn form_clusters(f: &Func, plans: &[ClusterPlan]) -> Func {
             Unit::Inst(i) => {
                 let inst = &f.insts[i];
                 let args = inst.args.iter().map(|&a| get(&map, a)).collect();
-                let r = inst.results[0];
-                let v = out.push_named(
-                    inst.op.clone(),
-                    args,
-                    f.ty(r).clone(),
-                    Some(&f.value(r).name),
-                    inst.loc,
-                );
+                // Every result: a `while` or `conditional` has several.
+                let types = inst.results.iter().map(|&r| f.ty(r).clone()).collect();
+                let names: Vec<String> = inst
+                    .results
+                    .iter()
+                    .map(|&r| f.value(r).name.clone())
+                    .collect();
+                let vs = out.push_multi(inst.op.clone(), args, types, &names, inst.loc);
                 out.insts.last_mut().expect("just pushed").scope = inst.scope;
-                map[r.0 as usize] = Some(v);
+                for (&r, v) in inst.results.iter().zip(vs) {
+                    map[r.0 as usize] = Some(v);
+                }
             }
             Unit::Cluster(c) => {
                 let body = cluster_body(f, &plans[c], &inputs[c], &outputs[c]);

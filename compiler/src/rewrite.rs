@@ -40,6 +40,14 @@ impl<'a> Rewriter<'a> {
         &self.new
     }
 
+    /// Makes each of `old` stand for the new value at the same position (an instruction of
+    /// several results merged with an equal earlier one).
+    pub fn alias_all(&mut self, old: &[Value], new: &[Value]) {
+        for (&o, &n) in old.iter().zip(new) {
+            self.alias(o, n);
+        }
+    }
+
     /// Makes `old` stand for an existing new value (the old instruction is dropped).
     pub fn alias(&mut self, old: Value, new: Value) {
         self.map[old.0 as usize] = Some(new);
@@ -53,6 +61,25 @@ impl<'a> Rewriter<'a> {
 
     /// Emits `op` over new `args` in place of `inst` (same result names and types).
     pub fn push_like(&mut self, inst: &Inst, op: Op, args: Vec<Value>) {
+        if inst.results.len() != 1 {
+            // A `while` or `conditional`: every result keeps its name and type.
+            let types = inst
+                .results
+                .iter()
+                .map(|&r| self.old.ty(r).clone())
+                .collect();
+            let names: Vec<String> = inst
+                .results
+                .iter()
+                .map(|&r| self.old.value(r).name.clone())
+                .collect();
+            let vs = self.new.push_multi(op, args, types, &names, inst.loc);
+            self.new.insts.last_mut().expect("just pushed").scope = inst.scope;
+            for (&r, v) in inst.results.iter().zip(vs) {
+                self.map[r.0 as usize] = Some(v);
+            }
+            return;
+        }
         let r = inst.results[0];
         let v = self.new.push_named(
             op,

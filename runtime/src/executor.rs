@@ -315,13 +315,17 @@ impl Runtime {
                     vals.borrowed[inst.results[0].0 as usize] = Some(&**t);
                     vec![Slot::default()]
                 }
+                // Any other op on the interpreter: `while` and `conditional` run their
+                // regions there too (what is inside them is not clustered yet).
                 op => {
                     let r = inst.results[0];
                     let operands = vals.on_host(&inst.args)?;
-                    let t = self
+                    let types: Vec<TensorType> =
+                        inst.results.iter().map(|&v| f.ty(v).clone()).collect();
+                    let ts = self
                         .inner
                         .interp
-                        .eval(op, &operands, f.ty(r))
+                        .eval_all(op, &operands, &types)
                         .map_err(|e| {
                             RuntimeError::Interp(kiln_interp::InterpError::At {
                                 func: f.name.clone(),
@@ -329,7 +333,7 @@ impl Runtime {
                                 source: Box::new(e),
                             })
                         })?;
-                    vec![Slot::host(t)]
+                    ts.into_iter().map(Slot::host).collect()
                 }
             };
             for (&r, t) in inst.results.iter().zip(outs) {

@@ -225,11 +225,13 @@ impl<'a> KernelBuilder<'a> {
             | Op::Scatter { .. }
             | Op::Convolution(_)
             | Op::ReduceWindow { .. }
-            | Op::SelectAndScatter { .. } => {
-                return unsupported(format!(
-                    "{}: no compiled code for this op yet",
-                    inst.op.name()
-                ))
+            | Op::SelectAndScatter { .. }
+            | Op::While(_)
+            | Op::Conditional(_) => {
+                return unsupported(
+                    crate::lower::no_compiled_code(&inst.op)
+                        .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),
+                )
             }
         })
     }

@@ -415,11 +415,15 @@ fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
 /// redesigned. `mark_for_compilation` keeps them out of clusters with this reason, and
 /// lowering refuses them with it, so they never reach a backend.
 pub fn no_compiled_code(op: &Op) -> Option<String> {
-    matches!(
-        op.category(),
-        kiln_ir::OpCategory::Movement | kiln_ir::OpCategory::Window
-    )
-    .then(|| format!("{}: no compiled code for this op yet", op.name()))
+    use kiln_ir::OpCategory::{Control, Movement, Window};
+    match op.category() {
+        Movement | Window => Some(format!("{}: no compiled code for this op yet", op.name())),
+        Control => Some(format!(
+            "{}: control flow runs on the interpreter (its regions are not clustered yet)",
+            op.name()
+        )),
+        _ => None,
+    }
 }
 
 /// Rejects what the kernel IR cannot express, before any work is done.

@@ -16,10 +16,17 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-/// Runs the pass; returns whether any instruction was merged.
-pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
+/// Runs the pass, inside the regions of control flow too ([`super::in_regions`]); returns
+/// whether any instruction was merged.
+pub fn run(f: &mut Func, opts: &Options) -> Result<bool, CompileError> {
+    super::in_regions(f, opts, run_here)
+}
+
+/// The pass over `f`'s own instructions.
+fn run_here(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
     let mut rw = Rewriter::new(f);
-    let mut seen: HashMap<String, kiln_ir::Value> = HashMap::new();
+    // Every result of the instruction first seen with a key (several for a `while`).
+    let mut seen: HashMap<String, Vec<kiln_ir::Value>> = HashMap::new();
     let mut seen_large: HashMap<(u64, Option<u32>), Vec<Seen>> = HashMap::new();
     let mut changed = false;
     for inst in &f.insts {
@@ -49,12 +56,12 @@ pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
             strip_operands(body),
             inst.scope
         );
-        if let Some(&prev) = seen.get(&key) {
-            rw.alias(inst.results[0], prev);
+        if let Some(prev) = seen.get(&key) {
+            rw.alias_all(&inst.results, prev);
             changed = true;
         } else {
             rw.copy(inst);
-            seen.insert(key, rw.get(inst.results[0]));
+            seen.insert(key, inst.results.iter().map(|&r| rw.get(r)).collect());
         }
     }
     if changed {

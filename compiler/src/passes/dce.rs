@@ -1,16 +1,25 @@
 //! Dead-code elimination: drops every instruction whose results are neither returned nor
 //! used by a live instruction.
 //!
-//! Deliberately does not remove unused parameters (they are part of the signature) and does
-//! not look inside clusters (a cluster's body yields only what its users need by
-//! construction).
+//! Runs inside the regions of `while` and `conditional` too. A loop or conditional whose
+//! results are all unused goes as a whole: control flow has no side effects.
+//!
+//! Deliberately does not remove unused parameters (they are part of the signature, and a
+//! loop's carried values are its regions' signature), and does not look inside clusters (a
+//! cluster's body yields only what its users need by construction).
 
 use crate::rewrite::Rewriter;
 use crate::{CompileError, Options};
 use kiln_ir::Func;
 
-/// Runs the pass; returns whether anything was removed.
-pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
+/// Runs the pass, inside the regions of control flow too ([`super::in_regions`]); returns
+/// whether anything was removed.
+pub fn run(f: &mut Func, opts: &Options) -> Result<bool, CompileError> {
+    super::in_regions(f, opts, run_here)
+}
+
+/// The pass over `f`'s own instructions.
+fn run_here(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
     let mut live = vec![false; f.num_values()];
     for r in &f.results {
         live[r.0 as usize] = true;

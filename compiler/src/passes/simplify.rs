@@ -19,13 +19,25 @@ use std::sync::Arc;
 /// Largest result (in elements) that constant folding materialises.
 pub const FOLD_LIMIT: usize = 4096;
 
-/// Runs the pass; returns whether anything was rewritten.
-pub fn run(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
+/// Runs the pass, inside the regions of control flow too ([`super::in_regions`]); returns
+/// whether anything was rewritten.
+pub fn run(f: &mut Func, opts: &Options) -> Result<bool, CompileError> {
+    super::in_regions(f, opts, run_here)
+}
+
+/// The pass over `f`'s own instructions.
+fn run_here(f: &mut Func, _opts: &Options) -> Result<bool, CompileError> {
     let mut rw = Rewriter::new(f);
     let mut interp = None;
     let mut changed = false;
     for inst in &f.insts {
         let args: Vec<Value> = inst.args.iter().map(|&a| rw.get(a)).collect();
+        if !inst.op.regions().is_empty() {
+            // Regions are simplified where they are (the pipeline runs the pass inside
+            // them); the op itself is never folded, whatever its operands.
+            rw.push_like(inst, inst.op.clone(), args);
+            continue;
+        }
         let ty = f.ty(inst.results[0]);
         if let Op::Constant(t) = &inst.op {
             if t.num_elements() > 1 && t.is_splat() {

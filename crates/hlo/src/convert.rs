@@ -10,7 +10,7 @@ use crate::literal;
 use kiln_ir::{Func, Loc, Module, Op, TensorType, Value};
 use std::collections::HashMap;
 
-/// Calls (`call`, `fusion`) nested deeper than this are refused.
+/// Calls (`call`, `fusion`) and control-flow regions nested deeper than this are refused.
 const MAX_CALL_DEPTH: usize = 64;
 
 /// The Kiln values of an HLO value: an array, or a tuple of them.
@@ -317,6 +317,22 @@ impl<'m> Ctx<'m> {
 
     /// Inlines the computation named by attribute `attr` of `inst` (`call`, `fusion`).
     pub(crate) fn inline(&mut self, inst: &Instruction, callee: &str, args: Vec<Tree>) -> Lowered {
+        let ci = self.callee(inst, callee)?;
+        match self.computation(ci, args) {
+            Some(t) => self.check_tree(inst, t),
+            // The callee's problems are reported; this instruction is poisoned silently.
+            None => Err(Problem {
+                pos: inst.pos,
+                kind: ErrorKind::Invalid,
+                message: String::new(),
+            }),
+        }
+    }
+
+    /// The index of computation `callee`, which `inst` calls (inlined, or as a region of
+    /// control flow): an error if it is unknown, already being converted (recursion) or
+    /// nested too deep.
+    pub(crate) fn callee(&self, inst: &Instruction, callee: &str) -> Result<usize, Problem> {
         let Some((ci, _)) = self.m.computation(callee) else {
             return Err(invalid(
                 inst.pos,
@@ -338,15 +354,7 @@ impl<'m> Ctx<'m> {
                 ),
             ));
         }
-        match self.computation(ci, args) {
-            Some(t) => self.check_tree(inst, t),
-            // The callee's problems are reported; this instruction is poisoned silently.
-            None => Err(Problem {
-                pos: inst.pos,
-                kind: ErrorKind::Invalid,
-                message: String::new(),
-            }),
-        }
+        Ok(ci)
     }
 
     /// The declared shape of instruction `name` of the computation being converted.

@@ -14,6 +14,7 @@
 
 pub mod ast;
 pub mod attrs;
+mod control;
 mod convert;
 mod error;
 mod indexing;

@@ -123,6 +123,15 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "get-tuple-element" => (&["index"], Some(1)),
         "call" => (&["to_apply"], None),
         "fusion" => (&["calls", "kind"], None),
+        "while" => (&["condition", "body"], None),
+        "conditional" => (
+            &[
+                "branch_computations",
+                "true_computation",
+                "false_computation",
+            ],
+            None,
+        ),
         _ => return None,
     })
 }
@@ -359,6 +368,8 @@ impl Ctx<'_> {
             "gather" => self.gather(inst, &args),
             "scatter" => self.scatter(inst, &args),
             "dot" => self.dot(inst, &args),
+            "while" => self.while_loop(inst, args),
+            "conditional" => self.conditional(inst, args),
             "tuple" => self.check_tree(inst, Tree::Tuple(args)),
             "get-tuple-element" => {
                 let index = self.int_attr(inst, "index")?;

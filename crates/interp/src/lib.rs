@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 mod conv;
+mod control;
 mod convert;
 mod dot;
 mod elementwise;
@@ -137,6 +138,13 @@ impl Interpreter {
                 .pop()
                 .ok_or_else(|| err("the region yields nothing".into()));
         }
+        if let Op::While(_) | Op::Conditional(_) = op {
+            // A one-result loop or conditional (the typing rule checked that).
+            let mut outs = self.eval_all(op, args, std::slice::from_ref(result))?;
+            return outs
+                .pop()
+                .ok_or_else(|| err("the op yields nothing".into()));
+        }
         // The typing rule does not bound sizes; an unaddressable type is too large anyway.
         let bytes = match result.is_addressable() {
             true => result.num_elements() * result.dtype.size_bytes(),
@@ -173,6 +181,9 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Pad { low, .. } => shape::pad(args[0], args[1], low, result)?,
         // Regions run through `Interpreter::run_refs` (see `eval`), never as one kernel.
         Op::Cluster(c) => return Err(format!("@{} is a region, not a kernel", c.name)),
+        Op::While(_) | Op::Conditional(_) => {
+            return Err(format!("{} runs regions, not a kernel", op.name()))
+        }
         Op::Random { dist, alg } => random::random(*dist, *alg, data(0), result)?,
         Op::Reduce { kind, axes } => reduce::reduce(*kind, data(0), args[0].shape(), axes)?,
         Op::DotGeneral(d) => dot::dot_general(args[0], args[1], d)?,

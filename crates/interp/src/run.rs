@@ -216,6 +216,11 @@ impl Interpreter {
                 (live.stats.peak_live_bytes).max(live.bytes + inner.peak_live_bytes);
             return Ok(outs);
         }
+        if let Op::While(_) | Op::Conditional(_) = &inst.op {
+            let operands = operands(inst, live)?;
+            let types: Vec<TensorType> = inst.results.iter().map(|&r| f.ty(r).clone()).collect();
+            return self.eval_all(&inst.op, &operands, &types);
+        }
         let [result] = inst.results[..] else {
             return Err(op_error(inst.op.name(), "expects exactly one result"));
         };

@@ -94,6 +94,12 @@ impl Func {
                 let ops = match (&a.op, &b.op) {
                     (Op::Constant(x), Op::Constant(y)) => Arc::ptr_eq(x, y) || x.bit_eq(y),
                     (Op::Cluster(x), Op::Cluster(y)) => x.name == y.name && x.body.bit_eq(&y.body),
+                    (x @ (Op::While(_) | Op::Conditional(_)), y) => {
+                        let (rx, ry) = (x.regions(), y.regions());
+                        x.name() == y.name()
+                            && rx.len() == ry.len()
+                            && rx.iter().zip(&ry).all(|(a, b)| a.bit_eq(b))
+                    }
                     (x, y) => x == y,
                 };
                 ops && a.args == b.args

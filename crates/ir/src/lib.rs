@@ -5,6 +5,7 @@
 //! **Invariant:** this crate knows nothing about the environment, Cranelift, CUDA, clusters'
 //! compilation or execution. It describes programs; other crates run them.
 
+pub mod control;
 pub mod dtype;
 pub mod func;
 pub mod indexing;
@@ -19,6 +20,7 @@ pub mod typecheck;
 pub mod verify;
 pub mod window;
 
+pub use control::{Conditional, While};
 pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
 pub use indexing::{GatherDims, ScatterCombine, ScatterDims};

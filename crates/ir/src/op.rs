@@ -35,6 +35,9 @@ pub enum OpCategory {
     Window,
     /// A cluster: a region of ops chosen for compilation as one unit.
     Cluster,
+    /// Control flow with regions (`while`, `conditional`): runs its regions on the
+    /// interpreter, never clustered itself.
+    Control,
 }
 
 macro_rules! named_enum {
@@ -386,6 +389,13 @@ pub enum Op {
         /// Elements added between neighbours along each dimension.
         interior: Vec<usize>,
     },
+    /// `while %a, … -> (T…) cond(…) {…} body(…) {…}`: loop-carried values, typing rule in
+    /// [`crate::control`]; the results are the carried values once `cond` yields false.
+    While(Box<crate::control::While>),
+    /// `conditional %sel, %a, … -> (T…) branch(…) {…} …`: runs the branch `%sel` selects
+    /// (`bool[]`: true is branch 0; `i32[]`: out of range is the last), typing rule in
+    /// [`crate::control`].
+    Conditional(Box<crate::control::Conditional>),
     /// `gather %a, %indices, offset_dims=[..], …` (XLA's `Gather`): slices of `a` at the
     /// start indices held in `indices`, each start clamped to `[0, dim - slice size]`. The
     /// typing rule is in [`crate::indexing`].
@@ -474,6 +484,8 @@ impl Op {
             Op::DynamicSlice { .. } => "dynamic_slice",
             Op::DynamicUpdateSlice => "dynamic_update_slice",
             Op::PadGeneral { .. } => "pad",
+            Op::While(_) => "while",
+            Op::Conditional(_) => "conditional",
             Op::Gather(_) => "gather",
             Op::Scatter { .. } => "scatter",
             Op::Convolution(_) => "convolution",
@@ -508,6 +520,7 @@ impl Op {
             Op::Convolution(_) | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } => {
                 OpCategory::Window
             }
+            Op::While(_) | Op::Conditional(_) => OpCategory::Control,
         }
     }
 
@@ -538,7 +551,9 @@ impl Op {
             Op::Concat { .. }
             | Op::Cluster(_)
             | Op::DynamicSlice { .. }
-            | Op::DynamicUpdateSlice => None,
+            | Op::DynamicUpdateSlice
+            | Op::While(_)
+            | Op::Conditional(_) => None,
         }
     }
 }
@@ -562,6 +577,8 @@ pub fn all_op_names() -> Vec<&'static str> {
         "reverse",
         "dynamic_slice",
         "dynamic_update_slice",
+        "while",
+        "conditional",
         "gather",
         "scatter",
         "convolution",

@@ -11,6 +11,7 @@ use std::collections::{HashSet, VecDeque};
 use std::fmt;
 
 mod build;
+mod control;
 mod literal;
 
 /// A syntax error at a position of a named file.
@@ -98,6 +99,9 @@ struct Parser<'a> {
     /// Inside a cluster's region, where another cluster is an error: clusters cannot nest,
     /// and each nested one would be one more level of recursion in the parser.
     in_cluster: bool,
+    /// How many control-flow regions enclose the current instruction (bounded by
+    /// [`control::MAX_REGION_DEPTH`], so deep nesting is an error, not a stack overflow).
+    region_depth: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -107,6 +111,7 @@ impl<'a> Parser<'a> {
             lexer: Lexer::new(src),
             ahead: VecDeque::with_capacity(2),
             in_cluster: false,
+            region_depth: 0,
         };
         p.fill();
         p
@@ -270,22 +275,7 @@ impl<'a> Parser<'a> {
             }
         };
         let mut f = Func::new(name);
-        self.expect('(')?;
-        if !self.eat(')') {
-            loop {
-                let (pname, ploc) = self.value_name()?;
-                self.expect(':')?;
-                let ty = self.ty()?;
-                if f.lookup(&pname).is_some() {
-                    return Err((ploc, format!("'%{pname}' is defined twice")));
-                }
-                f.add_param(Some(&pname), ty);
-                if self.eat(')') {
-                    break;
-                }
-                self.expect(',')?;
-            }
-        }
+        self.params(&mut f)?;
         let result_types = self.arrow_types()?;
         self.expect('{')?;
         loop {
@@ -322,6 +312,38 @@ impl<'a> Parser<'a> {
         }
         self.expect('}')?;
         Ok(f)
+    }
+
+    /// `(%a: T1, %b: T2, …)`: the parameters of a function or region, added to `f`.
+    fn params(&mut self, f: &mut Func) -> PResult<()> {
+        self.expect('(')?;
+        if self.eat(')') {
+            return Ok(());
+        }
+        loop {
+            let (pname, ploc) = self.value_name()?;
+            self.expect(':')?;
+            let ty = self.ty()?;
+            if f.lookup(&pname).is_some() {
+                return Err((ploc, format!("'%{pname}' is defined twice")));
+            }
+            f.add_param(Some(&pname), ty);
+            if self.eat(')') {
+                return Ok(());
+            }
+            self.expect(',')?;
+        }
+    }
+
+    /// A region's instructions, `yield %v, …` and the closing `}` (the `{` is consumed);
+    /// `context` ends an error message about the yielded values (` in @cluster_0`).
+    fn region_body(&mut self, body: &mut Func, context: &str) -> PResult<()> {
+        while let Tok::ValueName(_) = self.peek() {
+            self.inst(body)?;
+        }
+        self.keyword("yield")?;
+        body.results = self.defined_values(body, context)?;
+        self.expect('}')
     }
 
     /// `%a, %b, …` naming values already defined in `f` (results of `return` / `yield`);
@@ -419,13 +441,8 @@ impl<'a> Parser<'a> {
         }
         self.expect('{')?;
         self.in_cluster = true;
-        while let Tok::ValueName(_) = self.peek() {
-            self.inst(&mut body)?;
-        }
+        self.region_body(&mut body, &format!(" in @{name}"))?;
         self.in_cluster = false;
-        self.keyword("yield")?;
-        body.results = self.defined_values(&body, &format!(" in @{name}"))?;
-        self.expect('}')?;
         let op = Op::Cluster(Box::new(crate::op::Cluster { name, body }));
         let result_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
         f.push_multi(op, args, types, &result_names, Some(names[0].1));
@@ -442,9 +459,15 @@ impl<'a> Parser<'a> {
                 self.advance();
                 return self.cluster(f, names);
             }
+            if w == "while" || w == "conditional" {
+                return self.control(f, names);
+            }
         }
         let [(name, name_loc)] = &names[..] else {
-            return Err((names[1].1, "only a cluster has several results".into()));
+            return Err((
+                names[1].1,
+                "only a cluster, while or conditional has several results".into(),
+            ));
         };
         let (name, name_loc) = (name.clone(), *name_loc);
         let op_loc = self.loc();

@@ -7,6 +7,7 @@ use crate::tensor::Tensor;
 use std::fmt::Write;
 
 mod window;
+mod control;
 
 /// Prints every function of a module, separated by blank lines.
 pub fn print_module(m: &Module) -> String {
@@ -31,13 +32,8 @@ pub type LiteralFn<'a> = &'a dyn Fn(&Tensor) -> String;
 /// that parses back.
 pub fn print_func_with(f: &Func, lit: LiteralFn<'_>) -> String {
     let mut out = String::new();
-    let params: Vec<String> = f
-        .params
-        .iter()
-        .map(|&p| format!("%{}: {}", f.value(p).name, f.ty(p)))
-        .collect();
     let ret = result_signature(&f.result_types());
-    let _ = writeln!(out, "func @{}({}) -> {} {{", f.name, params.join(", "), ret);
+    let _ = writeln!(out, "func @{}({}) -> {} {{", f.name, param_list(f), ret);
     for inst in &f.insts {
         let _ = writeln!(out, "  {}", print_inst_with(f, inst, lit));
     }
@@ -55,8 +51,18 @@ pub fn print_func_with(f: &Func, lit: LiteralFn<'_>) -> String {
     out
 }
 
+/// `%a: T1, %b: T2`: a function's or region's parameters.
+pub(crate) fn param_list(f: &Func) -> String {
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|&p| format!("%{}: {}", f.value(p).name, f.ty(p)))
+        .collect();
+    params.join(", ")
+}
+
 /// The `-> T` / `-> (T1, T2)` part of a signature.
-fn result_signature(types: &[crate::TensorType]) -> String {
+pub(crate) fn result_signature(types: &[crate::TensorType]) -> String {
     let shown: Vec<String> = types.iter().map(|t| t.to_string()).collect();
     if shown.len() == 1 {
         shown[0].clone()
@@ -73,8 +79,16 @@ pub fn print_inst(f: &Func, inst: &Inst) -> String {
 
 /// [`print_inst`] with constants written by `lit` (see [`print_func_with`]).
 pub fn print_inst_with(f: &Func, inst: &Inst, lit: LiteralFn<'_>) -> String {
-    if let Op::Cluster(c) = &inst.op {
-        return print_cluster(f, inst, c, lit);
+    print_inst_at(f, inst, lit, 2)
+}
+
+/// One instruction that starts on a line indented by `indent` spaces: the lines of its
+/// regions, if it has any, are indented further.
+fn print_inst_at(f: &Func, inst: &Inst, lit: LiteralFn<'_>, indent: usize) -> String {
+    match &inst.op {
+        Op::Cluster(c) => return print_cluster(f, inst, c, lit, indent),
+        Op::While(_) | Op::Conditional(_) => return control::print_control(f, inst, lit, indent),
+        _ => {}
     }
     let mut s = String::new();
     let results: Vec<String> = inst
@@ -101,7 +115,13 @@ pub fn print_inst_with(f: &Func, inst: &Inst, lit: LiteralFn<'_>) -> String {
     s
 }
 
-fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster, lit: LiteralFn<'_>) -> String {
+fn print_cluster(
+    f: &Func,
+    inst: &Inst,
+    c: &crate::op::Cluster,
+    lit: LiteralFn<'_>,
+    indent: usize,
+) -> String {
     let name = |v: &crate::Value| format!("%{}", f.value(*v).name);
     let results: Vec<String> = inst.results.iter().map(name).collect();
     let args: Vec<String> = inst.args.iter().map(name).collect();
@@ -113,17 +133,32 @@ fn print_cluster(f: &Func, inst: &Inst, c: &crate::op::Cluster, lit: LiteralFn<'
         args.join(", "),
         result_signature(&types)
     );
-    let b = &c.body;
-    for i in &b.insts {
-        let _ = writeln!(s, "    {}", print_inst_with(b, i, lit));
+    print_region_lines(&mut s, &c.body, lit, indent + 2);
+    let _ = write!(s, "{:indent$}}}", "");
+    s
+}
+
+/// A region's instructions and its `yield`, each on a line indented by `indent` spaces.
+pub(crate) fn print_region_lines(
+    out: &mut String,
+    region: &Func,
+    lit: LiteralFn<'_>,
+    indent: usize,
+) {
+    for i in &region.insts {
+        let _ = writeln!(
+            out,
+            "{:indent$}{}",
+            "",
+            print_inst_at(region, i, lit, indent)
+        );
     }
-    let yields: Vec<String> = b
+    let yields: Vec<String> = region
         .results
         .iter()
-        .map(|v| format!("%{}", b.value(*v).name))
+        .map(|v| format!("%{}", region.value(*v).name))
         .collect();
-    let _ = write!(s, "    yield {}\n  }}", yields.join(", "));
-    s
+    let _ = writeln!(out, "{:indent$}yield {}", "", yields.join(", "));
 }
 
 pub(crate) fn list(xs: &[impl ToString]) -> String {
@@ -192,7 +227,9 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         | Op::Convert
         | Op::Reshape
         | Op::Cluster(_)
-        | Op::DynamicUpdateSlice => Vec::new(),
+        | Op::DynamicUpdateSlice
+        | Op::While(_)
+        | Op::Conditional(_) => Vec::new(),
     }
 }
 

@@ -21,7 +21,7 @@ pub fn infer(
                 args.len()
             ))
         }
-        None if args.is_empty() && !matches!(op, Op::Cluster(_)) => {
+        None if args.is_empty() && !matches!(op, Op::Cluster(_) | Op::While(_)) => {
             return Err("expects at least one operand".into())
         }
         _ => {}
@@ -167,6 +167,7 @@ pub fn infer(
         }
         Op::DotGeneral(d) => dot_general(args[0], args[1], d)?,
         Op::Cluster(c) => cluster_result(c, args)?,
+        Op::While(_) | Op::Conditional(_) => crate::control::one_result(op, args)?,
         Op::Reverse { dims } => crate::movement::reverse(args[0], dims)?,
         Op::DynamicSlice { sizes } => crate::movement::dynamic_slice(args, sizes)?,
         Op::DynamicUpdateSlice => crate::movement::dynamic_update_slice(args)?,

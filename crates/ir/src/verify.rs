@@ -111,6 +111,10 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
             for d in verify_func(&c.body) {
                 report(d.loc.or(inst.loc), format!("in @{}: {}", c.name, d.message));
             }
+        } else if let Some(problems) = verify_control(f, inst, &head) {
+            for (loc, message) in problems {
+                report(loc.or(inst.loc), message);
+            }
         } else if inst.results.len() != 1 {
             report(
                 inst.loc,
@@ -130,7 +134,7 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
             }
         }
         let arg_types: Vec<_> = inst.args.iter().map(|a| f.ty(*a)).collect();
-        if matches!(inst.op, crate::Op::Cluster(_)) {
+        if !inst.op.regions().is_empty() {
             continue;
         }
         if let Some(&r) = inst.results.first() {
@@ -152,6 +156,48 @@ pub fn verify_func(f: &Func) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+/// The problems of a `while` or `conditional` headed `head` (its typing rule over every
+/// result, then everything wrong inside each region, at its own place and followed by the
+/// region it is in); `None` for other ops.
+fn verify_control(f: &Func, inst: &crate::Inst, head: &str) -> Option<Vec<(Option<Loc>, String)>> {
+    let arg_types: Vec<_> = inst.args.iter().map(|a| f.ty(*a)).collect();
+    let mut problems = Vec::new();
+    match inst.op.control_results(&arg_types)? {
+        Ok(types) => {
+            let declared: Vec<_> = inst.results.iter().map(|r| f.ty(*r).clone()).collect();
+            if declared != types {
+                let show = |ts: &[crate::TensorType]| {
+                    ts.iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                problems.push((
+                    None,
+                    format!(
+                        "{head}: declares results ({}) but the op produces ({})",
+                        show(&declared),
+                        show(&types)
+                    ),
+                ));
+            }
+        }
+        Err(e) => problems.push((None, format!("{head}: {e}"))),
+    }
+    let regions = inst.op.regions();
+    for (k, region) in regions.iter().enumerate() {
+        let label = match (&inst.op, k) {
+            (crate::Op::While(_), 0) => "cond".to_string(),
+            (crate::Op::While(_), _) => "body".to_string(),
+            _ => format!("branch {k}"),
+        };
+        for d in verify_func(region) {
+            problems.push((d.loc, format!("{} (in {label} of {head})", d.message)));
+        }
+    }
+    Some(problems)
 }
 
 #[cfg(test)]

@@ -90,6 +90,12 @@ fn sources() -> Vec<&'static str> {
         program(include_str!(
             "../../../tests/filetests/verify/random_types.kir"
         )),
+        program(include_str!(
+            "../../../tests/filetests/control/while_loop.kir"
+        )),
+        program(include_str!(
+            "../../../tests/filetests/control/conditional.kir"
+        )),
         CLUSTERED,
     ]
 }
@@ -245,8 +251,9 @@ fn without_locs(f: &Func) -> Func {
     let mut f = f.clone();
     for inst in &mut f.insts {
         inst.loc = None;
-        if let Op::Cluster(c) = &mut inst.op {
-            c.body = without_locs(&c.body);
+        // Every region: a cluster's body, a loop's condition and body, the branches.
+        for region in inst.op.regions_mut() {
+            *region = without_locs(region);
         }
     }
     f

@@ -219,7 +219,9 @@ impl<'a> KernelBuilder<'a> {
             Op::Reverse { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. } => {
+            | Op::PadGeneral { .. }
+            | Op::CompareTotalOrder(_)
+            | Op::BitcastConvert => {
                 return unsupported(format!(
                     "{}: no compiled code for this op yet",
                     inst.op.name()

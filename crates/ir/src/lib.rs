@@ -5,6 +5,7 @@
 //! **Invariant:** this crate knows nothing about the environment, Cranelift, CUDA, clusters'
 //! compilation or execution. It describes programs; other crates run them.
 
+mod bitcast;
 pub mod dtype;
 pub mod func;
 mod lex;

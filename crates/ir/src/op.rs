@@ -94,6 +94,17 @@ named_enum! {
         Sign = "sign",
         /// Logical not for bool, bitwise not for integers.
         Not = "not",
+        /// Tangent (`kiln_math::tan`).
+        Tan = "tan",
+        /// Cube root (`kiln_math::cbrt`); `cbrt(-8) = -2`.
+        Cbrt = "cbrt",
+        /// Round to nearest, ties away from zero (XLA's `round-nearest-afz`, C `round`).
+        RoundAfz = "round_afz",
+        /// Number of set bits (integers; XLA's `popcnt`).
+        Popcnt = "popcnt",
+        /// Number of leading zero bits (integers; XLA's `count-leading-zeros`); the bit
+        /// width for 0.
+        Clz = "clz",
     }
 }
 
@@ -117,6 +128,16 @@ impl UnaryOp {
     pub fn is_transcendental(self) -> bool {
         UnaryOp::TRANSCENDENTAL.contains(&self)
     }
+
+    /// The unary ops the compiled backends have no code for yet: they run on the
+    /// interpreter ([`Op::has_compiled_code`]).
+    pub const INTERPRETED: [UnaryOp; 5] = [
+        UnaryOp::Tan,
+        UnaryOp::Cbrt,
+        UnaryOp::RoundAfz,
+        UnaryOp::Popcnt,
+        UnaryOp::Clz,
+    ];
 }
 
 named_enum! {
@@ -132,7 +153,8 @@ named_enum! {
         Div = "div",
         /// Remainder with the sign of the dividend (C `fmod` / `%`).
         Rem = "rem",
-        /// `a ^ b` (floats only).
+        /// `a ^ b`; for integers XLA's rule: exact by repeated squaring (wrapping), a
+        /// negative exponent gives 0, except `1^b = 1` and `(-1)^b = ±1`.
         Pow = "pow",
         /// Maximum; NaN-propagating for floats.
         Max = "max",
@@ -144,7 +166,27 @@ named_enum! {
         Or = "or",
         /// Logical / bitwise exclusive or.
         Xor = "xor",
+        /// `atan2(a, b)`: the angle of the point `(b, a)` (`kiln_math::atan2`); floats.
+        Atan2 = "atan2",
+        /// `a << b` (integers); 0 when `b` is negative or at least the bit width (XLA).
+        ShiftLeft = "shift_left",
+        /// `a >> b` filling with zeros (integers); 0 when `b` is out of range (XLA).
+        ShiftRightLogical = "shift_right_logical",
+        /// `a >> b` filling with the sign bit (integers); `b` out of range shifts by
+        /// width - 1, giving 0 or -1 (XLA).
+        ShiftRightArithmetic = "shift_right_arithmetic",
     }
+}
+
+impl BinaryOp {
+    /// The binary ops the compiled backends have no code for yet (and integer `pow`): they
+    /// run on the interpreter ([`Op::has_compiled_code`]).
+    pub const INTERPRETED: [BinaryOp; 4] = [
+        BinaryOp::Atan2,
+        BinaryOp::ShiftLeft,
+        BinaryOp::ShiftRightLogical,
+        BinaryOp::ShiftRightArithmetic,
+    ];
 }
 
 named_enum! {
@@ -293,6 +335,12 @@ pub enum Op {
     Binary(BinaryOp),
     /// Elementwise comparison of two equal types; result is `bool` of the same shape.
     Compare(CompareDir),
+    /// `compare %a, %b, dir=…, order=total`: as [`Op::Compare`], but floats compare in IEEE
+    /// totalOrder (XLA's `type=TOTALORDER`): `-NaN < -inf < … < -0 < +0 < … < inf < NaN`.
+    CompareTotalOrder(CompareDir),
+    /// `bitcast_convert %a : T`: the same bits read as another dtype of the same width
+    /// (XLA's `bitcast-convert`); the shape is kept.
+    BitcastConvert,
     /// `select %pred, %a, %b`: `pred` is `bool` of the same shape; `a`, `b`, result one type.
     Select,
     /// Elementwise dtype conversion; the result shape equals the operand shape.
@@ -410,6 +458,20 @@ impl Op {
         }
     }
 
+    /// Whether the compiled backends have code for this op when its first operand has
+    /// dtype `operand`: not for [`OpCategory::Movement`], [`UnaryOp::INTERPRETED`],
+    /// [`BinaryOp::INTERPRETED`], integer `pow`, `bitcast_convert` and total-order
+    /// `compare`, which run on the interpreter. The one rule clustering and lowering ask.
+    pub fn has_compiled_code(&self, operand: Option<crate::DType>) -> bool {
+        match self {
+            Op::Unary(u) => !UnaryOp::INTERPRETED.contains(u),
+            Op::Binary(BinaryOp::Pow) => operand.is_none_or(|d| d.is_float()),
+            Op::Binary(b) => !BinaryOp::INTERPRETED.contains(b),
+            Op::CompareTotalOrder(_) | Op::BitcastConvert => false,
+            _ => self.category() != OpCategory::Movement,
+        }
+    }
+
     /// The text-format name of the op.
     pub fn name(&self) -> &'static str {
         match self {
@@ -417,7 +479,8 @@ impl Op {
             Op::Iota { .. } => "iota",
             Op::Unary(u) => u.name(),
             Op::Binary(b) => b.name(),
-            Op::Compare(_) => "compare",
+            Op::Compare(_) | Op::CompareTotalOrder(_) => "compare",
+            Op::BitcastConvert => "bitcast_convert",
             Op::Select => "select",
             Op::Convert => "convert",
             Op::BroadcastInDim { .. } => "broadcast_in_dim",
@@ -441,9 +504,13 @@ impl Op {
     pub fn category(&self) -> OpCategory {
         match self {
             Op::Constant(_) | Op::Iota { .. } => OpCategory::Constant,
-            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Convert => {
-                OpCategory::Pointwise
-            }
+            Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Compare(_)
+            | Op::CompareTotalOrder(_)
+            | Op::BitcastConvert
+            | Op::Select
+            | Op::Convert => OpCategory::Pointwise,
             Op::BroadcastInDim { .. }
             | Op::Reshape
             | Op::Transpose { .. }
@@ -475,9 +542,11 @@ impl Op {
             | Op::Slice { .. }
             | Op::Reduce { .. }
             | Op::Random { .. }
-            | Op::Reverse { .. } => Some(1),
+            | Op::Reverse { .. }
+            | Op::BitcastConvert => Some(1),
             Op::Binary(_)
             | Op::Compare(_)
+            | Op::CompareTotalOrder(_)
             | Op::Pad { .. }
             | Op::PadGeneral { .. }
             | Op::DotGeneral(_) => Some(2),
@@ -509,6 +578,7 @@ pub fn all_op_names() -> Vec<&'static str> {
         "reverse",
         "dynamic_slice",
         "dynamic_update_slice",
+        "bitcast_convert",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

@@ -135,6 +135,7 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         Op::Constant(t) => vec![lit(t)],
         Op::Iota { dim } => vec![format!("dim={dim}")],
         Op::Compare(dir) => vec![format!("dir={}", dir.name())],
+        Op::CompareTotalOrder(dir) => vec![format!("dir={}", dir.name()), "order=total".into()],
         Op::BroadcastInDim { dims } => vec![format!("dims={}", list(dims))],
         Op::Transpose { perm } => vec![format!("perm={}", list(perm))],
         Op::Slice {
@@ -175,6 +176,7 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         | Op::Binary(_)
         | Op::Select
         | Op::Convert
+        | Op::BitcastConvert
         | Op::Reshape
         | Op::Cluster(_)
         | Op::DynamicUpdateSlice => Vec::new(),

@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+mod bits;
 mod movement;
 
 /// An error found while tracing, naming the op and the operand types.

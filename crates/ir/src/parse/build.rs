@@ -107,10 +107,17 @@ pub(super) fn build_op(
                         ),
                     )
                 })?;
-                Op::Compare(dir)
+                match a.opt_word("order")? {
+                    None => Op::Compare(dir),
+                    Some((o, _)) if o == "total" => Op::CompareTotalOrder(dir),
+                    Some((o, l)) => {
+                        return Err((l, format!("unknown 'order={o}' (expected order=total)")))
+                    }
+                }
             }
             "select" => Op::Select,
             "convert" => Op::Convert,
+            "bitcast_convert" => Op::BitcastConvert,
             "reshape" => Op::Reshape,
             "broadcast_in_dim" => Op::BroadcastInDim {
                 dims: a.list("dims")?,
@@ -231,6 +238,13 @@ impl Attrs<'_> {
         match self.take(key)? {
             (AttrVal::Word(w), l) => Ok((w, l)),
             (_, l) => Err((l, format!("attribute '{key}' must be a word"))),
+        }
+    }
+    fn opt_word(&mut self, key: &str) -> PResult<Option<(String, Loc)>> {
+        if self.attrs.contains_key(key) {
+            self.word(key).map(Some)
+        } else {
+            Ok(None)
         }
     }
 }

@@ -221,7 +221,9 @@ impl<'a> KernelBuilder<'a> {
             | Op::DynamicUpdateSlice
             | Op::PadGeneral { .. }
             | Op::CompareTotalOrder(_)
-            | Op::BitcastConvert => {
+            | Op::BitcastConvert
+            | Op::Sort { .. }
+            | Op::ArgReduce { .. } => {
                 return unsupported(format!(
                     "{}: no compiled code for this op yet",
                     inst.op.name()

@@ -29,6 +29,7 @@ pub mod reduce;
 mod run;
 mod scalar;
 mod shape;
+mod sorting;
 mod xla_elementwise;
 #[cfg(target_arch = "x86_64")]
 mod ymm;
@@ -165,6 +166,14 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Compare(dir) => elementwise::compare(*dir, data(0), data(1))?,
         Op::CompareTotalOrder(dir) => xla_elementwise::compare_total_order(*dir, data(0), data(1))?,
         Op::BitcastConvert => xla_elementwise::bitcast_convert(data(0), result.dtype)?,
+        Op::Sort {
+            dim,
+            keys,
+            dir,
+            order,
+            output,
+        } => sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
+        Op::ArgReduce { kind, axes, output } => sorting::arg_reduce(args, *kind, axes, *output)?,
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
         Op::Convert => convert::convert(data(0), result.dtype),
         Op::BroadcastInDim { dims } => shape::broadcast_in_dim(args[0], dims, &result.shape)?,

@@ -13,6 +13,7 @@ mod movement;
 pub mod op;
 pub mod parse;
 pub mod print;
+mod sorting;
 pub mod tensor;
 pub mod trace;
 pub mod typecheck;
@@ -21,8 +22,8 @@ pub mod verify;
 pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
 pub use op::{
-    BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist, ReduceKind,
-    UnaryOp,
+    ArgKind, BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist,
+    ReduceKind, SortOrder, UnaryOp,
 };
 pub use parse::{parse_func, parse_module, ParseError};
 pub use print::{print_func, print_module};

@@ -208,6 +208,31 @@ named_enum! {
 }
 
 named_enum! {
+    /// How `sort` compares its keys (`order=` in the text form).
+    SortOrder {
+        /// IEEE comparison (`lt`/`gt` are false with a NaN: XLA leaves NaNs' place to the
+        /// algorithm; Kiln's stable merge keeps them where the comparison leaves them).
+        Ieee = "ieee",
+        /// IEEE totalOrder: `-NaN < -inf < … < -0 < +0 < … < inf < NaN` (XLA's
+        /// `type=TOTALORDER`).
+        Total = "total",
+        /// totalOrder after JAX's canonicalisation: `-0 == +0`, and every NaN is equal to
+        /// every other and above `+inf` (`jnp.sort`, `jnp.argsort`, `lax.sort`).
+        Canonical = "canonical",
+    }
+}
+
+named_enum! {
+    /// Which extremum `reduce_argmax` / `reduce_argmin` track.
+    ArgKind {
+        /// The largest value (NaN counts as largest), first index on ties: `jnp.argmax`.
+        Max = "reduce_argmax",
+        /// The smallest value (NaN counts as smallest), first index on ties: `jnp.argmin`.
+        Min = "reduce_argmin",
+    }
+}
+
+named_enum! {
     /// The distribution of a stateless random op.
     RandomDist {
         /// Uniform in [0, 1).
@@ -341,6 +366,34 @@ pub enum Op {
     /// `bitcast_convert %a : T`: the same bits read as another dtype of the same width
     /// (XLA's `bitcast-convert`); the shape is kept.
     BitcastConvert,
+    /// `sort %k, %v…, dim=d, keys=n, dir=lt|gt, order=…, output=j : T`: XLA's stable
+    /// `Sort` of all operands (one shape) together along `d`, ordered lexicographically by
+    /// the first `n` operands compared with `dir` in `order`; the result is the sorted
+    /// operand `j` (one instruction per result used).
+    Sort {
+        /// The dimension sorted along.
+        dim: usize,
+        /// How many leading operands are keys (compared in turn, ties to the next).
+        keys: usize,
+        /// `lt`: ascending, `gt`: descending.
+        dir: CompareDir,
+        /// How keys compare.
+        order: SortOrder,
+        /// Which operand's sorted values are the result.
+        output: usize,
+    },
+    /// `reduce_argmax %x, %i, %x0, %i0, axes=[..], output=j : T`: XLA's variadic `Reduce`
+    /// with JAX's argmax / argmin reducer over values `x` and indices `i` (one shape) from
+    /// the scalars `(x0, i0)`, folded in row-major order over `axes`; NaN wins, ties keep
+    /// the smaller index. The result is the values (`output=0`) or the indices (`1`).
+    ArgReduce {
+        /// Maximum or minimum.
+        kind: ArgKind,
+        /// Distinct dimensions to reduce.
+        axes: Vec<usize>,
+        /// 0: the extremum's values; 1: their indices.
+        output: usize,
+    },
     /// `select %pred, %a, %b`: `pred` is `bool` of the same shape; `a`, `b`, result one type.
     Select,
     /// Elementwise dtype conversion; the result shape equals the operand shape.
@@ -467,7 +520,7 @@ impl Op {
             Op::Unary(u) => !UnaryOp::INTERPRETED.contains(u),
             Op::Binary(BinaryOp::Pow) => operand.is_none_or(|d| d.is_float()),
             Op::Binary(b) => !BinaryOp::INTERPRETED.contains(b),
-            Op::CompareTotalOrder(_) | Op::BitcastConvert => false,
+            Op::CompareTotalOrder(_) | Op::BitcastConvert | Op::ArgReduce { .. } => false,
             _ => self.category() != OpCategory::Movement,
         }
     }
@@ -481,6 +534,8 @@ impl Op {
             Op::Binary(b) => b.name(),
             Op::Compare(_) | Op::CompareTotalOrder(_) => "compare",
             Op::BitcastConvert => "bitcast_convert",
+            Op::Sort { .. } => "sort",
+            Op::ArgReduce { kind, .. } => kind.name(),
             Op::Select => "select",
             Op::Convert => "convert",
             Op::BroadcastInDim { .. } => "broadcast_in_dim",
@@ -524,7 +579,9 @@ impl Op {
             Op::Reverse { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. } => OpCategory::Movement,
+            | Op::PadGeneral { .. }
+            | Op::Sort { .. } => OpCategory::Movement,
+            Op::ArgReduce { .. } => OpCategory::Reduction,
         }
     }
 
@@ -551,10 +608,12 @@ impl Op {
             | Op::PadGeneral { .. }
             | Op::DotGeneral(_) => Some(2),
             Op::Select => Some(3),
+            Op::ArgReduce { .. } => Some(4),
             Op::Concat { .. }
             | Op::Cluster(_)
             | Op::DynamicSlice { .. }
-            | Op::DynamicUpdateSlice => None,
+            | Op::DynamicUpdateSlice
+            | Op::Sort { .. } => None,
         }
     }
 }
@@ -579,10 +638,12 @@ pub fn all_op_names() -> Vec<&'static str> {
         "dynamic_slice",
         "dynamic_update_slice",
         "bitcast_convert",
+        "sort",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));
     names.extend(ReduceKind::ALL.iter().map(|r| r.name()));
     names.extend(RandomDist::ALL.iter().map(|r| r.name()));
+    names.extend(ArgKind::ALL.iter().map(|r| r.name()));
     names
 }

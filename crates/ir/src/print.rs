@@ -150,6 +150,22 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         Op::Concat { axis } => vec![format!("axis={axis}")],
         Op::Pad { low, high } => vec![format!("low={}", list(low)), format!("high={}", list(high))],
         Op::Reduce { axes, .. } => vec![format!("axes={}", list(axes))],
+        Op::Sort {
+            dim,
+            keys,
+            dir,
+            order,
+            output,
+        } => vec![
+            format!("dim={dim}"),
+            format!("keys={keys}"),
+            format!("dir={}", dir.name()),
+            format!("order={}", order.name()),
+            format!("output={output}"),
+        ],
+        Op::ArgReduce { axes, output, .. } => {
+            vec![format!("axes={}", list(axes)), format!("output={output}")]
+        }
         Op::Reverse { dims } => vec![format!("dims={}", list(dims))],
         Op::DynamicSlice { sizes } => vec![format!("sizes={}", list(sizes))],
         Op::PadGeneral {

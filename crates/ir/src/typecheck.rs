@@ -78,6 +78,14 @@ pub fn infer(
             a.clone()
         }
         Op::BitcastConvert => crate::bitcast::bitcast_convert(args[0], &need_declared()?)?,
+        Op::Sort {
+            dim,
+            keys,
+            dir,
+            order,
+            output,
+        } => crate::sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
+        Op::ArgReduce { axes, output, .. } => crate::sorting::arg_reduce(args, axes, *output)?,
         Op::Convert => {
             let ty = need_declared()?;
             if ty.shape != args[0].shape {

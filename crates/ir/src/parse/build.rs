@@ -5,7 +5,10 @@ use super::literal::{tensor_from_literal, Lit};
 use super::PResult;
 use crate::dtype::TensorType;
 use crate::func::{Loc, Value};
-use crate::op::{BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp};
+use crate::op::{
+    ArgKind, BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, SortOrder,
+    UnaryOp,
+};
 use std::collections::HashMap;
 
 /// An attribute value or literal as written, before its meaning is known.
@@ -82,6 +85,12 @@ pub(super) fn build_op(
             )
         })?;
         Op::Random { dist, alg }
+    } else if let Some(kind) = ArgKind::from_name(name) {
+        Op::ArgReduce {
+            kind,
+            axes: a.list("axes")?,
+            output: a.int("output")?,
+        }
     } else if let Some(kind) = ReduceKind::from_name(name) {
         Op::Reduce {
             kind,
@@ -118,6 +127,25 @@ pub(super) fn build_op(
             "select" => Op::Select,
             "convert" => Op::Convert,
             "bitcast_convert" => Op::BitcastConvert,
+            "sort" => {
+                let (w, l) = a.word("dir")?;
+                let dir = CompareDir::from_name(&w)
+                    .ok_or_else(|| (l, format!("unknown 'dir={w}' (expected lt or gt)")))?;
+                let (w, l) = a.word("order")?;
+                let order = SortOrder::from_name(&w).ok_or_else(|| {
+                    (
+                        l,
+                        format!("unknown 'order={w}' (expected ieee, total or canonical)"),
+                    )
+                })?;
+                Op::Sort {
+                    dim: a.int("dim")?,
+                    keys: a.int("keys")?,
+                    dir,
+                    order,
+                    output: a.int("output")?,
+                }
+            }
             "reshape" => Op::Reshape,
             "broadcast_in_dim" => Op::BroadcastInDim {
                 dims: a.list("dims")?,

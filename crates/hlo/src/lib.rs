@@ -22,6 +22,8 @@ mod movement;
 mod ops;
 mod parser;
 mod reducer;
+mod region;
+mod sorting;
 
 pub use ast::{ArrayShape, Computation, HloModule, Instruction, Literal, Operand, Operands, Shape};
 pub use attrs::{Attr, AttrValue, PadDim, SliceDim, WindowDim};

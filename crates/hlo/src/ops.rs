@@ -106,6 +106,7 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "dynamic-update-slice" => (&[], None),
         "pad" => (&["padding"], Some(2)),
         "reduce" => (&["dimensions", "to_apply"], None),
+        "sort" => (&["dimensions", "is_stable", "to_apply"], None),
         "dot" => (
             &[
                 "lhs_batch_dims",
@@ -135,7 +136,7 @@ impl Ctx<'_> {
             };
             return Err(unsupported_op(inst, &detail));
         };
-        if op == "reduce" && args.len() != 2 {
+        if op == "reduce" && args.len() != 2 && args.len() != 4 {
             let detail = format!(" with {} operands (variadic reduce)", args.len());
             return Err(unsupported_op(inst, &detail));
         }
@@ -343,7 +344,10 @@ impl Ctx<'_> {
                     ty,
                 )))
             }
+            // Two inputs and two inits: JAX's argmax / argmin.
+            "reduce" if args.len() == 4 => self.variadic_reduce(inst, &args),
             "reduce" => self.reduce(inst, &args),
+            "sort" => self.sort(inst, &args),
             "dot" => self.dot(inst, &args),
             "tuple" => self.check_tree(inst, Tree::Tuple(args)),
             "get-tuple-element" => {

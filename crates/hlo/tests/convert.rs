@@ -255,7 +255,7 @@ fn unsupported_ops_are_all_listed_with_their_place() {
          i = s32[2,1] parameter(1)\n  \
          g = f32[2,4] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}\n  \
          c = f32[4,4] custom-call(x), custom_call_target=\"MyKernel\"\n  \
-         s = f32[4,4] sort(x), dimensions={0}, to_apply=cmp\n  \
+         s = f32[4,4] cholesky(x), lower=true\n  \
          y = f32[2,4] add(g, g)\n  \
          ROOT t = (f32[2,4], f32[4,4], f32[4,4]) tuple(y, c, s)",
     );
@@ -268,7 +268,7 @@ fn unsupported_ops_are_all_listed_with_their_place() {
         err.to_string(),
         "unsupported HLO op 'gather' at model.hlo:6:16 in %g\n\
          unsupported HLO op 'custom-call' (target \"MyKernel\") at model.hlo:7:16 in %c\n\
-         unsupported HLO op 'sort' at model.hlo:8:16 in %s"
+         unsupported HLO op 'cholesky' at model.hlo:8:16 in %s"
     );
 }
 
@@ -334,7 +334,8 @@ fn reducers_that_are_not_plain_ops_are_named() {
                 ROOT y = (f32[], s32[]) reduce(x, i, z, n), dimensions={0}, to_apply=r\n}\n";
     assert_eq!(
         error(text),
-        "unsupported HLO op 'reduce' with 4 operands (variadic reduce) at t.hlo:13:27 in %y"
+        "unsupported HLO op 'reduce' with reducer %r (%b is 'copy', not a scalar compare, \
+         select, and, or, xor, not or constant) at t.hlo:13:27 in %y"
     );
 }
 

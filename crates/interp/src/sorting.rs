@@ -11,70 +11,8 @@
 use crate::movement::next_index;
 use crate::scalar::{for_dtype, Elem};
 use crate::shape::slice_of;
-use crate::xla_elementwise::{total_order_key_f32, total_order_key_f64};
+use kiln_ir::sorting::sorts_before;
 use kiln_ir::{row_major_strides, ArgKind, Buffer, CompareDir, SortOrder, Tensor};
-
-/// One key operand, as values whose comparison is the requested order.
-enum KeyColumn {
-    /// Totally ordered keys (integers, bools, floats in `total` / `canonical` order).
-    Ordered(Vec<i64>),
-    /// Floats compared as IEEE (`<` false with NaN).
-    Ieee(Vec<f64>),
-}
-
-impl KeyColumn {
-    fn new(b: &Buffer, order: SortOrder) -> KeyColumn {
-        let canonical = order == SortOrder::Canonical;
-        match (b, order) {
-            (Buffer::F32(v), SortOrder::Ieee) => {
-                KeyColumn::Ieee(v.iter().map(|&x| x as f64).collect())
-            }
-            (Buffer::F64(v), SortOrder::Ieee) => KeyColumn::Ieee(v.clone()),
-            (Buffer::F32(v), _) => KeyColumn::Ordered(
-                v.iter()
-                    .map(|&x| match canonical {
-                        true if x.is_nan() => i64::MAX,
-                        true if x == 0.0 => 0,
-                        _ => total_order_key_f32(x) as i64,
-                    })
-                    .collect(),
-            ),
-            (Buffer::F64(v), _) => KeyColumn::Ordered(
-                v.iter()
-                    .map(|&x| match canonical {
-                        true if x.is_nan() => i64::MAX,
-                        true if x == 0.0 => 0,
-                        _ => total_order_key_f64(x),
-                    })
-                    .collect(),
-            ),
-            (Buffer::I32(v), _) => KeyColumn::Ordered(v.iter().map(|&x| x as i64).collect()),
-            (Buffer::I64(v), _) => KeyColumn::Ordered(v.clone()),
-            (Buffer::U32(v), _) => KeyColumn::Ordered(v.iter().map(|&x| x as i64).collect()),
-            (Buffer::Bool(v), _) => KeyColumn::Ordered(v.iter().map(|&x| x as i64).collect()),
-        }
-    }
-
-    /// `(a before b, a equal to b)` for the direction.
-    fn compare(&self, a: usize, b: usize, dir: CompareDir) -> (bool, bool) {
-        match self {
-            KeyColumn::Ordered(k) => {
-                let before = match dir {
-                    CompareDir::Gt => k[a] > k[b],
-                    _ => k[a] < k[b],
-                };
-                (before, k[a] == k[b])
-            }
-            KeyColumn::Ieee(k) => {
-                let before = match dir {
-                    CompareDir::Gt => k[a] > k[b],
-                    _ => k[a] < k[b],
-                };
-                (before, k[a] == k[b])
-            }
-        }
-    }
-}
 
 /// `sort`: all operands sorted together along `dim` (see [`kiln_ir::Op::Sort`]); returns
 /// operand `output`, sorted.
@@ -87,24 +25,16 @@ pub(crate) fn sort(
     output: usize,
 ) -> Result<Buffer, String> {
     let shape = args[0].shape();
-    let columns: Vec<KeyColumn> = args[..keys]
-        .iter()
-        .map(|t| KeyColumn::new(t.data(), order))
-        .collect();
-    // JAX's lexicographic comparator: lt0 || (eq0 && (lt1 || (eq1 && …))).
-    let before = |a: usize, b: usize| {
-        for c in &columns {
-            match c.compare(a, b, dir) {
-                (true, _) => return true,
-                (false, false) => return false,
-                (false, true) => {}
-            }
-        }
-        false
-    };
+    // Each element's keys, one per key operand, next to each other.
+    let total: usize = shape.iter().product();
+    let mut key = Vec::with_capacity(total * keys);
+    for e in 0..total {
+        key.extend(args[..keys].iter().map(|t| order.key(t.data().get(e))));
+    }
+    let before =
+        |a: usize, b: usize| sorts_before(&key[a * keys..][..keys], &key[b * keys..][..keys], dir);
     let n = shape[dim];
     let stride = row_major_strides(shape)[dim];
-    let total: usize = shape.iter().product();
     // Source element of every output element.
     let mut from = vec![0usize; total];
     let mut line = Vec::with_capacity(n);
@@ -215,7 +145,7 @@ fn fold<V: Elem + PartialOrd, I: Elem + PartialOrd>(
                 .zip(&r_idx)
                 .map(|(&d, &k)| k * strides[d])
                 .sum();
-            acc = step(acc, (vals[base + off], idxs[base + off]), kind);
+            acc = kind.step(acc, (vals[base + off], idxs[base + off]));
             next_index(&mut r_idx, &red_sorted_shape);
         }
         out_v.push(acc.0);
@@ -223,23 +153,6 @@ fn fold<V: Elem + PartialOrd, I: Elem + PartialOrd>(
         next_index(&mut k_idx, &kept_shape);
     }
     (out_v, out_i)
-}
-
-/// JAX's argmax / argmin reducer with the accumulator `a` first: keep `a`'s value when it
-/// is beyond `b`'s or NaN; keep `a`'s index then too, or when the values are equal and
-/// `a`'s index is smaller.
-#[allow(clippy::eq_op)] // `x != x`: NaN, for every dtype
-fn step<V: PartialOrd + Copy, I: PartialOrd + Copy>(a: (V, I), b: (V, I), kind: ArgKind) -> (V, I) {
-    let beyond = match kind {
-        ArgKind::Max => a.0 > b.0,
-        ArgKind::Min => a.0 < b.0,
-    };
-    let keep_value = beyond || a.0 != a.0;
-    let keep_index = keep_value || (a.0 == b.0 && a.1 < b.1);
-    (
-        if keep_value { a.0 } else { b.0 },
-        if keep_index { a.1 } else { b.1 },
-    )
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //!   or -1 (`(-1)^-1 = -1`, `(-1)^-2 = 1`) and 0 for any other base.
 
 use crate::par::{map1, map2};
+use kiln_ir::sorting::{total_order_key_f32, total_order_key_f64};
 use kiln_ir::{BinaryOp, Buffer, CompareDir, DType, UnaryOp};
 
 /// Whether [`binary`] computes `op` on operands of `dtype` (the others are
@@ -94,19 +95,6 @@ pub(crate) fn compare_total_order(
         }
     };
     Ok(Buffer::Bool(out))
-}
-
-/// A signed integer whose order is IEEE totalOrder of `x`: negative floats have their
-/// magnitude bits flipped (XLA's own lowering of `type=TOTALORDER`).
-pub(crate) fn total_order_key_f32(x: f32) -> i32 {
-    let b = x.to_bits() as i32;
-    b ^ (((b >> 31) as u32) >> 1) as i32
-}
-
-/// The `f64` version of [`total_order_key_f32`].
-pub(crate) fn total_order_key_f64(x: f64) -> i64 {
-    let b = x.to_bits() as i64;
-    b ^ (((b >> 63) as u64) >> 1) as i64
 }
 
 fn ordered<T: Ord + Copy + Sync>(dir: CompareDir, x: &[T], y: &[T]) -> Vec<bool> {

@@ -13,7 +13,7 @@ mod movement;
 pub mod op;
 pub mod parse;
 pub mod print;
-mod sorting;
+pub mod sorting;
 pub mod tensor;
 pub mod trace;
 pub mod typecheck;

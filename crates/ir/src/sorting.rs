@@ -1,10 +1,105 @@
-//! Typing rules of XLA's multi-operand ops that Kiln writes one instruction per result:
-//! `sort` (several operands sorted together) and `reduce_argmax` / `reduce_argmin` (the
-//! variadic `Reduce` JAX emits for `argmax` / `argmin`). [`crate::typecheck::infer`]
-//! dispatches here.
+//! XLA's multi-operand ops that Kiln writes one instruction per result: `sort` (several
+//! operands sorted together) and `reduce_argmax` / `reduce_argmin` (the variadic `Reduce`
+//! JAX emits for `argmax` / `argmin`). Their typing rules ([`crate::typecheck::infer`]
+//! dispatches here) and their comparison rules, defined once: the interpreter runs them and
+//! the HLO importer checks a comparator or reducer computation against them.
 
 use crate::dtype::{DType, TensorType};
-use crate::op::{CompareDir, SortOrder};
+use crate::op::{ArgKind, CompareDir, SortOrder};
+use crate::tensor::Scalar;
+
+/// A key that orders as IEEE totalOrder: the bits as a signed integer, with the magnitude
+/// bits of negative floats flipped (XLA's own lowering of `type=TOTALORDER`).
+pub fn total_order_key_f32(x: f32) -> i32 {
+    let b = x.to_bits() as i32;
+    b ^ (((b >> 31) as u32) >> 1) as i32
+}
+
+/// The `f64` version of [`total_order_key_f32`].
+pub fn total_order_key_f64(x: f64) -> i64 {
+    let b = x.to_bits() as i64;
+    b ^ (((b >> 63) as u64) >> 1) as i64
+}
+
+/// One element of a `sort` key operand, as its [`SortOrder`] compares it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SortKey {
+    /// Totally ordered (integers, bools, floats in `total` or `canonical` order).
+    Ordered(i64),
+    /// A float compared as IEEE (`<` and `==` false with a NaN).
+    Ieee(f64),
+}
+
+impl SortOrder {
+    /// `s` as a key of this order.
+    pub fn key(self, s: Scalar) -> SortKey {
+        let canonical = self == SortOrder::Canonical;
+        match (s, self) {
+            (Scalar::F32(x), SortOrder::Ieee) => SortKey::Ieee(x as f64),
+            (Scalar::F64(x), SortOrder::Ieee) => SortKey::Ieee(x),
+            // JAX's canonicalisation: every NaN above +inf and equal, -0 = +0.
+            (Scalar::F32(x), _) if canonical && x.is_nan() => SortKey::Ordered(i64::MAX),
+            (Scalar::F64(x), _) if canonical && x.is_nan() => SortKey::Ordered(i64::MAX),
+            (Scalar::F32(x), _) if canonical && x == 0.0 => SortKey::Ordered(0),
+            (Scalar::F64(x), _) if canonical && x == 0.0 => SortKey::Ordered(0),
+            (Scalar::F32(x), _) => SortKey::Ordered(total_order_key_f32(x) as i64),
+            (Scalar::F64(x), _) => SortKey::Ordered(total_order_key_f64(x)),
+            (Scalar::I32(x), _) => SortKey::Ordered(x as i64),
+            (Scalar::I64(x), _) => SortKey::Ordered(x),
+            (Scalar::U32(x), _) => SortKey::Ordered(x as i64),
+            (Scalar::Bool(x), _) => SortKey::Ordered(x as i64),
+        }
+    }
+}
+
+impl SortKey {
+    /// `(self goes before other, self equals other)` when sorting by `dir` (`lt`:
+    /// ascending, `gt`: descending).
+    pub fn before(self, other: SortKey, dir: CompareDir) -> (bool, bool) {
+        let (lt, gt, eq) = match (self, other) {
+            (SortKey::Ordered(a), SortKey::Ordered(b)) => (a < b, a > b, a == b),
+            (SortKey::Ieee(a), SortKey::Ieee(b)) => (a < b, a > b, a == b),
+            _ => (false, false, false),
+        };
+        (if dir == CompareDir::Gt { gt } else { lt }, eq)
+    }
+}
+
+/// Whether keys `a` go before keys `b` (one per key operand): JAX's lexicographic
+/// comparator `lt0 || (eq0 && (lt1 || (eq1 && …)))`.
+pub fn sorts_before(a: &[SortKey], b: &[SortKey], dir: CompareDir) -> bool {
+    for (x, y) in a.iter().zip(b) {
+        match x.before(*y, dir) {
+            (true, _) => return true,
+            (false, false) => return false,
+            (false, true) => {}
+        }
+    }
+    false
+}
+
+impl ArgKind {
+    /// JAX's argmax / argmin reducer as XLA's CPU backend calls it, accumulator `acc`
+    /// first: keep `acc`'s value when it is beyond `elem`'s or NaN; keep its index then
+    /// too, or when the values are equal and its index is smaller.
+    #[allow(clippy::eq_op)] // `x != x`: NaN, for every value type
+    pub fn step<V: PartialOrd + Copy, I: PartialOrd + Copy>(
+        self,
+        acc: (V, I),
+        elem: (V, I),
+    ) -> (V, I) {
+        let beyond = match self {
+            ArgKind::Max => acc.0 > elem.0,
+            ArgKind::Min => acc.0 < elem.0,
+        };
+        let keep_value = beyond || acc.0 != acc.0;
+        let keep_index = keep_value || (acc.0 == elem.0 && acc.1 < elem.1);
+        (
+            if keep_value { acc.0 } else { elem.0 },
+            if keep_index { acc.1 } else { elem.1 },
+        )
+    }
+}
 
 /// `sort %a, %b…, dim=d, keys=n, dir=lt|gt, order=…, output=j`: operands of one shape,
 /// `d` below the rank, `1 <= n <=` operands, `j <` operands; the result is operand `j`'s

@@ -9,13 +9,14 @@
 
 use crate::arith::{Arith, FloatCC};
 use crate::bits::{abs_and_sign, c, cmp_c, flip_sign, pick};
+use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, PI};
 
 /// `atan` of the breakpoints 0.5, 1, 1.5 and infinity, high and low parts.
 const ATAN_HI: [f64; 4] = [
     4.636_476_090_008_060_935_15e-01,
-    7.853_981_633_974_482_789_99e-01,
+    FRAC_PI_4,
     9.827_937_232_473_290_540_82e-01,
-    1.570_796_326_794_896_558_00e+00,
+    FRAC_PI_2,
 ];
 const ATAN_LO: [f64; 4] = [
     2.269_877_745_296_168_709_24e-17,
@@ -159,10 +160,7 @@ pub fn atan2<A: Arith>(a: &mut A, y: A::F, x: A::F) -> A::F {
     let z = a.select(y_zero, zero, z);
     let (pi, pi_lo) = pick::<A, (f64, f64)>(
         (3.141_592_741_0e+00, -8.742_277_657_3e-08),
-        (
-            3.141_592_653_589_793_116e+00,
-            1.224_646_799_147_353_177_2e-16,
-        ),
+        (PI, 1.224_646_799_147_353_177_2e-16),
     );
     let pi = c(a, pi);
     let pi_lo = c(a, pi_lo);
@@ -186,7 +184,7 @@ pub fn atan2<A: Arith>(a: &mut A, y: A::F, x: A::F) -> A::F {
     let both_inf = a.mand(y_inf, x_inf);
     let (quarter, three_quarters) = pick::<A, (f64, f64)>(
         (7.853_981_852_5e-01, 2.356_194_496_2e+00),
-        (7.853_981_633_974_482_790e-01, 2.356_194_490_192_344_837e+00),
+        (FRAC_PI_4, 2.356_194_490_192_344_837e+00),
     );
     let q1 = c(a, quarter);
     let q3 = c(a, three_quarters);

@@ -50,6 +50,11 @@ macro_rules! fmath {
     };
 }
 
+/// The error of an op lowering never hands to a backend (`kiln_ir::Op::has_compiled_code`).
+fn not_compiled(op: &str) -> String {
+    format!("{op}: no compiled code for this op yet")
+}
+
 /// A unary op on a value of dtype `dt`.
 pub fn unary(
     b: &mut FunctionBuilder,
@@ -87,6 +92,7 @@ pub fn unary(
                 a.select(gt, one, r)
             }
             Not => return Err(format!("not is not defined for {dt}")),
+            Tan | Cbrt | RoundAfz | Popcnt | Clz => return Err(not_compiled(u.name())),
         }));
     }
     if dt == DType::Bool {
@@ -140,6 +146,9 @@ pub fn binary(
             Max => a.max(x, y),
             Min => a.min(x, y),
             Rem | And | Or | Xor => return Err(format!("{} is not compiled for {dt}", op.name())),
+            Atan2 | ShiftLeft | ShiftRightLogical | ShiftRightArithmetic => {
+                return Err(not_compiled(op.name()));
+            }
         }));
     }
     let signed = matches!(dt, DType::I32 | DType::I64);
@@ -156,7 +165,9 @@ pub fn binary(
         Min => b.ins().umin(x, y),
         Div | Rem if lanes == Lanes::Vector => return Err("vector integer division".into()),
         Div | Rem => int_div(b, op == Div, signed, x, y),
-        Pow => return Err(format!("pow is not defined for {dt}")),
+        Pow | Atan2 | ShiftLeft | ShiftRightLogical | ShiftRightArithmetic => {
+            return Err(not_compiled(op.name()))
+        }
     })
 }
 

@@ -227,9 +227,13 @@ impl<'a> KernelBuilder<'a> {
             | Op::ReduceWindow { .. }
             | Op::SelectAndScatter { .. }
             | Op::While(_)
-            | Op::Conditional(_) => {
+            | Op::Conditional(_)
+            | Op::CompareTotalOrder(_)
+            | Op::BitcastConvert
+            | Op::Sort { .. }
+            | Op::ArgReduce { .. } => {
                 return unsupported(
-                    crate::lower::no_compiled_code(&inst.op)
+                    crate::lower::no_compiled_code(&inst.op, None)
                         .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),
                 )
             }

@@ -409,27 +409,29 @@ fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
     Err(LowerError::Unsupported(why.into()))
 }
 
-/// Why `op` has no compiled code yet, if it has none: the data-movement ops XLA defines
-/// (`reverse`, `dynamic_slice`, `gather`, …) and the windowed ones (`convolution`,
-/// `reduce_window`, `select_and_scatter`) run on the interpreter until the backends are
-/// redesigned. `mark_for_compilation` keeps them out of clusters with this reason, and
-/// lowering refuses them with it, so they never reach a backend.
-pub fn no_compiled_code(op: &Op) -> Option<String> {
-    use kiln_ir::OpCategory::{Control, Movement, Window};
-    match op.category() {
-        Movement | Window => Some(format!("{}: no compiled code for this op yet", op.name())),
-        Control => Some(format!(
+/// Why `op` (first operand of dtype `operand`) has no compiled code yet, if it has none:
+/// the data-movement ops XLA defines (`reverse`, `dynamic_slice`, `gather`, …), the windowed
+/// ones (`convolution`, `reduce_window`, `select_and_scatter`), control flow, and the
+/// elementwise ops [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on
+/// the interpreter until the backends gain them. `mark_for_compilation` keeps them out of
+/// clusters with this reason, and lowering refuses them with it, so they never reach a
+/// backend.
+pub fn no_compiled_code(op: &Op, operand: Option<kiln_ir::DType>) -> Option<String> {
+    if op.category() == kiln_ir::OpCategory::Control {
+        return Some(format!(
             "{}: control flow runs on the interpreter (its regions are not clustered yet)",
             op.name()
-        )),
-        _ => None,
+        ));
     }
+    (!op.has_compiled_code(operand))
+        .then(|| format!("{}: no compiled code for this op yet", op.name()))
 }
 
 /// Rejects what the kernel IR cannot express, before any work is done.
 fn check_supported(f: &Func) -> Result<(), LowerError> {
     for inst in &f.insts {
-        if let Some(why) = no_compiled_code(&inst.op) {
+        let operand = inst.args.first().map(|&a| f.ty(a).dtype);
+        if let Some(why) = no_compiled_code(&inst.op, operand) {
             return unsupported(why);
         }
         match &inst.op {

@@ -98,7 +98,10 @@ pub fn plan(f: &Func, opts: &Options) -> Clustering {
         };
         // Ops with no compiled code yet stay on the interpreter, even in a jit_scope.
         let refused = wanted
-            .then(|| crate::lower::no_compiled_code(&inst.op))
+            .then(|| {
+                let operand = inst.args.first().map(|&a| f.ty(a).dtype);
+                crate::lower::no_compiled_code(&inst.op, operand)
+            })
             .flatten();
         if let Some(why) = refused {
             let name = inst.results.first().map(|&r| f.value(r).name.as_str());

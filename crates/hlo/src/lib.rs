@@ -24,6 +24,8 @@ mod movement;
 mod ops;
 mod parser;
 mod reducer;
+mod region;
+mod sorting;
 mod window;
 
 pub use ast::{ArrayShape, Computation, HloModule, Instruction, Literal, Operand, Operands, Shape};

@@ -53,6 +53,11 @@ fn unary(opcode: &str) -> Option<UnaryOp> {
         "round-nearest-even" => Round,
         "sign" => Sign,
         "not" => Not,
+        "tan" => Tan,
+        "cbrt" => Cbrt,
+        "round-nearest-afz" => RoundAfz,
+        "popcnt" => Popcnt,
+        "count-leading-zeros" => Clz,
         _ => return None,
     })
 }
@@ -71,6 +76,10 @@ fn binary(opcode: &str) -> Option<BinaryOp> {
         "and" => And,
         "or" => Or,
         "xor" => Xor,
+        "atan2" => Atan2,
+        "shift-left" => ShiftLeft,
+        "shift-right-logical" => ShiftRightLogical,
+        "shift-right-arithmetic" => ShiftRightArithmetic,
         _ => return None,
     })
 }
@@ -86,7 +95,8 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
     Some(match opcode {
         "compare" => (&["direction", "type", "comparison_type"], Some(2)),
         "select" | "clamp" => (&[], Some(3)),
-        "convert" | "is-finite" | "reshape" | "bitcast" | "copy" | "opt-barrier" => (&[], Some(1)),
+        "convert" | "bitcast-convert" | "is-finite" | "reshape" | "bitcast" | "copy"
+        | "opt-barrier" => (&[], Some(1)),
         "constant" | "parameter" => (&[], Some(0)),
         "iota" => (&["iota_dimension"], Some(0)),
         "broadcast" | "transpose" | "reverse" => (&["dimensions"], Some(1)),
@@ -109,6 +119,7 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         ),
         "reduce-window" => (&["window", "to_apply"], None),
         "select-and-scatter" => (&["window", "select", "scatter"], Some(3)),
+        "sort" => (&["dimensions", "is_stable", "to_apply"], None),
         "dot" => (
             &[
                 "lhs_batch_dims",
@@ -147,7 +158,7 @@ impl Ctx<'_> {
             };
             return Err(unsupported_op(inst, &detail));
         };
-        if op == "reduce" && args.len() != 2 {
+        if op == "reduce" && args.len() != 2 && args.len() != 4 {
             let detail = format!(" with {} operands (variadic reduce)", args.len());
             return Err(unsupported_op(inst, &detail));
         }
@@ -180,12 +191,6 @@ impl Ctx<'_> {
         if let Some(b) = binary(op) {
             let (a, c) = (self.leaf(inst, &args, 0)?, self.leaf(inst, &args, 1)?);
             let ty = self.out_type(inst)?;
-            if b == BinaryOp::Pow && !ty.dtype.is_float() {
-                return Err(unsupported_op(
-                    inst,
-                    &format!(" on {} (Kiln's pow is float only)", ty.dtype),
-                ));
-            }
             return Ok(Tree::Leaf(self.emit(inst, Op::Binary(b), vec![a, c], ty)));
         }
         match op {
@@ -244,13 +249,13 @@ impl Ctx<'_> {
                     ty,
                 )))
             }
-            "convert" | "reshape" => {
+            "convert" | "bitcast-convert" | "reshape" => {
                 let a = self.leaf(inst, &args, 0)?;
                 let ty = self.out_type(inst)?;
-                let kop = if op == "convert" {
-                    Op::Convert
-                } else {
-                    Op::Reshape
+                let kop = match op {
+                    "convert" => Op::Convert,
+                    "bitcast-convert" => Op::BitcastConvert,
+                    _ => Op::Reshape,
                 };
                 Ok(Tree::Leaf(self.emit(inst, kop, vec![a], ty)))
             }
@@ -361,12 +366,15 @@ impl Ctx<'_> {
                     ty,
                 )))
             }
+            // Two inputs and two inits: JAX's argmax / argmin.
+            "reduce" if args.len() == 4 => self.variadic_reduce(inst, &args),
             "reduce" => self.reduce(inst, &args),
             "convolution" => self.convolution(inst, &args),
             "reduce-window" => self.reduce_window(inst, &args),
             "select-and-scatter" => self.select_and_scatter(inst, &args),
             "gather" => self.gather(inst, &args),
             "scatter" => self.scatter(inst, &args),
+            "sort" => self.sort(inst, &args),
             "dot" => self.dot(inst, &args),
             "while" => self.while_loop(inst, args),
             "conditional" => self.conditional(inst, args),
@@ -488,13 +496,9 @@ impl Ctx<'_> {
     fn compare(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
         let ty = self.out_type(inst)?;
         let (a, b) = (self.leaf(inst, args, 0)?, self.leaf(inst, args, 1)?);
-        for name in ["type", "comparison_type"] {
-            if let Some(AttrValue::Word(t)) = inst.attr(name).map(|a| &a.value) {
-                if t == "TOTALORDER" {
-                    return Err(unsupported_op(inst, " with type=TOTALORDER"));
-                }
-            }
-        }
+        let total = ["type", "comparison_type"].iter().any(|name| {
+            matches!(inst.attr(name).map(|a| &a.value), Some(AttrValue::Word(t)) if t == "TOTALORDER")
+        });
         let dir = match inst.attr("direction").map(|a| &a.value) {
             Some(AttrValue::Word(d)) => CompareDir::from_name(&d.to_ascii_lowercase()),
             _ => None,
@@ -505,12 +509,11 @@ impl Ctx<'_> {
                 format!("compare %{} needs direction=EQ|NE|LT|LE|GT|GE", inst.name),
             ));
         };
-        Ok(Tree::Leaf(self.emit(
-            inst,
-            Op::Compare(dir),
-            vec![a, b],
-            ty,
-        )))
+        let kop = match total {
+            true => Op::CompareTotalOrder(dir),
+            false => Op::Compare(dir),
+        };
+        Ok(Tree::Leaf(self.emit(inst, kop, vec![a, b], ty)))
     }
 
     fn dot(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {

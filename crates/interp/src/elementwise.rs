@@ -81,7 +81,8 @@ fn float_unary<T: Float>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
         Ceil => map1(v, T::ceil),
         Round => map1(v, T::round_even),
         Sign => map1(v, fsign::<T>),
-        Not => return None,
+        // Not for floats; the others are `crate::xla_elementwise`'s.
+        Not | Tan | Cbrt | RoundAfz | Popcnt | Clz => return None,
     })
 }
 
@@ -238,7 +239,10 @@ fn float_binary<T: Float>(op: BinaryOp, x: &[T], y: &[T]) -> Option<Vec<T>> {
         Pow => map2(x, y, inlined!(|a, b| T::pow(a, b))),
         Max => map2(x, y, fmax::<T>),
         Min => map2(x, y, fmin::<T>),
-        And | Or | Xor => return None,
+        // Not for floats; atan2 is `crate::xla_elementwise`'s.
+        And | Or | Xor | ShiftLeft | ShiftRightLogical | ShiftRightArithmetic | Atan2 => {
+            return None
+        }
     })
 }
 
@@ -255,7 +259,8 @@ fn int_binary<T: Int>(op: BinaryOp, x: &[T], y: &[T]) -> Option<Vec<T>> {
         And => map2(x, y, T::and),
         Or => map2(x, y, T::or),
         Xor => map2(x, y, T::xor),
-        Pow => return None,
+        // `crate::xla_elementwise`'s (Atan2: not for integers).
+        Pow | ShiftLeft | ShiftRightLogical | ShiftRightArithmetic | Atan2 => return None,
     })
 }
 

@@ -17,8 +17,8 @@
 
 #![warn(missing_docs)]
 
-mod conv;
 mod control;
+mod conv;
 mod convert;
 mod dot;
 mod elementwise;
@@ -34,7 +34,9 @@ mod run;
 mod scalar;
 mod scatter;
 mod shape;
+mod sorting;
 mod window;
+mod xla_elementwise;
 #[cfg(target_arch = "x86_64")]
 mod ymm;
 
@@ -55,7 +57,7 @@ pub use reduce::canonical_reduce_ref;
 pub use run::{last_uses, LastUse, RunStats};
 
 use kiln_ir::typecheck::infer;
-use kiln_ir::{Op, Tensor, TensorType};
+use kiln_ir::{Op, Tensor, TensorType, UnaryOp};
 use std::sync::{Arc, Mutex, Weak};
 
 /// The process's worker pool of `threads` threads (0: one per available core), shared by
@@ -168,9 +170,23 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
     Ok(match op {
         Op::Constant(t) => hw::copy_buffer(t.data()),
         Op::Iota { dim } => shape::iota(result, *dim)?,
+        Op::Unary(u) if UnaryOp::INTERPRETED.contains(u) => xla_elementwise::unary(*u, data(0))?,
         Op::Unary(u) => elementwise::unary(*u, data(0))?,
+        Op::Binary(b) if xla_elementwise::handles_binary(*b, args[0].dtype()) => {
+            xla_elementwise::binary(*b, data(0), data(1))?
+        }
         Op::Binary(b) => elementwise::binary(*b, data(0), data(1))?,
         Op::Compare(dir) => elementwise::compare(*dir, data(0), data(1))?,
+        Op::CompareTotalOrder(dir) => xla_elementwise::compare_total_order(*dir, data(0), data(1))?,
+        Op::BitcastConvert => xla_elementwise::bitcast_convert(data(0), result.dtype)?,
+        Op::Sort {
+            dim,
+            keys,
+            dir,
+            order,
+            output,
+        } => sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
+        Op::ArgReduce { kind, axes, output } => sorting::arg_reduce(args, *kind, axes, *output)?,
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
         Op::Convert => convert::convert(data(0), result.dtype),
         Op::BroadcastInDim { dims } => shape::broadcast_in_dim(args[0], dims, &result.shape)?,

@@ -5,6 +5,7 @@
 //! **Invariant:** this crate knows nothing about the environment, Cranelift, CUDA, clusters'
 //! compilation or execution. It describes programs; other crates run them.
 
+mod bitcast;
 pub mod control;
 pub mod dtype;
 pub mod func;
@@ -14,6 +15,7 @@ mod movement;
 pub mod op;
 pub mod parse;
 pub mod print;
+pub mod sorting;
 pub mod tensor;
 pub mod trace;
 pub mod typecheck;
@@ -25,8 +27,8 @@ pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
 pub use indexing::{GatherDims, ScatterCombine, ScatterDims};
 pub use op::{
-    BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist, ReduceKind,
-    UnaryOp,
+    ArgKind, BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist,
+    ReduceKind, SortOrder, UnaryOp,
 };
 pub use parse::{parse_func, parse_module, ParseError};
 pub use print::{print_func, print_module};

@@ -102,6 +102,17 @@ named_enum! {
         Sign = "sign",
         /// Logical not for bool, bitwise not for integers.
         Not = "not",
+        /// Tangent (`kiln_math::tan`).
+        Tan = "tan",
+        /// Cube root (`kiln_math::cbrt`); `cbrt(-8) = -2`.
+        Cbrt = "cbrt",
+        /// Round to nearest, ties away from zero (XLA's `round-nearest-afz`, C `round`).
+        RoundAfz = "round_afz",
+        /// Number of set bits (integers; XLA's `popcnt`).
+        Popcnt = "popcnt",
+        /// Number of leading zero bits (integers; XLA's `count-leading-zeros`); the bit
+        /// width for 0.
+        Clz = "clz",
     }
 }
 
@@ -125,6 +136,16 @@ impl UnaryOp {
     pub fn is_transcendental(self) -> bool {
         UnaryOp::TRANSCENDENTAL.contains(&self)
     }
+
+    /// The unary ops the compiled backends have no code for yet: they run on the
+    /// interpreter ([`Op::has_compiled_code`]).
+    pub const INTERPRETED: [UnaryOp; 5] = [
+        UnaryOp::Tan,
+        UnaryOp::Cbrt,
+        UnaryOp::RoundAfz,
+        UnaryOp::Popcnt,
+        UnaryOp::Clz,
+    ];
 }
 
 named_enum! {
@@ -140,7 +161,8 @@ named_enum! {
         Div = "div",
         /// Remainder with the sign of the dividend (C `fmod` / `%`).
         Rem = "rem",
-        /// `a ^ b` (floats only).
+        /// `a ^ b`; for integers XLA's rule: exact by repeated squaring (wrapping), a
+        /// negative exponent gives 0, except `1^b = 1` and `(-1)^b = ±1`.
         Pow = "pow",
         /// Maximum; NaN-propagating for floats.
         Max = "max",
@@ -152,7 +174,27 @@ named_enum! {
         Or = "or",
         /// Logical / bitwise exclusive or.
         Xor = "xor",
+        /// `atan2(a, b)`: the angle of the point `(b, a)` (`kiln_math::atan2`); floats.
+        Atan2 = "atan2",
+        /// `a << b` (integers); 0 when `b` is negative or at least the bit width (XLA).
+        ShiftLeft = "shift_left",
+        /// `a >> b` filling with zeros (integers); 0 when `b` is out of range (XLA).
+        ShiftRightLogical = "shift_right_logical",
+        /// `a >> b` filling with the sign bit (integers); `b` out of range shifts by
+        /// width - 1, giving 0 or -1 (XLA).
+        ShiftRightArithmetic = "shift_right_arithmetic",
     }
+}
+
+impl BinaryOp {
+    /// The binary ops the compiled backends have no code for yet (and integer `pow`): they
+    /// run on the interpreter ([`Op::has_compiled_code`]).
+    pub const INTERPRETED: [BinaryOp; 4] = [
+        BinaryOp::Atan2,
+        BinaryOp::ShiftLeft,
+        BinaryOp::ShiftRightLogical,
+        BinaryOp::ShiftRightArithmetic,
+    ];
 }
 
 named_enum! {
@@ -170,6 +212,31 @@ named_enum! {
         Eq = "eq",
         /// `a != b`
         Ne = "ne",
+    }
+}
+
+named_enum! {
+    /// How `sort` compares its keys (`order=` in the text form).
+    SortOrder {
+        /// IEEE comparison (`lt`/`gt` are false with a NaN: XLA leaves NaNs' place to the
+        /// algorithm; Kiln's stable merge keeps them where the comparison leaves them).
+        Ieee = "ieee",
+        /// IEEE totalOrder: `-NaN < -inf < … < -0 < +0 < … < inf < NaN` (XLA's
+        /// `type=TOTALORDER`).
+        Total = "total",
+        /// totalOrder after JAX's canonicalisation: `-0 == +0`, and every NaN is equal to
+        /// every other and above `+inf` (`jnp.sort`, `jnp.argsort`, `lax.sort`).
+        Canonical = "canonical",
+    }
+}
+
+named_enum! {
+    /// Which extremum `reduce_argmax` / `reduce_argmin` track.
+    ArgKind {
+        /// The largest value (NaN counts as largest), first index on ties: `jnp.argmax`.
+        Max = "reduce_argmax",
+        /// The smallest value (NaN counts as smallest), first index on ties: `jnp.argmin`.
+        Min = "reduce_argmin",
     }
 }
 
@@ -301,6 +368,40 @@ pub enum Op {
     Binary(BinaryOp),
     /// Elementwise comparison of two equal types; result is `bool` of the same shape.
     Compare(CompareDir),
+    /// `compare %a, %b, dir=…, order=total`: as [`Op::Compare`], but floats compare in IEEE
+    /// totalOrder (XLA's `type=TOTALORDER`): `-NaN < -inf < … < -0 < +0 < … < inf < NaN`.
+    CompareTotalOrder(CompareDir),
+    /// `bitcast_convert %a : T`: the same bits read as another dtype of the same width
+    /// (XLA's `bitcast-convert`); the shape is kept.
+    BitcastConvert,
+    /// `sort %k, %v…, dim=d, keys=n, dir=lt|gt, order=…, output=j : T`: XLA's stable
+    /// `Sort` of all operands (one shape) together along `d`, ordered lexicographically by
+    /// the first `n` operands compared with `dir` in `order`; the result is the sorted
+    /// operand `j` (one instruction per result used).
+    Sort {
+        /// The dimension sorted along.
+        dim: usize,
+        /// How many leading operands are keys (compared in turn, ties to the next).
+        keys: usize,
+        /// `lt`: ascending, `gt`: descending.
+        dir: CompareDir,
+        /// How keys compare.
+        order: SortOrder,
+        /// Which operand's sorted values are the result.
+        output: usize,
+    },
+    /// `reduce_argmax %x, %i, %x0, %i0, axes=[..], output=j : T`: XLA's variadic `Reduce`
+    /// with JAX's argmax / argmin reducer over values `x` and indices `i` (one shape) from
+    /// the scalars `(x0, i0)`, folded in row-major order over `axes`; NaN wins, ties keep
+    /// the smaller index. The result is the values (`output=0`) or the indices (`1`).
+    ArgReduce {
+        /// Maximum or minimum.
+        kind: ArgKind,
+        /// Distinct dimensions to reduce.
+        axes: Vec<usize>,
+        /// 0: the extremum's values; 1: their indices.
+        output: usize,
+    },
     /// `select %pred, %a, %b`: `pred` is `bool` of the same shape; `a`, `b`, result one type.
     Select,
     /// Elementwise dtype conversion; the result shape equals the operand shape.
@@ -460,6 +561,23 @@ impl Op {
         }
     }
 
+    /// Whether the compiled backends have code for this op when its first operand has
+    /// dtype `operand`: not for [`OpCategory::Movement`], [`UnaryOp::INTERPRETED`],
+    /// [`BinaryOp::INTERPRETED`], integer `pow`, `bitcast_convert` and total-order
+    /// `compare`, which run on the interpreter. The one rule clustering and lowering ask.
+    pub fn has_compiled_code(&self, operand: Option<crate::DType>) -> bool {
+        match self {
+            Op::Unary(u) => !UnaryOp::INTERPRETED.contains(u),
+            Op::Binary(BinaryOp::Pow) => operand.is_none_or(|d| d.is_float()),
+            Op::Binary(b) => !BinaryOp::INTERPRETED.contains(b),
+            Op::CompareTotalOrder(_) | Op::BitcastConvert | Op::ArgReduce { .. } => false,
+            _ => !matches!(
+                self.category(),
+                OpCategory::Movement | OpCategory::Window | OpCategory::Control
+            ),
+        }
+    }
+
     /// The text-format name of the op.
     pub fn name(&self) -> &'static str {
         match self {
@@ -467,7 +585,10 @@ impl Op {
             Op::Iota { .. } => "iota",
             Op::Unary(u) => u.name(),
             Op::Binary(b) => b.name(),
-            Op::Compare(_) => "compare",
+            Op::Compare(_) | Op::CompareTotalOrder(_) => "compare",
+            Op::BitcastConvert => "bitcast_convert",
+            Op::Sort { .. } => "sort",
+            Op::ArgReduce { kind, .. } => kind.name(),
             Op::Select => "select",
             Op::Convert => "convert",
             Op::BroadcastInDim { .. } => "broadcast_in_dim",
@@ -498,9 +619,13 @@ impl Op {
     pub fn category(&self) -> OpCategory {
         match self {
             Op::Constant(_) | Op::Iota { .. } => OpCategory::Constant,
-            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Convert => {
-                OpCategory::Pointwise
-            }
+            Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Compare(_)
+            | Op::CompareTotalOrder(_)
+            | Op::BitcastConvert
+            | Op::Select
+            | Op::Convert => OpCategory::Pointwise,
             Op::BroadcastInDim { .. }
             | Op::Reshape
             | Op::Transpose { .. }
@@ -516,7 +641,9 @@ impl Op {
             | Op::DynamicUpdateSlice
             | Op::PadGeneral { .. }
             | Op::Gather(_)
-            | Op::Scatter { .. } => OpCategory::Movement,
+            | Op::Scatter { .. }
+            | Op::Sort { .. } => OpCategory::Movement,
+            Op::ArgReduce { .. } => OpCategory::Reduction,
             Op::Convolution(_) | Op::ReduceWindow { .. } | Op::SelectAndScatter { .. } => {
                 OpCategory::Window
             }
@@ -538,9 +665,11 @@ impl Op {
             | Op::Slice { .. }
             | Op::Reduce { .. }
             | Op::Random { .. }
-            | Op::Reverse { .. } => Some(1),
+            | Op::Reverse { .. }
+            | Op::BitcastConvert => Some(1),
             Op::Binary(_)
             | Op::Compare(_)
+            | Op::CompareTotalOrder(_)
             | Op::Pad { .. }
             | Op::PadGeneral { .. }
             | Op::DotGeneral(_)
@@ -548,12 +677,14 @@ impl Op {
             | Op::Convolution(_)
             | Op::ReduceWindow { .. } => Some(2),
             Op::Select | Op::Scatter { .. } | Op::SelectAndScatter { .. } => Some(3),
+            Op::ArgReduce { .. } => Some(4),
             Op::Concat { .. }
             | Op::Cluster(_)
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
             | Op::While(_)
-            | Op::Conditional(_) => None,
+            | Op::Conditional(_)
+            | Op::Sort { .. } => None,
         }
     }
 }
@@ -584,10 +715,13 @@ pub fn all_op_names() -> Vec<&'static str> {
         "convolution",
         "reduce_window",
         "select_and_scatter",
+        "bitcast_convert",
+        "sort",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));
     names.extend(ReduceKind::ALL.iter().map(|r| r.name()));
     names.extend(RandomDist::ALL.iter().map(|r| r.name()));
+    names.extend(ArgKind::ALL.iter().map(|r| r.name()));
     names
 }

@@ -6,8 +6,8 @@ use crate::op::Op;
 use crate::tensor::Tensor;
 use std::fmt::Write;
 
-mod window;
 mod control;
+mod window;
 
 /// Prints every function of a module, separated by blank lines.
 pub fn print_module(m: &Module) -> String {
@@ -172,6 +172,7 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         Op::Constant(t) => vec![lit(t)],
         Op::Iota { dim } => vec![format!("dim={dim}")],
         Op::Compare(dir) => vec![format!("dir={}", dir.name())],
+        Op::CompareTotalOrder(dir) => vec![format!("dir={}", dir.name()), "order=total".into()],
         Op::BroadcastInDim { dims } => vec![format!("dims={}", list(dims))],
         Op::Transpose { perm } => vec![format!("perm={}", list(perm))],
         Op::Slice {
@@ -186,6 +187,22 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         Op::Concat { axis } => vec![format!("axis={axis}")],
         Op::Pad { low, high } => vec![format!("low={}", list(low)), format!("high={}", list(high))],
         Op::Reduce { axes, .. } => vec![format!("axes={}", list(axes))],
+        Op::Sort {
+            dim,
+            keys,
+            dir,
+            order,
+            output,
+        } => vec![
+            format!("dim={dim}"),
+            format!("keys={keys}"),
+            format!("dir={}", dir.name()),
+            format!("order={}", order.name()),
+            format!("output={output}"),
+        ],
+        Op::ArgReduce { axes, output, .. } => {
+            vec![format!("axes={}", list(axes)), format!("output={output}")]
+        }
         Op::Reverse { dims } => vec![format!("dims={}", list(dims))],
         Op::DynamicSlice { sizes } => vec![format!("sizes={}", list(sizes))],
         Op::PadGeneral {
@@ -225,6 +242,7 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         | Op::Binary(_)
         | Op::Select
         | Op::Convert
+        | Op::BitcastConvert
         | Op::Reshape
         | Op::Cluster(_)
         | Op::DynamicUpdateSlice

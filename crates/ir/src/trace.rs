@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+mod bits;
 mod control;
 mod indexing;
 mod movement;

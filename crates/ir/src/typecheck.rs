@@ -60,7 +60,7 @@ pub fn infer(
             check_binary_dtype(*b, args[0].dtype)?;
             args[0].clone()
         }
-        Op::Compare(_) => {
+        Op::Compare(_) | Op::CompareTotalOrder(_) => {
             same_type(args[0], args[1])?;
             args[0].with_dtype(DType::Bool)
         }
@@ -77,6 +77,15 @@ pub fn infer(
             }
             a.clone()
         }
+        Op::BitcastConvert => crate::bitcast::bitcast_convert(args[0], &need_declared()?)?,
+        Op::Sort {
+            dim,
+            keys,
+            dir,
+            order,
+            output,
+        } => crate::sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
+        Op::ArgReduce { axes, output, .. } => crate::sorting::arg_reduce(args, axes, *output)?,
         Op::Convert => {
             let ty = need_declared()?;
             if ty.shape != args[0].shape {
@@ -277,8 +286,9 @@ fn check_unary_dtype(u: UnaryOp, d: DType) -> Result<(), String> {
     let ok = match u {
         Neg | Abs | Sign => d.is_numeric(),
         Not => d.is_int() || d == DType::Bool,
+        Popcnt | Clz => d.is_int(),
         Exp | Expm1 | Log | Log1p | Tanh | Logistic | Sqrt | Rsqrt | Sin | Cos | Erf | Floor
-        | Ceil | Round => d.is_float(),
+        | Ceil | Round | Tan | Cbrt | RoundAfz => d.is_float(),
     };
     if ok {
         Ok(())
@@ -290,9 +300,10 @@ fn check_unary_dtype(u: UnaryOp, d: DType) -> Result<(), String> {
 pub(crate) fn check_binary_dtype(b: BinaryOp, d: DType) -> Result<(), String> {
     use BinaryOp::*;
     let ok = match b {
-        Add | Sub | Mul | Div | Rem | Max | Min => d.is_numeric(),
-        Pow => d.is_float(),
+        Add | Sub | Mul | Div | Rem | Max | Min | Pow => d.is_numeric(),
+        Atan2 => d.is_float(),
         And | Or | Xor => d.is_int() || d == DType::Bool,
+        ShiftLeft | ShiftRightLogical | ShiftRightArithmetic => d.is_int(),
     };
     if ok {
         Ok(())

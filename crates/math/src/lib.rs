@@ -16,16 +16,19 @@
 //!
 //! Accuracy (measured; each function's documentation has its numbers): every `f32`
 //! single-argument function is within 1 ulp of the correctly rounded result for all 2^32
-//! inputs (`cargo run -p kiln-math --release --example exhaustive`), `pow` on sampled pairs;
+//! inputs (`cargo run -p kiln-math --release --example exhaustive`), except `tan` (within 2
+//! ulp: a quotient of the `sin` and `cos` kernels), `pow` and `atan2` on sampled pairs;
 //! the `f64` functions are within 1.25 ulp of the exact value on sampled inputs. The contract
 //! is 2 ulp.
 //!
-//! Sources: fdlibm (via FreeBSD msun and musl) for `exp`, `expm1`, `log`, `log1p`, `erf` and
-//! the `sin`/`cos` kernels; a Payne–Hanek reduction for `sin`/`cos`; SLEEF's structure for
+//! Sources: fdlibm (via FreeBSD msun and musl) for `exp`, `expm1`, `log`, `log1p`, `erf`,
+//! `atan`/`atan2`, `cbrt`'s first guess and the `sin`/`cos` kernels (which `tan` divides); a Payne–Hanek reduction for `sin`/`cos`; SLEEF's structure for
 //! `pow`; fitted polynomials for `tanh`. Module docs say what each port changes and why.
 
 mod arith;
+mod atan;
 mod bits;
+mod cbrt;
 mod erf;
 mod exact;
 mod exp;
@@ -45,6 +48,8 @@ mod widen;
 mod ymm;
 
 pub use arith::{Arith, FloatCC, Format, IntCC};
+pub use atan::{atan, atan2};
+pub use cbrt::{cbrt, round_afz};
 pub use erf::erf;
 pub use exp::{exp, exp_finish, exp_start, expm1};
 pub use glibc::{logf_glibc, logf_glibc_normal, sincosf_glibc, sincosf_glibc_below_120};
@@ -55,7 +60,7 @@ pub use log::{log, log1p};
 pub use pio2::{TRIG_MEDIUM_F32, TRIG_MEDIUM_F64};
 pub use pow::{pow, rsqrt};
 pub use scalar::{ScalarF32, ScalarF64};
-pub use trig::{cos, cos_medium, sin, sin_medium, sincos};
+pub use trig::{cos, cos_medium, sin, sin_medium, sincos, tan};
 pub use widen::Widen;
 #[cfg(target_arch = "x86_64")]
 pub use ymm::F32x8;
@@ -146,6 +151,31 @@ macro_rules! scalar_functions {
             #[inline]
             pub fn rsqrt(x: $t) -> $t {
                 crate::rsqrt(&mut $arith, x)
+            }
+            /// Tangent; see [`crate::tan`].
+            #[inline]
+            pub fn tan(x: $t) -> $t {
+                crate::tan(&mut $arith, x)
+            }
+            /// Cube root; see [`crate::cbrt`].
+            #[inline]
+            pub fn cbrt(x: $t) -> $t {
+                crate::cbrt(&mut $arith, x)
+            }
+            /// Arc tangent; see [`crate::atan`].
+            #[inline]
+            pub fn atan(x: $t) -> $t {
+                crate::atan(&mut $arith, x)
+            }
+            /// `atan2(y, x)`; see [`crate::atan2`].
+            #[inline]
+            pub fn atan2(y: $t, x: $t) -> $t {
+                crate::atan2(&mut $arith, y, x)
+            }
+            /// Round half away from zero; see [`crate::round_afz`].
+            #[inline]
+            pub fn round_afz(x: $t) -> $t {
+                crate::round_afz(&mut $arith, x)
             }
         }
     };

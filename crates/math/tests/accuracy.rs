@@ -185,6 +185,18 @@ fn cos_f32() {
     check_unary_f32("cos");
 }
 #[test]
+fn tan_f32() {
+    check_unary_f32("tan");
+}
+#[test]
+fn cbrt_f32() {
+    check_unary_f32("cbrt");
+}
+#[test]
+fn atan_f32() {
+    check_unary_f32("atan");
+}
+#[test]
 fn rsqrt_f32() {
     check_unary_f32("rsqrt");
 }

@@ -20,6 +20,10 @@ fn unary<A: Arith>() -> Vec<(&'static str, Unary<A>)> {
         ("sin", kiln_math::sin::<A>),
         ("cos", kiln_math::cos::<A>),
         ("rsqrt", kiln_math::rsqrt::<A>),
+        ("tan", kiln_math::tan::<A>),
+        ("cbrt", kiln_math::cbrt::<A>),
+        ("atan", kiln_math::atan::<A>),
+        ("round_afz", kiln_math::round_afz::<A>),
     ]
 }
 
@@ -27,7 +31,7 @@ fn unary<A: Arith>() -> Vec<(&'static str, Unary<A>)> {
 /// and the f32 Cody–Waite reduction of `sin` and `cos`): exactly rounded on every backend,
 /// but slow where a host lacks FMA, so the list is kept deliberate. Every other function,
 /// and every f64 one, must trace without it.
-const F32_FMA: &[&str] = &["exp", "tanh", "erf", "sin", "cos"];
+const F32_FMA: &[&str] = &["exp", "tanh", "erf", "sin", "cos", "tan"];
 
 /// The f64 functions that use `fma`: glibc's double `log` and `sincos` as its FMA build
 /// computes them (TensorFlow's f64 Box–Muller), where the fusions are part of the result.
@@ -114,6 +118,9 @@ fn every_function_traces_identically_f32() {
     assert_same_trace("pow", ScalarF32, &pairs, |a, (x, y)| {
         kiln_math::pow(a, x, y);
     });
+    assert_same_trace("atan2", ScalarF32, &pairs, |a, (y, x)| {
+        kiln_math::atan2(a, y, x);
+    });
 }
 
 #[test]
@@ -142,6 +149,9 @@ fn every_function_traces_identically_f64() {
         (0.0, -1.0),
         (1e-310, 1e10),
     ];
+    assert_same_trace("atan2", ScalarF64, &pairs, |a, (y, x)| {
+        kiln_math::atan2(a, y, x);
+    });
     assert_same_trace("pow", ScalarF64, &pairs, |a, (x, y)| {
         kiln_math::pow(a, x, y);
     });

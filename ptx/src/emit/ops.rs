@@ -97,7 +97,8 @@ fn float_binary<T: PtxFloat>(b: &mut Body, op: BinaryOp, x: Reg, y: Reg) -> Opti
         BinaryOp::Max => a.max(x, y),
         BinaryOp::Min => a.min(x, y),
         BinaryOp::Pow => kiln_math::pow(a, x, y),
-        BinaryOp::Rem | BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => return None,
+        // Integer-only ops, and those without compiled code yet (`Op::has_compiled_code`).
+        _ => return None,
     })
 }
 

@@ -5,7 +5,10 @@ use super::literal::{tensor_from_literal, Lit};
 use super::PResult;
 use crate::dtype::TensorType;
 use crate::func::{Loc, Value};
-use crate::op::{BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, UnaryOp};
+use crate::op::{
+    ArgKind, BinaryOp, CompareDir, DotDims, Op, RandomAlg, RandomDist, ReduceKind, SortOrder,
+    UnaryOp,
+};
 use std::collections::HashMap;
 
 mod indexing;
@@ -85,6 +88,12 @@ pub(super) fn build_op(
             )
         })?;
         Op::Random { dist, alg }
+    } else if let Some(kind) = ArgKind::from_name(name) {
+        Op::ArgReduce {
+            kind,
+            axes: a.list("axes")?,
+            output: a.int("output")?,
+        }
     } else if let Some(kind) = ReduceKind::from_name(name) {
         Op::Reduce {
             kind,
@@ -110,10 +119,36 @@ pub(super) fn build_op(
                         ),
                     )
                 })?;
-                Op::Compare(dir)
+                match a.opt_word("order")? {
+                    None => Op::Compare(dir),
+                    Some((o, _)) if o == "total" => Op::CompareTotalOrder(dir),
+                    Some((o, l)) => {
+                        return Err((l, format!("unknown 'order={o}' (expected order=total)")))
+                    }
+                }
             }
             "select" => Op::Select,
             "convert" => Op::Convert,
+            "bitcast_convert" => Op::BitcastConvert,
+            "sort" => {
+                let (w, l) = a.word("dir")?;
+                let dir = CompareDir::from_name(&w)
+                    .ok_or_else(|| (l, format!("unknown 'dir={w}' (expected lt or gt)")))?;
+                let (w, l) = a.word("order")?;
+                let order = SortOrder::from_name(&w).ok_or_else(|| {
+                    (
+                        l,
+                        format!("unknown 'order={w}' (expected ieee, total or canonical)"),
+                    )
+                })?;
+                Op::Sort {
+                    dim: a.int("dim")?,
+                    keys: a.int("keys")?,
+                    dir,
+                    order,
+                    output: a.int("output")?,
+                }
+            }
             "reshape" => Op::Reshape,
             "broadcast_in_dim" => Op::BroadcastInDim {
                 dims: a.list("dims")?,
@@ -239,6 +274,13 @@ impl Attrs<'_> {
         match self.take(key)? {
             (AttrVal::Word(w), l) => Ok((w, l)),
             (_, l) => Err((l, format!("attribute '{key}' must be a word"))),
+        }
+    }
+    fn opt_word(&mut self, key: &str) -> PResult<Option<(String, Loc)>> {
+        if self.attrs.contains_key(key) {
+            self.word(key).map(Some)
+        } else {
+            Ok(None)
         }
     }
 }

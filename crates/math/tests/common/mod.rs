@@ -76,6 +76,9 @@ pub const UNARY: &[Unary] = &[
     Unary { name: "sin", ours: f32s::sin, reference: f64::sin },
     Unary { name: "cos", ours: f32s::cos, reference: f64::cos },
     Unary { name: "rsqrt", ours: f32s::rsqrt, reference: |x| 1.0 / x.sqrt() },
+    Unary { name: "tan", ours: f32s::tan, reference: f64::tan },
+    Unary { name: "cbrt", ours: f32s::cbrt, reference: f64::cbrt },
+    Unary { name: "atan", ours: f32s::atan, reference: f64::atan },
 ];
 
 /// An f64 function under test and its reference (each `<= 1` ulp from exact).
@@ -98,6 +101,9 @@ pub const UNARY64: &[Unary64] = &[
     Unary64 { name: "sin", ours: f64s::sin, reference: f64::sin },
     Unary64 { name: "cos", ours: f64s::cos, reference: f64::cos },
     Unary64 { name: "rsqrt", ours: f64s::rsqrt, reference: |x| 1.0 / x.sqrt() },
+    Unary64 { name: "tan", ours: f64s::tan, reference: f64::tan },
+    Unary64 { name: "cbrt", ours: f64s::cbrt, reference: f64::cbrt },
+    Unary64 { name: "atan", ours: f64s::atan, reference: f64::atan },
 ];
 
 /// Largest error seen so far, with the input that caused it.

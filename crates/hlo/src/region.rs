@@ -1,0 +1,289 @@
+//! Recognising a comparator (`sort`'s `to_apply`) or a variadic reducer (`reduce`'s) by
+//! what it computes, not by how it is written: JAX and TensorFlow spell the same comparator
+//! in many ways (JAX canonicalises NaN and -0 with selects before a `TOTALORDER` compare,
+//! TF compares directly), and a structural match would miss the next spelling.
+//!
+//! A region made only of `parameter`, scalar `constant`, `compare`, `select`, `and`, `or`,
+//! `xor`, `not` and `tuple` computes a function of the order relations among its
+//! parameters and constants. It is evaluated on every combination of probe values (each
+//! dtype's extremes, signed zeros, NaNs of both signs, small integers: every relation such
+//! a region can distinguish) — or, when the combinations are too many, on a fixed
+//! pseudo-random sample of them — and compared with each Kiln op's rule
+//! ([`kiln_ir::sorting`]): the first that agrees everywhere is the op. A region with any
+//! other instruction is not recognised (an "unsupported comparator / reducer" error).
+
+use crate::ast::{Computation, Operands};
+use crate::attrs::AttrValue;
+use crate::literal;
+use kiln_ir::sorting::sorts_before;
+use kiln_ir::{ArgKind, CompareDir, DType, Scalar, SortOrder};
+use std::collections::HashMap;
+
+/// At most this many probes per region (beyond it, a deterministic sample).
+const MAX_PROBES: usize = 60_000;
+
+/// Larger regions are not evaluated (which also bounds the evaluator's recursion).
+const MAX_INSTRUCTIONS: usize = 256;
+
+/// A scalar during evaluation: floats widened to f64 (exact, order and NaN sign kept).
+#[derive(Debug, Clone, Copy)]
+enum Val {
+    F(f64),
+    I(i64),
+    B(bool),
+}
+
+impl Val {
+    fn same(self, other: Val) -> bool {
+        match (self, other) {
+            (Val::F(a), Val::F(b)) => a.to_bits() == b.to_bits(),
+            (Val::I(a), Val::I(b)) => a == b,
+            (Val::B(a), Val::B(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn scalar(self, dtype: DType) -> Scalar {
+        match (self, dtype) {
+            (Val::F(x), DType::F32) => Scalar::F32(x as f32),
+            (Val::F(x), _) => Scalar::F64(x),
+            (Val::I(x), DType::I32) => Scalar::I32(x as i32),
+            (Val::I(x), DType::U32) => Scalar::U32(x as u32),
+            (Val::I(x), _) => Scalar::I64(x),
+            (Val::B(b), _) => Scalar::Bool(b),
+        }
+    }
+}
+
+/// Probe values of a dtype.
+fn probes(dtype: DType) -> Vec<Val> {
+    match dtype {
+        DType::F32 | DType::F64 => [
+            f64::NEG_INFINITY,
+            -2.5,
+            -1.0,
+            -0.0,
+            0.0,
+            1.0,
+            2.5,
+            f64::INFINITY,
+            f64::NAN,
+            -f64::NAN,
+        ]
+        .map(Val::F)
+        .to_vec(),
+        DType::U32 => [0, 1, 2, 3].map(Val::I).to_vec(),
+        DType::Bool => vec![Val::B(false), Val::B(true)],
+        _ => [-2, -1, 0, 1, 2].map(Val::I).to_vec(),
+    }
+}
+
+/// Evaluates `c` with its parameters bound to `params`; the ROOT's values (a tuple
+/// flattened), or the first instruction it cannot evaluate.
+fn eval(c: &Computation, params: &[Val]) -> Result<Vec<Val>, String> {
+    if c.instructions.len() > MAX_INSTRUCTIONS {
+        return Err(format!("more than {MAX_INSTRUCTIONS} instructions"));
+    }
+    let index: HashMap<&str, usize> = c
+        .instructions
+        .iter()
+        .enumerate()
+        .map(|(i, inst)| (inst.name.as_str(), i))
+        .collect();
+    let mut memo: Vec<Option<Vec<Val>>> = vec![None; c.instructions.len()];
+    eval_at(c, &index, &mut memo, params, c.root, 0)
+}
+
+fn eval_at(
+    c: &Computation,
+    index: &HashMap<&str, usize>,
+    memo: &mut Vec<Option<Vec<Val>>>,
+    params: &[Val],
+    i: usize,
+    depth: usize,
+) -> Result<Vec<Val>, String> {
+    if let Some(v) = &memo[i] {
+        return Ok(v.clone());
+    }
+    let inst = &c.instructions[i];
+    if depth > c.instructions.len() {
+        return Err(format!("%{} depends on itself", inst.name));
+    }
+    let mut args = Vec::new();
+    for o in inst.operand_refs() {
+        let &k = index
+            .get(o.name.as_str())
+            .ok_or_else(|| format!("'{}' is not defined", o.name))?;
+        args.extend(eval_at(c, index, memo, params, k, depth + 1)?);
+    }
+    let op = inst.opcode.as_str();
+    let one = |v: Val| Ok(vec![v]);
+    let bad = || {
+        Err(format!(
+            "%{} is '{op}', not a scalar compare, select, and, or, xor, not or constant",
+            inst.name
+        ))
+    };
+    let out = match (op, &inst.operands, &args[..]) {
+        ("parameter", Operands::Parameter(n), _) => {
+            let p = usize::try_from(*n).ok().and_then(|n| params.get(n));
+            one(*p.ok_or_else(|| format!("parameter({n}) out of range"))?)
+        }
+        ("constant", Operands::Literal(lit), _) => {
+            let ty = match inst.shape.as_array().map(literal::array_type) {
+                Some(Ok(ty)) if ty.rank() == 0 => ty,
+                _ => return bad(),
+            };
+            let t = literal::tensor(lit, &ty).map_err(|(_, m)| m)?;
+            one(match t.data().get(0) {
+                Scalar::F32(x) => Val::F(x as f64),
+                Scalar::F64(x) => Val::F(x),
+                Scalar::I32(x) => Val::I(x as i64),
+                Scalar::I64(x) => Val::I(x),
+                Scalar::U32(x) => Val::I(x as i64),
+                Scalar::Bool(b) => Val::B(b),
+            })
+        }
+        ("compare", _, &[a, b]) => one(Val::B(compare(inst, a, b)?)),
+        ("select", _, &[Val::B(p), a, b]) => one(if p { a } else { b }),
+        ("and", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a & b)),
+        ("or", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a | b)),
+        ("xor", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a ^ b)),
+        ("not", _, &[Val::B(a)]) => one(Val::B(!a)),
+        ("tuple", _, _) => Ok(args),
+        _ => bad(),
+    }?;
+    memo[i] = Some(out.clone());
+    Ok(out)
+}
+
+fn compare(inst: &crate::ast::Instruction, a: Val, b: Val) -> Result<bool, String> {
+    let word = |name: &str| match inst.attr(name).map(|a| &a.value) {
+        Some(AttrValue::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let dir = word("direction")
+        .and_then(|d| CompareDir::from_name(&d.to_ascii_lowercase()))
+        .ok_or_else(|| format!("compare %{} without a direction", inst.name))?;
+    let total = word("type") == Some("TOTALORDER") || word("comparison_type") == Some("TOTALORDER");
+    let ord = match (a, b) {
+        (Val::F(x), Val::F(y)) if total => {
+            let (x, y) = (
+                kiln_ir::sorting::total_order_key_f64(x),
+                kiln_ir::sorting::total_order_key_f64(y),
+            );
+            Some(x.cmp(&y))
+        }
+        (Val::F(x), Val::F(y)) => x.partial_cmp(&y),
+        (Val::I(x), Val::I(y)) => Some(x.cmp(&y)),
+        (Val::B(x), Val::B(y)) => Some(x.cmp(&y)),
+        _ => return Err(format!("compare %{} of different kinds", inst.name)),
+    };
+    use std::cmp::Ordering::*;
+    Ok(match dir {
+        CompareDir::Lt => ord == Some(Less),
+        CompareDir::Le => matches!(ord, Some(Less | Equal)),
+        CompareDir::Gt => ord == Some(Greater),
+        CompareDir::Ge => matches!(ord, Some(Greater | Equal)),
+        CompareDir::Eq => ord == Some(Equal),
+        CompareDir::Ne => ord != Some(Equal),
+    })
+}
+
+/// Every combination of one probe per slot (`sets[k]` for slot `k`), or a fixed sample of
+/// [`MAX_PROBES`] of them.
+fn combinations(sets: &[Vec<Val>]) -> Vec<Vec<Val>> {
+    let total = sets
+        .iter()
+        .try_fold(1usize, |n, s| n.checked_mul(s.len()))
+        .unwrap_or(usize::MAX);
+    let pick = |mut n: usize| {
+        sets.iter()
+            .map(|s| {
+                let v = s[n % s.len()];
+                n /= s.len();
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    if total <= MAX_PROBES {
+        return (0..total).map(pick).collect();
+    }
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |len: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % len
+    };
+    (0..MAX_PROBES)
+        .map(|_| sets.iter().map(|s| s[next(s.len())]).collect())
+        .collect()
+}
+
+/// The `sort` comparator `c` computes over operands of `dtypes` (parameters `2k`, `2k+1`
+/// are operand `k`'s two elements), as `(keys, dir, order)`; or why it is not recognised.
+pub(crate) fn sort_comparator(
+    c: &Computation,
+    dtypes: &[DType],
+) -> Result<(usize, CompareDir, SortOrder), String> {
+    let mut candidates = Vec::new();
+    for keys in 1..=dtypes.len() {
+        for dir in [CompareDir::Lt, CompareDir::Gt] {
+            for order in [SortOrder::Total, SortOrder::Canonical, SortOrder::Ieee] {
+                candidates.push((keys, dir, order));
+            }
+        }
+    }
+    let sets: Vec<Vec<Val>> = dtypes
+        .iter()
+        .flat_map(|&d| [probes(d), probes(d)])
+        .collect();
+    for params in combinations(&sets) {
+        let got = match eval(c, &params)?[..] {
+            [Val::B(b)] => b,
+            _ => return Err("it does not return one pred".into()),
+        };
+        candidates.retain(|&(keys, dir, order)| {
+            let key = |side: usize| -> Vec<_> {
+                (0..keys)
+                    .map(|k| order.key(params[2 * k + side].scalar(dtypes[k])))
+                    .collect()
+            };
+            sorts_before(&key(0), &key(1), dir) == got
+        });
+        if candidates.is_empty() {
+            return Err("it is not a lexicographic lt / gt of its operands".into());
+        }
+    }
+    Ok(candidates[0])
+}
+
+/// The argmax / argmin reducer `c` computes over (value, index) pairs of `value` and
+/// `index` dtypes (parameters: accumulator value and index, then element value and index);
+/// or why it is not recognised.
+pub(crate) fn arg_reducer(c: &Computation, value: DType, index: DType) -> Result<ArgKind, String> {
+    let sets = [probes(value), probes(index), probes(value), probes(index)];
+    let mut candidates = vec![ArgKind::Max, ArgKind::Min];
+    for p in combinations(&sets) {
+        let got = eval(c, &p)?;
+        candidates.retain(|&kind| {
+            let want = match (p[0], p[1], p[2], p[3]) {
+                (Val::F(a), Val::I(i), Val::F(b), Val::I(j)) => {
+                    let (v, k) = kind.step((a, i), (b, j));
+                    [Val::F(v), Val::I(k)]
+                }
+                (Val::I(a), Val::I(i), Val::I(b), Val::I(j)) => {
+                    let (v, k) = kind.step((a, i), (b, j));
+                    [Val::I(v), Val::I(k)]
+                }
+                _ => return false,
+            };
+            got.len() == 2 && got[0].same(want[0]) && got[1].same(want[1])
+        });
+        if candidates.is_empty() {
+            return Err("it is not JAX's argmax / argmin reducer".into());
+        }
+    }
+    Ok(candidates[0])
+}

@@ -80,13 +80,15 @@ pub fn parse_func(src: &str, file: &str) -> Result<Func, ParseError> {
     Ok(m.funcs.remove(0))
 }
 
-/// The closest candidate to `word` by edit distance, if it is close enough to be a typo.
+/// The closest candidate to `word` by edit distance, if it is close enough to be a typo. Two
+/// swapped neighbours count as one edit (optimal string alignment), and among equally close
+/// candidates the one of `word`'s length wins: `tahn` is `tanh` misspelt, not `tan`.
 pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     candidates
         .into_iter()
-        .map(|c| (strsim::levenshtein(word, c), c))
+        .map(|c| (strsim::osa_distance(word, c), c))
         .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min_by_key(|(d, _)| *d)
+        .min_by_key(|(d, c)| (*d, c.len().abs_diff(word.len())))
         .map(|(_, c)| c)
 }
 
@@ -570,6 +572,17 @@ mod tests {
             &format!("func @f() -> {ty} {{\n  %y = {body} : {ty}\n  return %y\n}}\n"),
             "t.kir",
         )
+    }
+
+    #[test]
+    fn suggestions_prefer_a_swap_of_neighbours_of_the_same_length() {
+        let names = crate::op::all_op_names();
+        let pick = |w: &str| suggest(w, names.iter().copied());
+        assert_eq!(pick("tahn"), Some("tanh"));
+        assert_eq!(pick("tna"), Some("tan"));
+        assert_eq!(pick("expp"), Some("exp"));
+        assert_eq!(pick("reduce_smu"), Some("reduce_sum"));
+        assert_eq!(pick("quux"), None);
     }
 
     /// Used to panic counting the splat's elements ("attempt to multiply with overflow").

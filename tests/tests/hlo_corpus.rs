@@ -98,13 +98,7 @@ const UNDETERMINED: &[(&str, &[usize], &str)] = &[(
 
 /// Programs that do not run yet, with what stops them. The test checks that each still fails,
 /// so a program that starts working must be moved to the checked ones.
-const NOT_YET: &[(&str, &str)] = &[
-    ("flax_lstm", "while"),
-    ("flax_bigru", "while"),
-    ("flax_mlp_rank", "variadic reduce and sort"),
-    ("jax_control", "while and conditional"),
-    ("keras_bigru", "while"),
-];
+const NOT_YET: &[(&str, &str)] = &[];
 
 /// `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, … while they exist.
 fn tensors(name: &str, kind: &str) -> Vec<Tensor> {

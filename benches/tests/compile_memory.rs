@@ -12,6 +12,15 @@ use kiln_benches::programs::{view_chain, Chain};
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
+/// The allocator counts every thread's bytes, so the tests of this binary measure one at a
+/// time: each holds this lock (run in parallel, one test's allocations showed up in the
+/// other's peak).
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn cluster(ops: usize, chain: Chain) -> kiln_ir::Cluster {
     let body = kiln_ir::parse_func(&view_chain(ops, chain), "chain.kir").expect("parses");
     assert!(kiln_ir::verify_func(&body).is_empty());
@@ -23,6 +32,7 @@ fn cluster(ops: usize, chain: Chain) -> kiln_ir::Cluster {
 
 #[test]
 fn a_5000_op_view_chain_compiles_in_bounded_memory_with_the_interpreters_bits() {
+    let _one_at_a_time = measuring();
     for chain in [Chain::SplitMerge, Chain::Misaligned] {
         check_5000(chain);
     }
@@ -65,6 +75,7 @@ fn check_5000(chain: Chain) {
 
 #[test]
 fn compile_memory_grows_linearly_with_chain_length() {
+    let _one_at_a_time = measuring();
     // Four times the chain takes less than six times the memory (it was geometric: 10 MB
     // at 8 ops, 172 MB at 20). The misaligned chain is the one that does not simplify.
     let peak = |ops| {

@@ -210,3 +210,60 @@ fn every_exported_program_is_listed() {
         );
     }
 }
+
+fn session(tf_xla_flags: &str) -> kiln::Session {
+    let sources = kiln_flags::Sources {
+        tf_xla_flags: Some(tf_xla_flags.to_string()),
+        ..Default::default()
+    };
+    let flags = kiln_flags::Flags::from_sources(&sources).unwrap();
+    kiln::Session::with_device(&flags, kiln::Device::Cpu).unwrap()
+}
+
+/// Every corpus program through the whole library: auto-clustered and compiled on the CPU
+/// (compilation at the first call), and with compilation off. The clustered parts are
+/// compiled code in one run and the interpreter in the other, and the results must have the
+/// same bits; the ops without compiled code (convolution, gather, loops, …) stay outside the
+/// clusters and run on the interpreter in both.
+#[test]
+fn compiled_and_fallback_runs_of_every_corpus_program_agree_bit_for_bit() {
+    let on = session(
+        "--tf_xla_enable_lazy_compilation=false --tf_xla_auto_jit=2 --tf_xla_min_cluster_size=1",
+    );
+    let off = session("--tf_xla_auto_jit=0");
+    let mut compiled_clusters = 0;
+    for &(name, _, _) in PROGRAMS {
+        let path = dir().join(format!("{name}.hlo"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let module = kiln_hlo::import(&text, &format!("{name}.hlo")).unwrap();
+        let f = module.entry().unwrap().clone();
+        let inputs = tensors(name, "in");
+        let run = |s: &kiln::Session| {
+            let mut g = f.clone();
+            s.prepare(&mut g).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let out = s.run(&g, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
+            (g, out)
+        };
+        let (g, compiled) = run(&on);
+        let (_, fallback) = run(&off);
+        assert_eq!(compiled.len(), fallback.len(), "{name}");
+        if let Some(d) = kiln_testkit::first_difference(&compiled, &fallback) {
+            panic!("{name}: compiled and fallback differ: {d}");
+        }
+        let clusters = g
+            .insts
+            .iter()
+            .filter(|i| matches!(i.op, kiln_ir::Op::Cluster(_)))
+            .count();
+        eprintln!("{name}: {clusters} clusters, compiled == fallback");
+        compiled_clusters += clusters;
+    }
+    let stats = on.runtime().stats();
+    let runs: u64 = stats.values().map(|s| s.compiled_runs).sum();
+    let failures: u64 = stats.values().map(|s| s.compile_failures).sum();
+    assert!(
+        compiled_clusters > 0 && runs > 0,
+        "nothing was compiled: {stats:?}"
+    );
+    eprintln!("{compiled_clusters} clusters, {runs} compiled runs, {failures} compile failures");
+}

@@ -5,20 +5,16 @@ use super::state::{Emitter, R};
 use super::types::{elem_bytes, mem_type};
 use crate::module::{Reg, RegClass};
 use crate::schedule::{affine, LANES};
-use kiln_compiler::kernel::{BufRef, IExpr, NodeKind};
+use kiln_compiler::kernel::analysis::kernel_buffers;
+use kiln_compiler::kernel::{BufRef, IExpr};
 use kiln_ir::DType;
 
 impl<'a> Emitter<'a> {
-    /// The buffers the kernel touches (stores, then loads, unsorted), checked: each exists
-    /// and every store writes a writable buffer of its value's dtype.
+    /// The buffers the kernel touches, each once, in slot order ([`kernel_buffers`]),
+    /// checked: each exists and every store writes a writable buffer of its value's dtype.
     pub(super) fn kernel_buffers(&self) -> R<Vec<BufRef>> {
         let k = self.k;
-        let mut bufs: Vec<BufRef> = k.stores.iter().map(|s| s.buf).collect();
-        for n in &k.nodes {
-            if let NodeKind::Load { buf, .. } = n.kind {
-                bufs.push(buf);
-            }
-        }
+        let bufs = kernel_buffers(self.p, k);
         for &b in &bufs {
             self.buf_dtype(b)?;
         }

@@ -4,8 +4,8 @@
 use super::state::{Emitter, R};
 use super::types::{elem_bytes, mem_type};
 use crate::module::{Reg, RegClass};
-use crate::schedule::{affine, LANES};
-use kiln_compiler::kernel::analysis::kernel_buffers;
+use crate::schedule::LANES;
+use kiln_compiler::kernel::analysis::{kernel_buffers, Affine};
 use kiln_compiler::kernel::{BufRef, IExpr};
 use kiln_ir::DType;
 
@@ -135,7 +135,7 @@ impl<'a> Emitter<'a> {
         vars: &[Reg],
     ) -> R<String> {
         if let Some((var, delta)) = self.disp {
-            let stride = affine(offset, vars.len()).map(|(coeffs, _)| coeffs[var]);
+            let stride = Affine::of(offset, vars.len()).map(|a| i128::from(a.coeffs[var]));
             let bytes = stride.map(|s| s * i128::from(elem_bytes(dt)) * i128::from(delta));
             match (delta, stride, bytes, self.disp_base[n]) {
                 (0, Some(s), _, _) if s > 0 => {

@@ -1,7 +1,7 @@
-//! Analyses of one kernel that scheduling decisions rest on: the range of index
-//! expressions (32- or 64-bit indices), affine and contiguous offsets (vector loads,
-//! immediate displacements), and which nodes depend on which loop variables (values
-//! computed once per thread, point or row).
+//! PTX-only analyses of one kernel that scheduling decisions rest on: the range of index
+//! expressions (32- or 64-bit indices) and which nodes depend on which loop variables
+//! (values computed once per thread, point or row). Affine and point-position offsets
+//! (vector loads, immediate displacements) are `kiln_compiler::kernel::analysis`'s.
 
 use kiln_compiler::kernel::{IExpr, Kernel, Node, NodeKind, Program};
 
@@ -99,44 +99,6 @@ fn iexpr_range(e: &IExpr, vars: &[(i128, i128)]) -> Option<(i128, i128)> {
     (fits_i32(lo) && fits_i32(hi)).then_some((lo, hi))
 }
 
-/// `e` as `Σ coeff[v] · Var(v) + c` when it is affine (no division, remainder or clamp).
-pub(crate) fn affine(e: &IExpr, nvars: usize) -> Option<(Vec<i128>, i128)> {
-    Some(match e {
-        IExpr::Var(v) => {
-            let mut c = vec![0; nvars];
-            *c.get_mut(*v)? = 1;
-            (c, 0)
-        }
-        IExpr::Const(k) => (vec![0; nvars], *k as i128),
-        IExpr::Add(x, y) => {
-            let (mut a, ac) = affine(x, nvars)?;
-            let (b, bc) = affine(y, nvars)?;
-            a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-            (a, ac + bc)
-        }
-        IExpr::Mul(x, k) => {
-            let (a, ac) = affine(x, nvars)?;
-            let k = *k as i128;
-            (a.into_iter().map(|a| a * k).collect(), ac * k)
-        }
-        IExpr::Div(..) | IExpr::Rem(..) | IExpr::Clamp(..) => return None,
-    })
-}
-
-/// The constant `c` when `e` is the row-major linear index of the point in `space` plus
-/// `c` (the reduction variable unused).
-pub(crate) fn contiguous_offset(e: &IExpr, space: &[usize]) -> Option<i128> {
-    let (coeffs, c) = affine(e, space.len() + 1)?;
-    let mut stride = 1i128;
-    for (d, &size) in space.iter().enumerate().rev() {
-        if coeffs[d] != stride && size != 1 {
-            return None;
-        }
-        stride *= size as i128;
-    }
-    (coeffs[space.len()] == 0).then_some(c)
-}
-
 /// Whether node `n` uses no loop variable `>= allowed` and no reduction result
 /// in kernel `k` (`allowed = 0`: it is loop-invariant; `1`: it depends on the row only).
 /// `depth` bounds the walk; deeper DAGs count as variant, which only costs speed.
@@ -199,27 +161,4 @@ pub(crate) fn loads_a_stored_buffer(k: &Kernel) -> bool {
         NodeKind::Load { buf, .. } => k.stores.iter().any(|s| s.buf == buf),
         _ => false,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn linear2(cols: i64) -> IExpr {
-        IExpr::sum(IExpr::scaled(IExpr::Var(0), cols), IExpr::Var(1))
-    }
-
-    #[test]
-    fn contiguity_is_the_linear_index_plus_a_constant() {
-        let space = [5, 7];
-        assert_eq!(contiguous_offset(&linear2(7), &space), Some(0));
-        let plus8 = IExpr::sum(linear2(7), IExpr::Const(8));
-        assert_eq!(contiguous_offset(&plus8, &space), Some(8));
-        // A transpose (column-major) and a broadcast (row only) are not contiguous.
-        let transposed = IExpr::sum(IExpr::scaled(IExpr::Var(1), 5), IExpr::Var(0));
-        assert_eq!(contiguous_offset(&transposed, &space), None);
-        assert_eq!(contiguous_offset(&IExpr::Var(0), &space), None);
-        // Division (reshape-like maps) is not recognised: scalar, which is only slower.
-        assert_eq!(contiguous_offset(&IExpr::quot(linear2(7), 2), &space), None);
-    }
 }

@@ -2,9 +2,10 @@
 //! vector groups, the reduction's unrolling and per-point invariants, and which random
 //! streams are set up once per thread.
 
-use super::analysis::{contiguous_offset, loop_invariants, uses_only_vars_below};
+use super::analysis::{loop_invariants, uses_only_vars_below};
 use crate::program::{EmitError, Mapping};
 use crate::random;
+use kiln_compiler::kernel::analysis::position_offset;
 use kiln_compiler::kernel::{buf_dtype, Kernel, Node, NodeKind, Program};
 use kiln_ir::{BinaryOp, DType, ReduceKind};
 
@@ -207,9 +208,9 @@ fn vector_loads(p: &Program, k: &Kernel) -> Option<Vec<(usize, i64)>> {
         if k.stores.iter().any(|s| s.buf == *buf) {
             return None;
         }
-        if let Some(c) = contiguous_offset(offset, &k.space) {
+        if let Some(c) = position_offset(offset, &k.space) {
             if four(node.dtype) && c % 4 == 0 {
-                loads.push((n, c as i64));
+                loads.push((n, c));
             }
         }
     }

@@ -17,7 +17,7 @@ mod fill;
 mod kernel;
 mod rows;
 
-pub(crate) use analysis::{affine, narrow_indices, NARROW_LIMIT};
+pub(crate) use analysis::{narrow_indices, NARROW_LIMIT};
 pub(crate) use fill::fill_kernel;
 pub use kernel::{grid_for, MAX_GRID, POINTS_PER_THREAD};
 pub(crate) use kernel::{plan_kernel, KernelPlan, ReducePlan, Work, CHUNK, LANES};

@@ -3,6 +3,7 @@
 //! (values computed once per thread, point or row). Affine and point-position offsets
 //! (vector loads, immediate displacements) are `kiln_compiler::kernel::analysis`'s.
 
+use kiln_compiler::kernel::analysis::used_by;
 use kiln_compiler::kernel::{IExpr, Kernel, Node, NodeKind, Program};
 
 /// The largest element count, iteration space or reduction length (exclusive) for which
@@ -140,14 +141,7 @@ pub(crate) fn uses_only_vars_below(k: &Kernel, n: usize, allowed: usize, depth: 
 /// same for every point the loop visits while those variables stay fixed. Constants stay
 /// immediates and random nodes keep their per-point streams.
 pub(crate) fn loop_invariants(k: &Kernel, roots: &[usize], allowed: usize) -> Vec<usize> {
-    let mut used = vec![false; k.nodes.len()];
-    let mut stack: Vec<usize> = roots.to_vec();
-    while let Some(n) = stack.pop() {
-        if n >= used.len() || std::mem::replace(&mut used[n], true) {
-            continue;
-        }
-        stack.extend(kiln_compiler::kernel::operands(&k.nodes[n].kind));
-    }
+    let used = used_by(&k.nodes, roots);
     let pinnable = |n: &Node| !matches!(n.kind, NodeKind::Const(_) | NodeKind::Random { .. });
     (k.nodes.iter().enumerate())
         .filter(|&(n, node)| used[n] && pinnable(node) && uses_only_vars_below(k, n, allowed, 0))

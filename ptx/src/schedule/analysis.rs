@@ -3,7 +3,7 @@
 //! (values computed once per thread, point or row). Affine and point-position offsets
 //! (vector loads, immediate displacements) are `kiln_compiler::kernel::analysis`'s.
 
-use kiln_compiler::kernel::analysis::used_by;
+use kiln_compiler::kernel::analysis::{loop_variant, used_by, RandomNodes};
 use kiln_compiler::kernel::{IExpr, Kernel, Node, NodeKind, Program};
 
 /// The largest element count, iteration space or reduction length (exclusive) for which
@@ -100,51 +100,16 @@ fn iexpr_range(e: &IExpr, vars: &[(i128, i128)]) -> Option<(i128, i128)> {
     (fits_i32(lo) && fits_i32(hi)).then_some((lo, hi))
 }
 
-/// Whether node `n` uses no loop variable `>= allowed` and no reduction result
-/// in kernel `k` (`allowed = 0`: it is loop-invariant; `1`: it depends on the row only).
-/// `depth` bounds the walk; deeper DAGs count as variant, which only costs speed.
-pub(crate) fn uses_only_vars_below(k: &Kernel, n: usize, allowed: usize, depth: u32) -> bool {
-    fn no_var(e: &IExpr, allowed: usize) -> bool {
-        match e {
-            IExpr::Var(v) => *v < allowed,
-            IExpr::Const(_) => true,
-            IExpr::Add(a, b) => no_var(a, allowed) && no_var(b, allowed),
-            IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-                no_var(a, allowed)
-            }
-        }
-    }
-    let no_var = |e: &IExpr| no_var(e, allowed);
-    let Some(node) = k.nodes.get(n) else {
-        return false;
-    };
-    let ops_ok = |ops: &[usize]| {
-        depth < 64
-            && ops
-                .iter()
-                .all(|&o| o < n && uses_only_vars_below(k, o, allowed, depth + 1))
-    };
-    match &node.kind {
-        NodeKind::Load { offset, .. } => no_var(offset),
-        NodeKind::Const(_) => true,
-        NodeKind::Index(e) | NodeKind::InRange { e, .. } => no_var(e),
-        NodeKind::Unary(_, a) | NodeKind::Convert(a) => ops_ok(&[*a]),
-        NodeKind::Binary(_, a, b) | NodeKind::Compare(_, a, b) => ops_ok(&[*a, *b]),
-        NodeKind::Select(p, a, b) => ops_ok(&[*p, *a, *b]),
-        NodeKind::Random { seed, index, .. } => no_var(index) && ops_ok(seed),
-        NodeKind::ReduceResult => false,
-    }
-}
-
 /// The nodes of `k` to compute once before a loop ("pinned"), in node order: every node
 /// that `roots` use and that uses only loop variables below `allowed`, so its value is the
 /// same for every point the loop visits while those variables stay fixed. Constants stay
 /// immediates and random nodes keep their per-point streams.
 pub(crate) fn loop_invariants(k: &Kernel, roots: &[usize], allowed: usize) -> Vec<usize> {
     let used = used_by(&k.nodes, roots);
+    let variant = loop_variant(&k.nodes, &|v| v >= allowed, RandomNodes::ByOperands);
     let pinnable = |n: &Node| !matches!(n.kind, NodeKind::Const(_) | NodeKind::Random { .. });
     (k.nodes.iter().enumerate())
-        .filter(|&(n, node)| used[n] && pinnable(node) && uses_only_vars_below(k, n, allowed, 0))
+        .filter(|&(n, node)| used[n] && pinnable(node) && !variant[n])
         .map(|(n, _)| n)
         .collect()
 }

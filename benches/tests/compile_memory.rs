@@ -53,10 +53,8 @@ fn check_5000(chain: Chain) {
     );
     let (ptx, ptx_peak) = peak_during(|| {
         let p = kiln_compiler::lower::lower_cluster(&c).expect("lowers");
-        kiln_ptx::emit_program(
-            &kiln_ptx::gpu_program(&p),
-            kiln_ptx::Target::from_sm(90).unwrap(),
-        )
+        kiln_ptx::gpu_program(&p)
+            .and_then(|gpu| kiln_ptx::emit_program(&gpu, kiln_ptx::Target::from_sm(90).unwrap()))
     });
     ptx.expect("emits PTX");
     assert!(

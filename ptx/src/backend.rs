@@ -56,7 +56,7 @@ pub fn compile_program(
     lowered: &Program,
     opts: &PtxOptions,
 ) -> Result<PtxArtifact, PtxCompileError> {
-    let program = gpu_program(lowered);
+    let program = gpu_program(lowered)?;
     let ptx = emit_program(&program, opts.target)?;
     Ok(PtxArtifact { program, ptx })
 }
@@ -87,7 +87,7 @@ mod tests {
             crate::Mapping::WarpPerRow { rows: 3, .. }
         ));
         let lowered = lower_cluster(&cluster).expect("lowers");
-        assert_eq!(art.program, gpu_program(&lowered));
+        assert_eq!(art.program, gpu_program(&lowered).expect("verifies"));
         assert_eq!(
             art.ptx,
             emit_program(&art.program, opts.target).expect("emits")

@@ -191,7 +191,7 @@ fn run_ptx(module: &Module, target: &str) -> Result<String, String> {
                 continue;
             }
         };
-        match kiln_ptx::emit_program(&kiln_ptx::gpu_program(&p), target) {
+        match kiln_ptx::gpu_program(&p).and_then(|gpu| kiln_ptx::emit_program(&gpu, target)) {
             Ok(ptx) => {
                 out += &ptx.text;
                 for k in &ptx.fills {

@@ -55,7 +55,8 @@ fn main() {
         });
         let (_, ptx_ms, ptx_mb) = timed(&|| {
             let p = kiln_compiler::lower::lower_cluster(&c).expect("lowers");
-            kiln_ptx::emit_program(&kiln_ptx::gpu_program(&p), target).expect("emits");
+            kiln_ptx::emit_program(&kiln_ptx::gpu_program(&p).expect("verifies"), target)
+                .expect("emits");
             0
         });
         println!(

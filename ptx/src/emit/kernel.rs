@@ -3,7 +3,7 @@
 //! reduction's warp loop.
 
 use super::state::{Emitter, R};
-use super::types::{class, mem_type, param_name, slot, vec4};
+use super::types::{class, mem_type, param_name, vec4};
 use crate::module::{Kernel as PtxKernel, Reg, RegClass};
 use crate::program::KernelLaunch;
 use crate::schedule::{KernelPlan, Work};
@@ -19,9 +19,7 @@ impl<'a> Emitter<'a> {
         plan: &KernelPlan,
     ) -> R<(PtxKernel, KernelLaunch)> {
         let k = self.k;
-        let mut bufs = self.kernel_buffers()?;
-        bufs.sort_by_key(|&b| slot(self.p, b));
-        bufs.dedup();
+        let bufs = self.kernel_buffers()?;
         let names: Vec<String> = bufs.iter().map(|&b| param_name(b)).collect();
         self.b.comment(&format!(
             "{entry}: kernel {} of cluster {}",

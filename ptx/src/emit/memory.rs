@@ -4,21 +4,17 @@
 use super::state::{Emitter, R};
 use super::types::{elem_bytes, mem_type};
 use crate::module::{Reg, RegClass};
-use crate::schedule::{affine, LANES};
-use kiln_compiler::kernel::{BufRef, IExpr, NodeKind};
+use crate::schedule::LANES;
+use kiln_compiler::kernel::analysis::{kernel_buffers, Affine};
+use kiln_compiler::kernel::{BufRef, IExpr};
 use kiln_ir::DType;
 
 impl<'a> Emitter<'a> {
-    /// The buffers the kernel touches (stores, then loads, unsorted), checked: each exists
-    /// and every store writes a writable buffer of its value's dtype.
+    /// The buffers the kernel touches, each once, in slot order ([`kernel_buffers`]),
+    /// checked: each exists and every store writes a writable buffer of its value's dtype.
     pub(super) fn kernel_buffers(&self) -> R<Vec<BufRef>> {
         let k = self.k;
-        let mut bufs: Vec<BufRef> = k.stores.iter().map(|s| s.buf).collect();
-        for n in &k.nodes {
-            if let NodeKind::Load { buf, .. } = n.kind {
-                bufs.push(buf);
-            }
-        }
+        let bufs = kernel_buffers(self.p, k);
         for &b in &bufs {
             self.buf_dtype(b)?;
         }
@@ -139,7 +135,7 @@ impl<'a> Emitter<'a> {
         vars: &[Reg],
     ) -> R<String> {
         if let Some((var, delta)) = self.disp {
-            let stride = affine(offset, vars.len()).map(|(coeffs, _)| coeffs[var]);
+            let stride = Affine::of(offset, vars.len()).map(|a| i128::from(a.coeffs[var]));
             let bytes = stride.map(|s| s * i128::from(elem_bytes(dt)) * i128::from(delta));
             match (delta, stride, bytes, self.disp_base[n]) {
                 (0, Some(s), _, _) if s > 0 => {

@@ -2,10 +2,11 @@
 //! program for one row at a time, one warp per row, temporaries in a shared slab.
 
 use super::state::{Emitter, FusedRow, R};
-use super::types::{param_name, slot};
+use super::types::param_name;
 use crate::module::{Kernel as PtxKernel, Reg, RegClass};
 use crate::program::{entry_name, KernelLaunch};
 use crate::schedule::{Prefetch, RowPlan, StepWork, LANES};
+use kiln_compiler::kernel::analysis::buffer_slot;
 use kiln_compiler::kernel::BufRef;
 
 /// The kernel-scope `.shared` array of a row-fused entry.
@@ -22,7 +23,7 @@ impl<'a> Emitter<'a> {
             bufs.extend(self.kernel_buffers()?);
         }
         bufs.retain(|b| !matches!(b, BufRef::Temp(_)));
-        bufs.sort_by_key(|&b| slot(p, b));
+        bufs.sort_by_key(|&b| buffer_slot(p, b));
         bufs.dedup();
         let names: Vec<String> = bufs.iter().map(|&b| param_name(b)).collect();
         let entry = entry_name(&p.name, "rows");

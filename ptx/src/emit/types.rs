@@ -2,22 +2,12 @@
 //! of a dtype, buffer parameter names and their fixed order.
 
 use crate::module::{Reg, RegClass};
-use kiln_compiler::kernel::{BufRef, Program};
+use kiln_compiler::kernel::BufRef;
 use kiln_ir::DType;
 
 /// A vector operand `{%f1, %f2, %f3, %f4}`.
 pub(super) fn vec4(r: &[Reg; 4]) -> String {
     format!("{{{}, {}, {}, {}}}", r[0], r[1], r[2], r[3])
-}
-
-/// Position of a buffer in the fixed parameter order: inputs, outputs, temps, constants.
-pub(super) fn slot(p: &Program, b: BufRef) -> usize {
-    match b {
-        BufRef::Input(i) => i,
-        BufRef::Output(i) => p.inputs.len() + i,
-        BufRef::Temp(i) => p.inputs.len() + p.outputs.len() + i,
-        BufRef::Const(i) => p.inputs.len() + p.outputs.len() + p.temps.len() + i,
-    }
 }
 
 /// The parameter name of a buffer (`in0`, `out1`, `tmp2`, `cst3`).

@@ -1,8 +1,9 @@
-//! Analyses of one kernel that scheduling decisions rest on: the range of index
-//! expressions (32- or 64-bit indices), affine and contiguous offsets (vector loads,
-//! immediate displacements), and which nodes depend on which loop variables (values
-//! computed once per thread, point or row).
+//! PTX-only analyses of one kernel that scheduling decisions rest on: the range of index
+//! expressions (32- or 64-bit indices) and which nodes depend on which loop variables
+//! (values computed once per thread, point or row). Affine and point-position offsets
+//! (vector loads, immediate displacements) are `kiln_compiler::kernel::analysis`'s.
 
+use kiln_compiler::kernel::analysis::{loop_variant, used_by, RandomNodes};
 use kiln_compiler::kernel::{IExpr, Kernel, Node, NodeKind, Program};
 
 /// The largest element count, iteration space or reduction length (exclusive) for which
@@ -99,96 +100,16 @@ fn iexpr_range(e: &IExpr, vars: &[(i128, i128)]) -> Option<(i128, i128)> {
     (fits_i32(lo) && fits_i32(hi)).then_some((lo, hi))
 }
 
-/// `e` as `Σ coeff[v] · Var(v) + c` when it is affine (no division, remainder or clamp).
-pub(crate) fn affine(e: &IExpr, nvars: usize) -> Option<(Vec<i128>, i128)> {
-    Some(match e {
-        IExpr::Var(v) => {
-            let mut c = vec![0; nvars];
-            *c.get_mut(*v)? = 1;
-            (c, 0)
-        }
-        IExpr::Const(k) => (vec![0; nvars], *k as i128),
-        IExpr::Add(x, y) => {
-            let (mut a, ac) = affine(x, nvars)?;
-            let (b, bc) = affine(y, nvars)?;
-            a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-            (a, ac + bc)
-        }
-        IExpr::Mul(x, k) => {
-            let (a, ac) = affine(x, nvars)?;
-            let k = *k as i128;
-            (a.into_iter().map(|a| a * k).collect(), ac * k)
-        }
-        IExpr::Div(..) | IExpr::Rem(..) | IExpr::Clamp(..) => return None,
-    })
-}
-
-/// The constant `c` when `e` is the row-major linear index of the point in `space` plus
-/// `c` (the reduction variable unused).
-pub(crate) fn contiguous_offset(e: &IExpr, space: &[usize]) -> Option<i128> {
-    let (coeffs, c) = affine(e, space.len() + 1)?;
-    let mut stride = 1i128;
-    for (d, &size) in space.iter().enumerate().rev() {
-        if coeffs[d] != stride && size != 1 {
-            return None;
-        }
-        stride *= size as i128;
-    }
-    (coeffs[space.len()] == 0).then_some(c)
-}
-
-/// Whether node `n` uses no loop variable `>= allowed` and no reduction result
-/// in kernel `k` (`allowed = 0`: it is loop-invariant; `1`: it depends on the row only).
-/// `depth` bounds the walk; deeper DAGs count as variant, which only costs speed.
-pub(crate) fn uses_only_vars_below(k: &Kernel, n: usize, allowed: usize, depth: u32) -> bool {
-    fn no_var(e: &IExpr, allowed: usize) -> bool {
-        match e {
-            IExpr::Var(v) => *v < allowed,
-            IExpr::Const(_) => true,
-            IExpr::Add(a, b) => no_var(a, allowed) && no_var(b, allowed),
-            IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-                no_var(a, allowed)
-            }
-        }
-    }
-    let no_var = |e: &IExpr| no_var(e, allowed);
-    let Some(node) = k.nodes.get(n) else {
-        return false;
-    };
-    let ops_ok = |ops: &[usize]| {
-        depth < 64
-            && ops
-                .iter()
-                .all(|&o| o < n && uses_only_vars_below(k, o, allowed, depth + 1))
-    };
-    match &node.kind {
-        NodeKind::Load { offset, .. } => no_var(offset),
-        NodeKind::Const(_) => true,
-        NodeKind::Index(e) | NodeKind::InRange { e, .. } => no_var(e),
-        NodeKind::Unary(_, a) | NodeKind::Convert(a) => ops_ok(&[*a]),
-        NodeKind::Binary(_, a, b) | NodeKind::Compare(_, a, b) => ops_ok(&[*a, *b]),
-        NodeKind::Select(p, a, b) => ops_ok(&[*p, *a, *b]),
-        NodeKind::Random { seed, index, .. } => no_var(index) && ops_ok(seed),
-        NodeKind::ReduceResult => false,
-    }
-}
-
 /// The nodes of `k` to compute once before a loop ("pinned"), in node order: every node
 /// that `roots` use and that uses only loop variables below `allowed`, so its value is the
 /// same for every point the loop visits while those variables stay fixed. Constants stay
 /// immediates and random nodes keep their per-point streams.
 pub(crate) fn loop_invariants(k: &Kernel, roots: &[usize], allowed: usize) -> Vec<usize> {
-    let mut used = vec![false; k.nodes.len()];
-    let mut stack: Vec<usize> = roots.to_vec();
-    while let Some(n) = stack.pop() {
-        if n >= used.len() || std::mem::replace(&mut used[n], true) {
-            continue;
-        }
-        stack.extend(kiln_compiler::kernel::operands(&k.nodes[n].kind));
-    }
+    let used = used_by(&k.nodes, roots);
+    let variant = loop_variant(&k.nodes, &|v| v >= allowed, RandomNodes::ByOperands);
     let pinnable = |n: &Node| !matches!(n.kind, NodeKind::Const(_) | NodeKind::Random { .. });
     (k.nodes.iter().enumerate())
-        .filter(|&(n, node)| used[n] && pinnable(node) && uses_only_vars_below(k, n, allowed, 0))
+        .filter(|&(n, node)| used[n] && pinnable(node) && !variant[n])
         .map(|(n, _)| n)
         .collect()
 }
@@ -199,27 +120,4 @@ pub(crate) fn loads_a_stored_buffer(k: &Kernel) -> bool {
         NodeKind::Load { buf, .. } => k.stores.iter().any(|s| s.buf == buf),
         _ => false,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn linear2(cols: i64) -> IExpr {
-        IExpr::sum(IExpr::scaled(IExpr::Var(0), cols), IExpr::Var(1))
-    }
-
-    #[test]
-    fn contiguity_is_the_linear_index_plus_a_constant() {
-        let space = [5, 7];
-        assert_eq!(contiguous_offset(&linear2(7), &space), Some(0));
-        let plus8 = IExpr::sum(linear2(7), IExpr::Const(8));
-        assert_eq!(contiguous_offset(&plus8, &space), Some(8));
-        // A transpose (column-major) and a broadcast (row only) are not contiguous.
-        let transposed = IExpr::sum(IExpr::scaled(IExpr::Var(1), 5), IExpr::Var(0));
-        assert_eq!(contiguous_offset(&transposed, &space), None);
-        assert_eq!(contiguous_offset(&IExpr::Var(0), &space), None);
-        // Division (reshape-like maps) is not recognised: scalar, which is only slower.
-        assert_eq!(contiguous_offset(&IExpr::quot(linear2(7), 2), &space), None);
-    }
 }

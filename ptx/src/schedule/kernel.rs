@@ -2,9 +2,10 @@
 //! vector groups, the reduction's unrolling and per-point invariants, and which random
 //! streams are set up once per thread.
 
-use super::analysis::{contiguous_offset, loop_invariants, uses_only_vars_below};
+use super::analysis::loop_invariants;
 use crate::program::{EmitError, Mapping};
 use crate::random;
+use kiln_compiler::kernel::analysis::{loop_variant, position_offset, RandomNodes};
 use kiln_compiler::kernel::{buf_dtype, Kernel, Node, NodeKind, Program};
 use kiln_ir::{BinaryOp, DType, ReduceKind};
 
@@ -162,16 +163,12 @@ pub(super) fn plan_reduction(k: &Kernel, kind: ReduceKind, len: u64, value: usiz
 /// The random nodes of `k` (with PTX for their distribution) whose seed is loop-invariant:
 /// their stream is set up once per thread, not per element.
 pub(super) fn hoisted_streams(k: &Kernel) -> Vec<usize> {
+    let variant = loop_variant(&k.nodes, &|_| true, RandomNodes::ByOperands);
     (k.nodes.iter().enumerate())
-        .filter(|&(n, node)| match &node.kind {
+        .filter(|&(_, node)| match &node.kind {
             NodeKind::Random {
                 dist, alg, seed, ..
-            } => {
-                random::supported(*dist, *alg, node.dtype)
-                    && seed
-                        .iter()
-                        .all(|&s| s < n && uses_only_vars_below(k, s, 0, 0))
-            }
+            } => random::supported(*dist, *alg, node.dtype) && seed.iter().all(|&s| !variant[s]),
             _ => false,
         })
         .map(|(n, _)| n)
@@ -207,9 +204,9 @@ fn vector_loads(p: &Program, k: &Kernel) -> Option<Vec<(usize, i64)>> {
         if k.stores.iter().any(|s| s.buf == *buf) {
             return None;
         }
-        if let Some(c) = contiguous_offset(offset, &k.space) {
+        if let Some(c) = position_offset(offset, &k.space) {
             if four(node.dtype) && c % 4 == 0 {
-                loads.push((n, c as i64));
+                loads.push((n, c));
             }
         }
     }

@@ -17,24 +17,39 @@ mod fill;
 mod kernel;
 mod rows;
 
-pub(crate) use analysis::{affine, narrow_indices, NARROW_LIMIT};
+pub(crate) use analysis::{narrow_indices, NARROW_LIMIT};
 pub(crate) use fill::fill_kernel;
 pub use kernel::{grid_for, MAX_GRID, POINTS_PER_THREAD};
 pub(crate) use kernel::{plan_kernel, KernelPlan, ReducePlan, Work, CHUNK, LANES};
 pub use rows::FUSED_SMEM;
 pub(crate) use rows::{plan_rows, Prefetch, RowPlan, StepWork};
 
+use crate::program::EmitError;
+use kiln_compiler::kernel::pipeline::{run_target_passes, TargetCaps};
 use kiln_compiler::kernel::Program;
 
 /// Kept points below which [`gpu_program`] splits a reduction longer than one canonical
 /// chunk in two kernels: with fewer, one warp per point leaves most of the GPU idle.
 pub const SPLIT_BELOW_POINTS: usize = 2048;
 
-/// The program a GPU runs for the lowered cluster `p`: `p` with its long reductions over
-/// few kept points split in two kernels
-/// ([`kiln_compiler::kernel::split_long_reductions`]), so the chunks of the canonical
-/// order run in parallel. Emit and launch this program, not `p` (it may have more kernels
-/// and scratch buffers).
-pub fn gpu_program(p: &Program) -> Program {
-    kiln_compiler::kernel::split_long_reductions(p, SPLIT_BELOW_POINTS)
+/// The program a GPU runs for the lowered cluster `p`: `p` through the kernel passes of the
+/// target stage ([`run_target_passes`]) with the GPU's caps — its long reductions over few
+/// kept points split in two kernels, so the chunks of the canonical order run in parallel.
+/// Emit and launch this program, not `p` (it may have more kernels and scratch buffers).
+/// A `p` the kernel-IR verifier refuses (or a pass that leaves it invalid) is
+/// [`EmitError::Malformed`].
+pub fn gpu_program(p: &Program) -> Result<Program, EmitError> {
+    let caps = TargetCaps {
+        split_reductions_below: Some(SPLIT_BELOW_POINTS),
+        ..Default::default()
+    };
+    let mut out = p.clone();
+    run_target_passes(&mut out, &caps).map_err(|e| EmitError::Malformed {
+        reason: match e.pass {
+            Some(pass) => format!("after pass '{pass}': {}", e.error.reason),
+            None => e.error.reason,
+        },
+        kernel: e.error.at,
+    })?;
+    Ok(out)
 }

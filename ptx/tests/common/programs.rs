@@ -3,6 +3,7 @@
 //! the simulator ([`super::sim`]) to compare with the interpreter bit for bit.
 
 use super::sim::{Memory, Program as SimProgram};
+use kiln_compiler::kernel::analysis::buffer_slot;
 use kiln_compiler::kernel::{BufRef, Program};
 use kiln_interp::Interpreter;
 use kiln_ir::{Buffer, Cluster, DType, Op, Tensor, TensorType};
@@ -113,12 +114,6 @@ pub fn simulate(
     for c in &p.consts {
         bufs.push(to_bytes(c.data()));
     }
-    let slot = |b: BufRef| match b {
-        BufRef::Input(i) => i,
-        BufRef::Output(i) => p.inputs.len() + i,
-        BufRef::Temp(i) => p.inputs.len() + p.outputs.len() + i,
-        BufRef::Const(i) => p.inputs.len() + p.outputs.len() + p.temps.len() + i,
-    };
     let mut mem = Memory::new(bufs);
     let type_of = |b: BufRef| match b {
         BufRef::Input(i) => p.inputs.get(i),
@@ -130,7 +125,7 @@ pub fn simulate(
     let run_dots = |mem: &mut Memory, before: &dyn Fn(usize) -> bool| -> Result<(), String> {
         for (n, d) in p.dots.iter().enumerate().filter(|(_, d)| before(d.before)) {
             let operand = |b: BufRef| -> Result<Tensor, String> {
-                let k = slot(b);
+                let k = buffer_slot(p, b);
                 if let BufRef::Temp(_) = b {
                     if let Some(pos) = mem.writes[k].iter().position(|&c| c != 1) {
                         return Err(format!(
@@ -156,7 +151,7 @@ pub fn simulate(
                 .map_err(|e| e.to_string())?
                 .eval(&Op::DotGeneral(d.dims.clone()), &[&a, &b], ty)
                 .map_err(|e| format!("dot {n}: {e}"))?;
-            let k = slot(BufRef::Temp(d.out));
+            let k = buffer_slot(p, BufRef::Temp(d.out));
             let bytes = to_bytes(out.data());
             if bytes.len() != mem.bufs[k].len() {
                 return Err(format!(
@@ -180,7 +175,7 @@ pub fn simulate(
             run_dots(&mut mem, &|b| b == i)?;
         }
         let sim = SimProgram::parse_entry(&ptx.text, &k.entry);
-        let params: Vec<usize> = k.params.iter().map(|&b| slot(b)).collect();
+        let params: Vec<usize> = k.params.iter().map(|&b| buffer_slot(p, b)).collect();
         let (grid, block) = match launch {
             Launch::Suggested => (k.grid, k.block),
             Launch::Fixed(g, b) => (g, b),

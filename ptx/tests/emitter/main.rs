@@ -78,7 +78,7 @@ pub fn check_inputs(label: &str, c: &Cluster, inputs: &[Tensor]) -> Result<bool,
     }
     // The lowered program, and (where it differs) the one the GPU runs: long reductions
     // over few points split in two kernels.
-    let split = gpu_program(&p);
+    let split = gpu_program(&p).map_err(|e| format!("{label}: {e}"))?;
     let programs = if split == p { vec![p] } else { vec![p, split] };
     for p in &programs {
         let ptx = emit_program(p, sm80()).map_err(|e| format!("{label}: {e}"))?;

@@ -348,7 +348,7 @@ fn split_reductions_keep_the_canonical_bits() {
         );
         let c = cluster(&src).expect("parses");
         let p = lower_cluster(&c).expect("lowers");
-        let split = gpu_program(&p);
+        let split = gpu_program(&p).expect("verifies");
         assert_eq!(
             split.kernels.len(),
             p.kernels.len() + 1,

@@ -142,8 +142,9 @@ fn ptx_text(
     flags: &kiln::config::Flags,
 ) -> Result<String, String> {
     let p = lower_cluster(c).map_err(|LowerError::Unsupported(r)| format!("not lowered: {r}"))?;
-    let ptx =
-        kiln_ptx::emit_program(&kiln_ptx::gpu_program(&p), target).map_err(|e| e.to_string())?;
+    let ptx = kiln_ptx::gpu_program(&p)
+        .and_then(|gpu| kiln_ptx::emit_program(&gpu, target))
+        .map_err(|e| e.to_string())?;
     kiln_flags::vlog!(
         flags,
         kiln_flags::logging::NVPTX_COMPILER,

@@ -265,7 +265,7 @@ fn run_ptx(
         if !p.dots.is_empty() {
             forms.push("matrix products");
         }
-        let split = gpu_program(&p);
+        let split = gpu_program(&p).map_err(|e| (FailKind::Error, e.to_string()))?;
         if split != p {
             forms.push("split for the GPU");
         }

@@ -5,6 +5,7 @@
 //! set; without a GPU it is reported as unavailable rather than faked.
 
 use crate::probe::{probe, Bandwidth};
+pub use crate::report::BenchReport;
 use crate::report::Record;
 use crate::stats::summarize;
 use crate::workloads::{build, Agreement, Body, Call, Size, Workload};
@@ -47,19 +48,6 @@ impl BenchOptions {
             gpu: None,
         }
     }
-}
-
-/// Everything one `kiln bench` run measured.
-#[derive(Debug, Clone)]
-pub struct BenchReport {
-    /// The probe's result.
-    pub bandwidth: Bandwidth,
-    /// Threads the runtimes use.
-    pub threads: usize,
-    /// One record per workload and mode.
-    pub records: Vec<Record>,
-    /// Things the reader must know (unavailable modes, host-only workloads).
-    pub notes: Vec<String>,
 }
 
 /// Runs the benchmark.

@@ -2,10 +2,23 @@
 //! JSON (`--json`), as an SVG bar chart (`--svg`), and compared with anchor records that
 //! `benches/anchors/xla_anchor.py` wrote (`--compare`).
 
-use crate::harness::BenchReport;
+use crate::probe::Bandwidth;
 use crate::BenchError;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+
+/// Everything one `kiln bench` run measured.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    /// The probe's result.
+    pub bandwidth: Bandwidth,
+    /// Threads the runtimes use.
+    pub threads: usize,
+    /// One record per workload and mode.
+    pub records: Vec<Record>,
+    /// Things the reader must know (unavailable modes, host-only workloads).
+    pub notes: Vec<String>,
+}
 
 /// One workload in one mode (`fallback`, `cpu`, `gpu`, or an anchor's name).
 #[derive(Debug, Clone, PartialEq)]

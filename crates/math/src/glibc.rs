@@ -74,10 +74,18 @@ const LOGF_A: [f64; 3] = [
 pub fn logf_glibc<A: Widen>(a: &mut A, x: A::F) -> A::F {
     let y = logf_core(a, x);
     let ix = a.to_bits(x);
-    // Specials: ±0 → -inf, +inf → +inf, negative or NaN → NaN (glibc's (x - x) / (x - x)).
+    log_specials(a, x, ix, 0x7f80_0000, y)
+}
+
+/// glibc's special inputs of `logf` and `log`, applied to `y`, the value for positive
+/// finite `x` (bits `ix`; `inf_bits` those of `+inf` in `x`'s format), in glibc's order of
+/// precedence (the last select wins): negative or NaN → NaN (`(x - x) / (x - x)`), `+inf` →
+/// `+inf`, `±0` → `-inf`.
+#[inline(always)]
+pub(crate) fn log_specials<A: Arith>(a: &mut A, x: A::F, ix: A::U, inf_bits: u64, y: A::F) -> A::F {
     let d = a.sub(x, x);
     let nan = a.div(d, d);
-    let inf_bits = a.uconst(0x7f80_0000);
+    let inf_bits = a.uconst(inf_bits);
     let above = a.icmp(IntCC::Ugt, ix, inf_bits);
     let y = a.select(above, nan, y);
     let is_inf = a.icmp(IntCC::Eq, ix, inf_bits);

@@ -74,20 +74,7 @@ pub fn log_glibc<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let width = a.uconst(NEAR_ONE_WIDTH);
     let is_near = a.icmp(IntCC::Ult, d, width);
     let y = a.select(is_near, near, y);
-    // Specials, in glibc's order of precedence (the last select wins): negative or NaN →
-    // NaN ((x - x) / (x - x)), +inf → +inf, ±0 → -inf.
-    let t = a.sub(x, x);
-    let nan = a.div(t, t);
-    let inf_bits = a.uconst(0x7ff0_0000_0000_0000);
-    let above = a.icmp(IntCC::Ugt, ix, inf_bits);
-    let y = a.select(above, nan, y);
-    let is_inf = a.icmp(IntCC::Eq, ix, inf_bits);
-    let y = a.select(is_inf, x, y);
-    let twice = a.shl(ix, 1);
-    let zero = a.uconst(0);
-    let is_zero = a.icmp(IntCC::Eq, twice, zero);
-    let minf = a.fconst(f64::NEG_INFINITY);
-    a.select(is_zero, minf, y)
+    crate::glibc::log_specials(a, x, ix, 0x7ff0_0000_0000_0000, y)
 }
 
 /// `x = 2^k z` with `z` in `[OFF, 2 OFF)`, `log x = k ln 2 + log c + log1p(z/c - 1)` with

@@ -1,7 +1,8 @@
 //! Data-movement ops whose HLO form differs from Kiln's: `broadcast` with unordered
 //! dimensions (a transpose first), `bitcast` (a reshape when layouts are default), and
 //! `pad` with negative edges (pad, then slice, which the compiled backends take) or with
-//! interior padding (Kiln's general `pad`).
+//! interior padding (Kiln's general `pad`); `set-dimension-size` to the static size (the
+//! identity: Kiln's shapes are static).
 
 use crate::ast::Instruction;
 use crate::attrs::AttrValue;
@@ -66,6 +67,37 @@ impl Ctx<'_> {
             ));
         }
         Ok(Tree::Leaf(self.emit(inst, Op::Reshape, vec![a], ty)))
+    }
+
+    /// `set-dimension-size(x, n), dimensions={d}`: XLA's dynamic size of dimension `d`.
+    /// TensorFlow emits it after `top_k`'s slice with `n` a constant equal to the static
+    /// size, where it changes nothing; any other size is a dynamic shape, which Kiln does
+    /// not have (an "unsupported" error naming the instruction).
+    pub(crate) fn set_dimension_size(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
+        let (a, n) = (self.leaf(inst, args, 0)?, self.leaf(inst, args, 1)?);
+        let dims = self.ints(inst, "dimensions")?;
+        let aty = self.f.ty(a).clone();
+        let static_size = match dims[..] {
+            [d] if d < aty.rank() => aty.shape[d],
+            _ => {
+                let msg = format!(
+                    "set-dimension-size %{} needs dimensions={{d}} with d below the rank of {aty}",
+                    inst.name
+                );
+                return Err(invalid(inst.pos, msg));
+            }
+        };
+        let size = match self.f.def_inst(n).map(|i| &i.op) {
+            Some(Op::Constant(t)) if t.data().len() == 1 => Some(t.data().get(0).to_f64()),
+            _ => None,
+        };
+        if size != Some(static_size as f64) {
+            return Err(unsupported_op(
+                inst,
+                &format!(" to a size other than the static {static_size} (a dynamic shape)"),
+            ));
+        }
+        self.check_tree(inst, Tree::Leaf(a))
     }
 
     /// Edge padding; negative padding slices the padded value; interior padding is the

@@ -105,6 +105,7 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "dynamic-slice" => (&["dynamic_slice_sizes"], None),
         "dynamic-update-slice" => (&[], None),
         "pad" => (&["padding"], Some(2)),
+        "set-dimension-size" => (&["dimensions"], Some(2)),
         "gather" => (crate::indexing::GATHER_ATTRS, Some(2)),
         "scatter" => (crate::indexing::SCATTER_ATTRS, None),
         "reduce" => (&["dimensions", "to_apply"], None),
@@ -345,6 +346,7 @@ impl Ctx<'_> {
                 Ok(Tree::Leaf(self.emit(inst, Op::Concat { axis }, vals, ty)))
             }
             "pad" => self.pad(inst, &args),
+            "set-dimension-size" => self.set_dimension_size(inst, &args),
             "dynamic-slice" => {
                 let ty = self.out_type(inst)?;
                 let vals = self.leaves(inst, &args)?;
@@ -366,7 +368,7 @@ impl Ctx<'_> {
                     ty,
                 )))
             }
-            // Two inputs and two inits: JAX's argmax / argmin.
+            // Two inputs and two inits: JAX's or TensorFlow's argmax / argmin.
             "reduce" if args.len() == 4 => self.variadic_reduce(inst, &args),
             "reduce" => self.reduce(inst, &args),
             "convolution" => self.convolution(inst, &args),

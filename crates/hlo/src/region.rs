@@ -4,7 +4,7 @@
 //! TF compares directly), and a structural match would miss the next spelling.
 //!
 //! A region made only of `parameter`, scalar `constant`, `compare`, `select`, `and`, `or`,
-//! `xor`, `not` and `tuple` computes a function of the order relations among its
+//! `xor`, `not`, integer `maximum` / `minimum` and `tuple` computes a function of the order relations among its
 //! parameters and constants. It is evaluated on every combination of probe values (each
 //! dtype's extremes, signed zeros, NaNs of both signs, small integers: every relation such
 //! a region can distinguish) — or, when the combinations are too many, on a fixed
@@ -120,7 +120,7 @@ fn eval_at(
     let one = |v: Val| Ok(vec![v]);
     let bad = || {
         Err(format!(
-            "%{} is '{op}', not a scalar compare, select, and, or, xor, not or constant",
+            "%{} is '{op}', not a scalar compare, select, and, or, xor, not, integer maximum / minimum or constant",
             inst.name
         ))
     };
@@ -150,6 +150,10 @@ fn eval_at(
         ("or", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a | b)),
         ("xor", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a ^ b)),
         ("not", _, &[Val::B(a)]) => one(Val::B(!a)),
+        // Integer extrema are order relations too (TF's argmax reducer takes the smaller
+        // index on ties with `minimum`); float ones are not recognised (NaN rules).
+        ("maximum", _, &[Val::I(a), Val::I(b)]) => one(Val::I(a.max(b))),
+        ("minimum", _, &[Val::I(a), Val::I(b)]) => one(Val::I(a.min(b))),
         ("tuple", _, _) => Ok(args),
         _ => bad(),
     }?;
@@ -264,7 +268,7 @@ pub(crate) fn sort_comparator(
 /// or why it is not recognised.
 pub(crate) fn arg_reducer(c: &Computation, value: DType, index: DType) -> Result<ArgKind, String> {
     let sets = [probes(value), probes(index), probes(value), probes(index)];
-    let mut candidates = vec![ArgKind::Max, ArgKind::Min];
+    let mut candidates = ArgKind::ALL.to_vec();
     for p in combinations(&sets) {
         let got = eval(c, &p)?;
         candidates.retain(|&kind| {
@@ -282,7 +286,7 @@ pub(crate) fn arg_reducer(c: &Computation, value: DType, index: DType) -> Result
             got.len() == 2 && got[0].same(want[0]) && got[1].same(want[1])
         });
         if candidates.is_empty() {
-            return Err("it is not JAX's argmax / argmin reducer".into());
+            return Err("it is not JAX's or TensorFlow's argmax / argmin reducer".into());
         }
     }
     Ok(candidates[0])

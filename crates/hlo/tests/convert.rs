@@ -335,7 +335,7 @@ fn reducers_that_are_not_plain_ops_are_named() {
     assert_eq!(
         error(text),
         "unsupported HLO op 'reduce' with reducer %r (%b is 'copy', not a scalar compare, \
-         select, and, or, xor, not or constant) at t.hlo:13:27 in %y"
+         select, and, or, xor, not, integer maximum / minimum or constant) at t.hlo:13:27 in %y"
     );
 }
 

@@ -1,4 +1,4 @@
-//! JAX programs using `sort`, `argmax`/`argmin` (variadic `reduce`), shifts, bit counts,
+//! JAX (and TensorFlow: `export_tf.py`) programs using `sort`, `argmax`/`argmin` (variadic `reduce`), shifts, bit counts,
 //! `bitcast-convert`, `tan`, `cbrt`, `atan2`, `round-nearest-afz`, `is-finite` and `clamp`
 //! (`tests/data/sorting/export.py`, committed output): each is imported,
 //! run on Kiln's interpreter with JAX's inputs and compared with JAX's outputs.
@@ -29,6 +29,7 @@ fn tensor(line: &str) -> (String, Tensor) {
                 .collect(),
         ),
         "i32" => Buffer::I32(w.map(|v| v.parse().unwrap()).collect()),
+        "i64" => Buffer::I64(w.map(|v| v.parse().unwrap()).collect()),
         "u32" => Buffer::U32(w.map(|v| v.parse().unwrap()).collect()),
         "bool" => Buffer::Bool(w.map(|v| v == "1").collect()),
         other => panic!("dtype {other}"),
@@ -151,21 +152,45 @@ fn tensorflow_style_sort_descending_is_stable() {
     assert_eq!(got[0].data(), &Buffer::I32(vec![0, 2, 3, 1, 1, 2, 3, 0]));
 }
 
-/// TensorFlow's argmax reducer (`tf.argmax` under `jit_compile=True`): `>=` then the
-/// smaller index on ties, NaN never winning. Not JAX's rule, so Kiln names it.
+/// TensorFlow's `tf.argmax` / `tf.argmin` under `jit_compile=True` (`export_tf.py`): TF's
+/// own reducer (`>=` then the smaller index on ties, a NaN losing to the element after it),
+/// folded in index order as XLA's CPU backend does; and `tf.math.top_k` (a stable
+/// descending sort, a slice and `set-dimension-size` to the static size).
+#[test]
+fn tensorflow_argmax_argmin_and_top_k_match_tensorflow() {
+    check("tf_argmax_argmin", |_| 0);
+    check("tf_argmax_int", |_| 0);
+    check("tf_top_k", |_| 0);
+}
+
+/// A `set-dimension-size` to anything but the static size is a dynamic shape.
+#[test]
+fn a_dynamic_dimension_size_is_named_with_its_place() {
+    let text = "HloModule m\n\nENTRY e {\n  x = f32[4] parameter(0)\n  n = s32[] constant(3)\n  \
+                ROOT y = f32[4] set-dimension-size(x, n), dimensions={0}\n}\n";
+    let err = kiln_hlo::import(text, "t.hlo").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "unsupported HLO op 'set-dimension-size' to a size other than the static 4 (a dynamic \
+         shape) at t.hlo:6:19 in %y"
+    );
+}
+
+/// A reducer Kiln does not recognise is named with its place.
 #[test]
 fn a_reducer_kiln_does_not_know_is_named_with_its_place() {
+    // TF's reducer with `>` instead of `>=`: neither framework's rule.
     let text = r#"HloModule m
 
 %minmax_func.2 (lhs_value.2: f32[], lhs_index.2: s32[], rhs_value.2: f32[], rhs_index.2: s32[]) -> (f32[], s32[]) {
   %lhs_value.2 = f32[] parameter(0)
   %rhs_value.2 = f32[] parameter(2)
-  %compare.4 = pred[] compare(f32[] %lhs_value.2, f32[] %rhs_value.2), direction=GE
+  %compare.4 = pred[] compare(f32[] %lhs_value.2, f32[] %rhs_value.2), direction=GT
   %select.6 = f32[] select(pred[] %compare.4, f32[] %lhs_value.2, f32[] %rhs_value.2)
   %compare.5 = pred[] compare(f32[] %lhs_value.2, f32[] %rhs_value.2), direction=EQ
   %lhs_index.2 = s32[] parameter(1)
   %rhs_index.2 = s32[] parameter(3)
-  %minimum.2 = s32[] minimum(s32[] %lhs_index.2, s32[] %rhs_index.2)
+  %minimum.2 = s32[] maximum(s32[] %lhs_index.2, s32[] %rhs_index.2)
   %select.7 = s32[] select(pred[] %compare.4, s32[] %lhs_index.2, s32[] %rhs_index.2)
   %select.8 = s32[] select(pred[] %compare.5, s32[] %minimum.2, s32[] %select.7)
   ROOT %tuple.2 = (f32[], s32[]) tuple(f32[] %select.6, s32[] %select.8)
@@ -183,8 +208,8 @@ ENTRY %main (arg0.1: f32[2,4]) -> s32[2] {
     let err = kiln_hlo::import(text, "tf.hlo").unwrap_err().to_string();
     assert_eq!(
         err,
-        "unsupported HLO op 'reduce' with reducer %minmax_func.2 (%minimum.2 is 'minimum', \
-         not a scalar compare, select, and, or, xor, not or constant) at tf.hlo:22:38 in %ArgMax.8"
+        "unsupported HLO op 'reduce' with reducer %minmax_func.2 (it is not JAX's or \
+         TensorFlow's argmax / argmin reducer) at tf.hlo:22:38 in %ArgMax.8"
     );
     // A comparator that is not a lexicographic lt / gt: a sort is refused the same way.
     let text = "HloModule m\n\nc {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \

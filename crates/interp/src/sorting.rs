@@ -198,6 +198,23 @@ mod tests {
     }
 
     #[test]
+    fn tensorflow_argmax_lets_a_nan_lose_to_the_next_element() {
+        let nan = f32::NAN;
+        let x = f32s(
+            &[3, 4],
+            &[1.0, 3.0, 3.0, 2.0, 1.0, nan, 5.0, nan, -0.0, 0.0, -1.0, 0.0],
+        );
+        let i = i32s(&[3, 4], &[0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
+        let i0 = i32s(&[], &[0]);
+        let (ninf, inf) = (f32s(&[], &[f32::NEG_INFINITY]), f32s(&[], &[f32::INFINITY]));
+        // Row 1 ends on a NaN, which nothing follows: it wins; -0 == 0 ties keep index 0.
+        let idx = arg_reduce(&[&x, &i, &ninf, &i0], ArgKind::TfMax, &[1], 1).unwrap();
+        assert_eq!(idx, Buffer::I32(vec![1, 3, 0]));
+        let idx = arg_reduce(&[&x, &i, &inf, &i0], ArgKind::TfMin, &[1], 1).unwrap();
+        assert_eq!(idx, Buffer::I32(vec![0, 3, 2]));
+    }
+
+    #[test]
     fn argmax_of_nothing_is_the_initial_pair() {
         let x = f32s(&[2, 0], &[]);
         let i = i32s(&[2, 0], &[]);

@@ -237,6 +237,11 @@ named_enum! {
         Max = "reduce_argmax",
         /// The smallest value (NaN counts as smallest), first index on ties: `jnp.argmin`.
         Min = "reduce_argmin",
+        /// TensorFlow's `tf.argmax` reducer: the accumulator is kept when `acc >= elem`
+        /// (so a NaN loses to the next element), the smaller index on equal values.
+        TfMax = "reduce_argmax_tf",
+        /// TensorFlow's `tf.argmin` reducer: as [`ArgKind::TfMax`] with `acc <= elem`.
+        TfMin = "reduce_argmin_tf",
     }
 }
 

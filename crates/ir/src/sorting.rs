@@ -79,21 +79,43 @@ pub fn sorts_before(a: &[SortKey], b: &[SortKey], dir: CompareDir) -> bool {
 }
 
 impl ArgKind {
-    /// JAX's argmax / argmin reducer as XLA's CPU backend calls it, accumulator `acc`
-    /// first: keep `acc`'s value when it is beyond `elem`'s or NaN; keep its index then
-    /// too, or when the values are equal and its index is smaller.
+    /// The reducer as XLA's CPU backend calls it, accumulator `acc` first.
+    ///
+    /// JAX's ([`ArgKind::Max`], [`ArgKind::Min`]): keep `acc`'s value when it is beyond
+    /// `elem`'s or NaN; keep its index then too, or when the values are equal and its index
+    /// is smaller. TensorFlow's ([`ArgKind::TfMax`], [`ArgKind::TfMin`], its `minmax_func`):
+    /// keep `acc` when `acc >= elem` (`<=`), the smaller index when the values are equal.
     #[allow(clippy::eq_op)] // `x != x`: NaN, for every value type
     pub fn step<V: PartialOrd + Copy, I: PartialOrd + Copy>(
         self,
         acc: (V, I),
         elem: (V, I),
     ) -> (V, I) {
-        let beyond = match self {
-            ArgKind::Max => acc.0 > elem.0,
-            ArgKind::Min => acc.0 < elem.0,
+        let (keep_value, keep_index) = match self {
+            ArgKind::Max | ArgKind::Min => {
+                let beyond = match self {
+                    ArgKind::Max => acc.0 > elem.0,
+                    _ => acc.0 < elem.0,
+                };
+                let keep_value = beyond || acc.0 != acc.0;
+                (
+                    keep_value,
+                    keep_value || (acc.0 == elem.0 && acc.1 < elem.1),
+                )
+            }
+            ArgKind::TfMax | ArgKind::TfMin => {
+                let keep = match self {
+                    ArgKind::TfMax => acc.0 >= elem.0,
+                    _ => acc.0 <= elem.0,
+                };
+                let keep_index = if acc.0 == elem.0 {
+                    acc.1 < elem.1
+                } else {
+                    keep
+                };
+                (keep, keep_index)
+            }
         };
-        let keep_value = beyond || acc.0 != acc.0;
-        let keep_index = keep_value || (acc.0 == elem.0 && acc.1 < elem.1);
         (
             if keep_value { acc.0 } else { elem.0 },
             if keep_index { acc.1 } else { elem.1 },

@@ -1,0 +1,53 @@
+"""Exports TensorFlow's `tf.argmax` / `tf.argmin` under `jit_compile=True` (TF's own
+`minmax_func` reducer: `>=` / `<=` then the smaller index on ties, so a NaN loses to the
+element after it) and `tf.math.top_k`, in the format of export.py (`NAME.hlo`, `NAME.ref`).
+
+Run from the repository root with TensorFlow installed (2.x):
+    python crates/hlo/tests/data/sorting/export_tf.py
+"""
+import os
+import numpy as np
+import tensorflow as tf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+nan = np.nan
+x = np.array([[1, 3, 3, 0, nan], [nan, 2, 5, 5, 1], [-1, -1, -2, 7, 7],
+              [nan, nan, nan, nan, nan], [2, nan, -1, nan, 0], [-0.0, 0.0, -np.inf, np.inf, 0.0]],
+             np.float32)
+ints = np.array([[3, -7, 3, 9, 9], [0, 0, 0, 0, 0], [-2, 5, -9, 5, -9]], np.int32)
+
+cases = {
+    "tf_argmax_argmin": (lambda a: (tf.argmax(a, axis=1, output_type=tf.int32),
+                                    tf.argmin(a, axis=1, output_type=tf.int32),
+                                    tf.argmax(a, axis=0)), [x]),
+    "tf_argmax_int": (lambda a: (tf.argmax(a, axis=1, output_type=tf.int32),
+                                 tf.argmin(a, axis=0, output_type=tf.int32)), [ints]),
+    # top_k: a stable descending sort (TOTALORDER), a slice and `set-dimension-size`.
+    "tf_top_k": (lambda a: tuple(tf.math.top_k(a, k=3)), [x]),
+}
+
+
+def line(kind, a):
+    a = np.asarray(a)
+    shape = ",".join(map(str, a.shape)) or "-"
+    if a.dtype == np.float32:
+        vals = " ".join("%08x" % v for v in a.view(np.uint32).ravel())
+        return "%s f32 %s %s" % (kind, shape, vals)
+    names = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.bool_): "bool"}
+    vals = " ".join(str(int(v)) for v in a.ravel())
+    return "%s %s %s %s" % (kind, names[a.dtype], shape, vals)
+
+
+for name, (fn, args) in cases.items():
+    f = tf.function(fn, jit_compile=True)
+    consts = [tf.constant(a) for a in args]
+    text = f.experimental_get_compiler_ir(*consts)(stage="hlo")
+    outs = [o.numpy() for o in f(*consts)]
+    with open(os.path.join(HERE, name + ".hlo"), "w") as fh:
+        fh.write(text)
+    with open(os.path.join(HERE, name + ".ref"), "w") as fh:
+        for a in args:
+            fh.write(line("in", a) + "\n")
+        for o in outs:
+            fh.write(line("out", o) + "\n")
+    print(name, [o.tolist() for o in outs])

@@ -23,7 +23,7 @@ use std::borrow::Cow;
 const BLOCK: usize = 64;
 
 /// Below this many multiply-adds a product runs as one call per batch on the calling thread.
-const PAR_FLOPS: usize = 1 << 20;
+pub(crate) const PAR_FLOPS: usize = 1 << 20;
 
 /// A float type with a GEMM.
 trait Gemm: Elem {
@@ -186,8 +186,8 @@ fn dot<T: Gemm>(x: &[T], xs: &[usize], y: &[T], ys: &[usize], d: &DotDims) -> Ve
         }
     };
     let tiles = tiles(batch, m, n, k);
-    if tiles.len() == 1 {
-        call(&tiles[0]);
+    if tiles.len() == 1 || batch * m * n * k < PAR_FLOPS {
+        tiles.iter().for_each(call);
     } else {
         tiles.par_iter().for_each(call);
     }

@@ -156,11 +156,50 @@ impl Interpreter {
             ty: result.clone(),
             bytes,
         })?;
-        let buffer = self
-            .pool
-            .install(|| eval_checked(op, args, result))
-            .map_err(err)?;
+        let buffer = if runs_inline(op, args, result) {
+            eval_checked(op, args, result)
+        } else {
+            self.pool.install(|| eval_checked(op, args, result))
+        }
+        .map_err(err)?;
         Tensor::new(result.shape.clone(), buffer).map_err(|e| err(e.to_string()))
+    }
+}
+
+/// Whether `op` runs on the calling thread instead of in the pool. Handing an op to the
+/// pool from outside it wakes a worker and blocks the caller on a latch (tens of µs on a
+/// loaded machine), more than a small op costs — the per-call cost of small programs. Only
+/// ops whose every parallel path is gated below these sizes qualify (elementwise,
+/// movement and reductions below [`par::PAR_MIN`] elements, random numbers below one
+/// task of `kiln_rng`'s, products below [`dot::PAR_FLOPS`] multiply-adds), so running them
+/// here never reaches another pool. The result is the same either way: no op's bits depend
+/// on the thread that computes them.
+fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
+    if rayon::current_thread_index().is_some() {
+        return false; // already on a pool's thread: `install` is a plain call (or needed)
+    }
+    let elements = args.iter().map(|a| a.data().len()).sum::<usize>() + result.num_elements();
+    match op {
+        Op::Unary(_)
+        | Op::Binary(_)
+        | Op::Compare(_)
+        | Op::Select
+        | Op::Convert
+        | Op::BroadcastInDim { .. }
+        | Op::Reshape
+        | Op::Transpose { .. }
+        | Op::Slice { .. }
+        | Op::Concat { .. }
+        | Op::Pad { .. }
+        | Op::Constant(_)
+        | Op::Iota { .. }
+        | Op::Reduce { .. } => elements < par::PAR_MIN,
+        Op::Random { .. } => result.num_elements() <= 4096,
+        Op::DotGeneral(d) => {
+            let contracted: usize = d.lhs_contract.iter().map(|&i| args[0].shape()[i]).product();
+            result.num_elements().saturating_mul(contracted) < dot::PAR_FLOPS
+        }
+        _ => false,
     }
 }
 

@@ -1,4 +1,6 @@
-//! The corpus of real programs (tests/hlo/export.py, committed output): Flax/optax and
+//! The corpus of real programs (tests/hlo/export.py, committed output: one folder per
+//! program, `tests/hlo/corpus/NAME/` with `model.hlo`, its inputs `in<k>.npy` and the
+//! framework's outputs `ref<k>.npy`, the layout `kiln bench --programs` reads): Flax/optax and
 //! Keras/TensorFlow models, forward passes and training steps, exported as the HLO a user
 //! gets from `jax.jit(f).lower(..).compiler_ir('hlo')` or
 //! `tf.function(jit_compile=True).experimental_get_compiler_ir(..)`. Every program is
@@ -100,10 +102,10 @@ const UNDETERMINED: &[(&str, &[usize], &str)] = &[(
 /// so a program that starts working must be moved to the checked ones.
 const NOT_YET: &[(&str, &str)] = &[];
 
-/// `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, … while they exist.
+/// `NAME/<kind>0.npy`, `NAME/<kind>1.npy`, … while they exist (`kind`: `in` or `ref`).
 fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
     (0..)
-        .map(|k| dir().join(format!("{name}.{kind}{k}.npy")))
+        .map(|k| dir().join(name).join(format!("{kind}{k}.npy")))
         .take_while(|p| p.exists())
         .map(|p| kiln::npy::read_npy(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
         .collect()
@@ -111,9 +113,9 @@ fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
 
 /// Imports and runs one program on the interpreter.
 fn run(name: &str) -> Result<(Vec<Tensor>, f64), String> {
-    let path = dir().join(format!("{name}.hlo"));
+    let path = dir().join(name).join("model.hlo");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let module = kiln_hlo::import(&text, &format!("{name}.hlo")).map_err(|e| e.to_string())?;
+    let module = kiln_hlo::import(&text, &format!("{name}/model.hlo")).map_err(|e| e.to_string())?;
     let f = module.entry().ok_or("no entry function")?;
     let inputs = tensors(name, "in");
     let start = Instant::now();
@@ -160,7 +162,7 @@ fn every_corpus_program_reproduces_the_frameworks_outputs() {
             continue;
         }
         let (got, secs) = run(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let want = tensors(name, "out");
+        let want = tensors(name, "ref");
         assert_eq!(got.len(), want.len(), "{name}: number of outputs");
         let skip: &[usize] = UNDETERMINED
             .iter()
@@ -197,9 +199,12 @@ fn every_exported_program_is_listed() {
     let mut files: Vec<String> = std::fs::read_dir(dir())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| n.strip_suffix(".hlo").map(str::to_string))
         .collect();
     files.sort();
+    for name in &files {
+        let model = dir().join(name).join("model.hlo");
+        assert!(model.is_file(), "{}: not a program folder", model.display());
+    }
     let mut listed: Vec<String> = PROGRAMS.iter().map(|p| p.0.to_string()).collect();
     listed.sort();
     assert_eq!(files, listed);
@@ -233,9 +238,9 @@ fn compiled_and_fallback_runs_of_every_corpus_program_agree_bit_for_bit() {
     let off = session("--tf_xla_auto_jit=0");
     let mut compiled_clusters = 0;
     for &(name, _, _) in PROGRAMS {
-        let path = dir().join(format!("{name}.hlo"));
+        let path = dir().join(name).join("model.hlo");
         let text = std::fs::read_to_string(&path).unwrap();
-        let module = kiln_hlo::import(&text, &format!("{name}.hlo")).unwrap();
+        let module = kiln_hlo::import(&text, &format!("{name}/model.hlo")).unwrap();
         let f = module.entry().unwrap().clone();
         let inputs = tensors(name, "in");
         let run = |s: &kiln::Session| {

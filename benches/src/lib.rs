@@ -50,7 +50,14 @@ pub enum BenchError {
     /// The pass pipeline failed.
     #[error(transparent)]
     Compile(#[from] kiln_compiler::CompileError),
-    /// A session (a real program's run) failed.
+    /// A session (a real program's run) failed. Boxed: a `KilnError` is large, and every
+    /// `Result` of the harness carries this enum.
     #[error(transparent)]
-    Session(#[from] kiln::KilnError),
+    Session(Box<kiln::KilnError>),
+}
+
+impl From<kiln::KilnError> for BenchError {
+    fn from(e: kiln::KilnError) -> BenchError {
+        BenchError::Session(Box::new(e))
+    }
 }

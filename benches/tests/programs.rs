@@ -79,16 +79,17 @@ fn hlo_program(dir: &Path) -> PathBuf {
     p
 }
 
-fn options(dir: &Path) -> Result<BenchOptions, BenchError> {
+/// Options that time the programs of `dir` (which must load) three times each.
+fn options(dir: &Path) -> BenchOptions {
     let mut opts = BenchOptions::new(Size::Small);
     opts.workloads = Vec::new();
     opts.progress = false;
-    opts.programs = load_programs(dir)?;
+    opts.programs = load_programs(dir).unwrap();
     opts.program_budget = ProgramBudget {
         budget: Duration::ZERO,
         reps: (3, 3),
     };
-    Ok(opts)
+    opts
 }
 
 #[test]
@@ -96,7 +97,7 @@ fn a_kir_and_an_hlo_program_are_checked_and_timed() {
     let dir = temp("ok");
     kir_program(&dir, 1.0);
     hlo_program(&dir);
-    let report = run_bench(&options(&dir).unwrap(), &kiln_flags::Flags::default()).unwrap();
+    let report = run_bench(&options(&dir), &kiln_flags::Flags::default()).unwrap();
     let rows: Vec<(&str, &str)> = report
         .records
         .iter()
@@ -155,7 +156,7 @@ fn a_kir_and_an_hlo_program_are_checked_and_timed() {
 fn references_beyond_the_tolerance_fail_and_tolerance_txt_widens_it() {
     let dir = temp("wrong");
     let p = kir_program(&dir, 1.001);
-    let e = run_bench(&options(&dir).unwrap(), &kiln_flags::Flags::default()).unwrap_err();
+    let e = run_bench(&options(&dir), &kiln_flags::Flags::default()).unwrap_err();
     assert!(matches!(e, BenchError::Mismatch { .. }), "{e}");
     let msg = e.to_string();
     assert!(
@@ -163,7 +164,7 @@ fn references_beyond_the_tolerance_fail_and_tolerance_txt_widens_it() {
         "{msg}"
     );
     std::fs::write(p.join("tolerance.txt"), "# references rounded\n1e-2\n").unwrap();
-    run_bench(&options(&dir).unwrap(), &kiln_flags::Flags::default()).unwrap();
+    run_bench(&options(&dir), &kiln_flags::Flags::default()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 

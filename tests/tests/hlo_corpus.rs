@@ -16,8 +16,9 @@
 //! GEMMs and convolutions accumulate in different orders. Each program's `tol` says why it is
 //! what it is.
 
+use kiln_benches::Tolerance;
 use kiln_interp::Interpreter;
-use kiln_ir::{Buffer, Tensor};
+use kiln_ir::Tensor;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -115,7 +116,8 @@ fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
 fn run(name: &str) -> Result<(Vec<Tensor>, f64), String> {
     let path = dir().join(name).join("model.hlo");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let module = kiln_hlo::import(&text, &format!("{name}/model.hlo")).map_err(|e| e.to_string())?;
+    let module =
+        kiln_hlo::import(&text, &format!("{name}/model.hlo")).map_err(|e| e.to_string())?;
     let f = module.entry().ok_or("no entry function")?;
     let inputs = tensors(name, "in");
     let start = Instant::now();
@@ -126,32 +128,33 @@ fn run(name: &str) -> Result<(Vec<Tensor>, f64), String> {
     Ok((out, start.elapsed().as_secs_f64()))
 }
 
-fn floats(t: &Tensor) -> Option<Vec<f64>> {
-    Some(match t.data() {
-        Buffer::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Buffer::F64(v) => v.clone(),
-        _ => return None,
-    })
+/// The check of `name`'s outputs: `tol`, and its [`UNDETERMINED`] outputs checked for type
+/// only. The rule is `kiln bench --programs`' ([`Tolerance::check`]).
+fn tolerance(name: &str, tol: f64) -> Tolerance {
+    let unchecked = UNDETERMINED
+        .iter()
+        .find(|u| u.0 == name)
+        .map_or(&[][..], |u| u.1);
+    Tolerance {
+        rel: tol,
+        unchecked: unchecked.to_vec(),
+    }
 }
 
-/// Compares one output; returns the largest error relative to `|want| + scale`.
-fn compare(name: &str, k: usize, got: &Tensor, want: &Tensor, tol: f64) -> f64 {
-    assert_eq!(got.ty(), want.ty(), "{name} output {k}: type");
-    let (Some(g), Some(w)) = (floats(got), floats(want)) else {
-        assert!(got.bit_eq(want), "{name} output {k}: {got:?} != {want:?}");
-        return 0.0;
-    };
-    let scale = w.iter().fold(0f64, |m, x| m.max(x.abs()));
-    let mut worst = 0f64;
-    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
-        let rel = (a - b).abs() / (b.abs() + scale).max(f64::MIN_POSITIVE);
-        assert!(
-            rel <= tol || (a.is_nan() && b.is_nan()),
-            "{name} output {k}[{i}]: kiln {a}, framework {b} (relative error {rel:e} > {tol:e})"
-        );
-        worst = worst.max(rel);
+/// `kiln bench --programs tests/hlo/corpus` checks each program with its folder's
+/// `tolerance.txt` (default 1e-5): it must say what [`PROGRAMS`] and [`UNDETERMINED`] say.
+#[test]
+fn every_folders_tolerance_txt_agrees_with_the_table() {
+    for &(name, tol, _) in PROGRAMS {
+        let file = dir().join(name).join("tolerance.txt");
+        let found = match std::fs::read_to_string(&file) {
+            Ok(text) => {
+                Tolerance::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+            }
+            Err(_) => Tolerance::default(),
+        };
+        assert_eq!(found, tolerance(name, tol), "{}", file.display());
     }
-    worst
 }
 
 #[test]
@@ -164,19 +167,9 @@ fn every_corpus_program_reproduces_the_frameworks_outputs() {
         let (got, secs) = run(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         let want = tensors(name, "ref");
         assert_eq!(got.len(), want.len(), "{name}: number of outputs");
-        let skip: &[usize] = UNDETERMINED
-            .iter()
-            .find(|u| u.0 == name)
-            .map_or(&[], |u| u.1);
-        let worst = (0..got.len())
-            .map(|k| {
-                if skip.contains(&k) {
-                    assert_eq!(got[k].ty(), want[k].ty(), "{name} output {k}: type");
-                    return 0.0;
-                }
-                compare(name, k, &got[k], &want[k], tol)
-            })
-            .fold(0f64, f64::max);
+        let worst = tolerance(name, tol)
+            .check(&got, &want)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         report.push(format!(
             "{name:32} {secs:8.3} s   largest error {worst:.1e}"
         ));

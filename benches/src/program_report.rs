@@ -99,7 +99,7 @@ pub fn render_programs(report: &BenchReport, anchors: &[Anchor]) -> String {
         "\nreal programs: medians of warm calls (fallback and compiled interleaved); 1st result: \
          from the program's text to its first result in a fresh session with \
          --tf_xla_enable_lazy_compilation=false, compile included; an anchor's 1st: its \
-         compile + first run"
+         compile + first run; anchor/kiln above 1: Kiln is faster"
     );
     out += &layout(&rows, 1);
     for (m, (steady, first)) in modes.iter().zip(&ratios) {

@@ -5,6 +5,8 @@
 //! set; without a GPU it is reported as unavailable rather than faked.
 
 use crate::probe::{probe, Bandwidth};
+use crate::program_bench::{bench_program, ProgramBudget};
+use crate::program_dir::Program;
 pub use crate::report::BenchReport;
 use crate::report::Record;
 use crate::stats::summarize;
@@ -34,6 +36,11 @@ pub struct BenchOptions {
     pub progress: bool,
     /// Also run every workload in a `gpu` mode on this backend (`None`: no GPU).
     pub gpu: Option<Arc<GpuBackend>>,
+    /// Real programs to check and time after the workloads (`kiln bench --programs`), on
+    /// the CPU (fallback and compiled).
+    pub programs: Vec<Program>,
+    /// How long to time each program.
+    pub program_budget: ProgramBudget,
 }
 
 impl BenchOptions {
@@ -46,6 +53,8 @@ impl BenchOptions {
             reps: (3, 25),
             progress: true,
             gpu: None,
+            programs: Vec::new(),
+            program_budget: ProgramBudget::default(),
         }
     }
 }
@@ -92,6 +101,12 @@ pub fn run_bench(opts: &BenchOptions, flags: &Flags) -> Result<BenchReport, Benc
         report.records.extend(recs);
         bar.inc(1);
     }
+    for p in &opts.programs {
+        bar.set_message(p.name.clone());
+        let recs = bench_program(p, opts.program_budget, flags, bandwidth)?;
+        report.records.extend(recs);
+        bar.inc(1);
+    }
     bar.finish_and_clear();
     Ok(report)
 }
@@ -100,7 +115,7 @@ fn progress_bar(opts: &BenchOptions) -> indicatif::ProgressBar {
     if !opts.progress {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::new(opts.workloads.len() as u64);
+    let bar = indicatif::ProgressBar::new((opts.workloads.len() + opts.programs.len()) as u64);
     if let Ok(style) =
         indicatif::ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
     {
@@ -356,6 +371,8 @@ fn bench_graph(
                     .map(|c| c.compile_time.as_secs_f64() * 1e3)
                     .sum::<f64>(),
             clusters: stats.len(),
+            compiled_clusters: stats.values().filter(|c| c.compiled_runs > 0).count(),
+            compile_failures: stats.values().map(|c| c.compile_failures).sum(),
             compiles: stats.values().map(|c| c.compiles).sum(),
             cache_hits: stats.values().map(|c| c.memory_hits + c.disk_hits).sum(),
             compiled_runs: stats.values().map(|c| c.compiled_runs).sum(),

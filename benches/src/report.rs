@@ -3,6 +3,7 @@
 //! `benches/anchors/xla_anchor.py` wrote (`--compare`).
 
 use crate::probe::Bandwidth;
+use crate::program_bench::PROGRAM_SIZE;
 use crate::BenchError;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -43,6 +44,10 @@ pub struct Record {
     pub compile_ms: f64,
     /// Clusters the runtime saw.
     pub clusters: usize,
+    /// Clusters that ran compiled code.
+    pub compiled_clusters: usize,
+    /// Compiles that failed or were unsupported (those clusters ran the fallback).
+    pub compile_failures: u64,
     /// Compiles that ran the backend.
     pub compiles: u64,
     /// Executables found in the memory or persistent cache.
@@ -74,6 +79,8 @@ impl Record {
             "median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
             "reps": self.reps, "first_call_ms": self.first_call_ms,
             "compile_ms": self.compile_ms, "clusters": self.clusters,
+            "compiled_clusters": self.compiled_clusters,
+            "compile_failures": self.compile_failures,
             "compiles": self.compiles, "cache_hits": self.cache_hits,
             "compiled_runs": self.compiled_runs, "gbps": self.gbps, "bw_pct": self.bw_pct,
             "speedup_vs_fallback": self.speedup, "pipelined_ms": self.pipelined_ms,
@@ -100,10 +107,15 @@ pub struct Anchor {
     pub mode: String,
     /// Its median.
     pub median_ms: f64,
+    /// Its first call (compile included), where the anchor recorded one.
+    pub first_call_ms: Option<f64>,
+    /// Its compile time, where the anchor recorded one.
+    pub compile_ms: Option<f64>,
 }
 
 /// Reads an anchors file (a JSON array of records with `workload`, `size`, `mode`,
-/// `median_ms`); every malformed record is an error naming its index.
+/// `median_ms`, and optionally `first_call_ms` and `compile_ms`, numbers or null); every
+/// malformed record is an error naming its index.
 pub fn parse_anchors(text: &str) -> Result<Vec<Anchor>, BenchError> {
     let v: Value = serde_json::from_str(text)
         .map_err(|e| BenchError::Invalid(format!("anchors: not JSON: {e}")))?;
@@ -114,6 +126,7 @@ pub fn parse_anchors(text: &str) -> Result<Vec<Anchor>, BenchError> {
         .enumerate()
         .map(|(i, r)| {
             let s = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+            let opt = |k: &str| r.get(k).and_then(Value::as_f64);
             match (
                 s("workload"),
                 s("size"),
@@ -125,6 +138,8 @@ pub fn parse_anchors(text: &str) -> Result<Vec<Anchor>, BenchError> {
                     size,
                     mode,
                     median_ms,
+                    first_call_ms: opt("first_call_ms"),
+                    compile_ms: opt("compile_ms"),
                 }),
                 _ => Err(BenchError::Invalid(format!(
                     "anchors: record {i} lacks workload/size/mode/median_ms"
@@ -134,7 +149,8 @@ pub fn parse_anchors(text: &str) -> Result<Vec<Anchor>, BenchError> {
         .collect()
 }
 
-fn ms(x: f64) -> String {
+/// Milliseconds with three significant digits or so.
+pub(crate) fn ms(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0}")
     } else if x >= 10.0 {
@@ -145,10 +161,37 @@ fn ms(x: f64) -> String {
 }
 
 /// The terminal table; with anchors, one column per anchor mode (its median) and the ratio
-/// anchor / Kiln-cpu (above 1: Kiln is faster).
+/// anchor / Kiln-cpu (above 1: Kiln is faster). Real programs (`kiln bench --programs`)
+/// follow in a table of their own ([`crate::program_report::render_programs`]).
 pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
+    let mut out = render_workloads(report, anchors);
+    out += &crate::program_report::render_programs(report, anchors);
+    for n in &report.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The built-in workloads' table.
+fn render_workloads(report: &BenchReport, anchors: &[Anchor]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "memory bandwidth probe: copy {:.1} GB/s, triad {:.1} GB/s; {} threads",
+        report.bandwidth.copy / 1e9,
+        report.bandwidth.triad / 1e9,
+        report.threads
+    );
+    let records: Vec<&Record> = report
+        .records
+        .iter()
+        .filter(|r| r.size != PROGRAM_SIZE)
+        .collect();
+    if records.is_empty() {
+        return out;
+    }
     let mut modes: Vec<&str> = Vec::new();
-    for a in anchors {
+    for a in anchors.iter().filter(|a| a.size != PROGRAM_SIZE) {
         if !modes.contains(&a.mode.as_str()) {
             modes.push(&a.mode);
         }
@@ -175,7 +218,7 @@ pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
         head.push(format!("{m}/kiln"));
     }
     let mut rows = vec![head];
-    for r in &report.records {
+    for r in &records {
         let mut row = vec![
             r.workload.clone(),
             r.mode.clone(),
@@ -219,42 +262,10 @@ pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
         }
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "memory bandwidth probe: copy {:.1} GB/s, triad {:.1} GB/s; {} threads",
-        report.bandwidth.copy / 1e9,
-        report.bandwidth.triad / 1e9,
-        report.threads
-    );
-    for (i, row) in rows.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, w))| {
-                if c < 2 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-        if i == 0 {
-            let _ = writeln!(
-                out,
-                "{}",
-                "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
-            );
-        }
-    }
-    let pipelined: Vec<&Record> = report
-        .records
+    out += &layout(&rows, 2);
+    let pipelined: Vec<&Record> = records
         .iter()
+        .copied()
         .filter(|r| r.pipelined_ms.is_some())
         .collect();
     if !pipelined.is_empty() {
@@ -278,8 +289,37 @@ pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
             );
         }
     }
-    for n in &report.notes {
-        let _ = writeln!(out, "note: {n}");
+    out
+}
+
+/// Lays out `rows` (the first is the header, underlined) in columns: the first `left`
+/// columns left-aligned, the others right-aligned.
+pub(crate) fn layout(rows: &[Vec<String>], left: usize) -> String {
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| {
+                if c < left {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        if i == 0 {
+            let _ = writeln!(
+                out,
+                "{}",
+                "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
+            );
+        }
     }
     out
 }
@@ -289,7 +329,11 @@ pub fn render_table(report: &BenchReport, anchors: &[Anchor]) -> String {
 /// chart of a dozen bars needs no plotting library or font files.
 pub fn render_svg(report: &BenchReport, anchors: &[Anchor]) -> String {
     let mut bars: Vec<(String, f64, &str)> = Vec::new();
-    for r in report.records.iter().filter(|r| r.mode == "cpu") {
+    for r in report
+        .records
+        .iter()
+        .filter(|r| r.mode == "cpu" && r.size != PROGRAM_SIZE)
+    {
         if let Some(s) = r.speedup {
             bars.push((format!("{} vs fallback", r.workload), s, "#d9480f"));
         }

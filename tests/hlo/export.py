@@ -6,9 +6,10 @@ and the framework's own outputs as .npy: the corpus that tests/tests/hlo_corpus.
     python tests/hlo/export.py jax                 # only the JAX/Flax programs
     python tests/hlo/export.py tf                  # only the Keras/TensorFlow programs
 
-For each program NAME it writes tests/hlo/corpus/NAME.hlo, NAME.in<k>.npy (the entry
-computation's parameters, in order) and NAME.out<k>.npy (the ROOT tuple, flattened). The
-generated files are committed, so `cargo test` needs no Python.
+For each program NAME it writes the folder tests/hlo/corpus/NAME/ with model.hlo, in<k>.npy
+(the entry computation's parameters, in order) and ref<k>.npy (the ROOT tuple, flattened):
+the layout `kiln bench --programs DIR` reads. The generated files are committed, so
+`cargo test` needs no Python.
 
 The programs are framework code a user would write — Flax `linen` modules, optax optimizers,
 `keras.applications` and `keras.layers` — not code written for Kiln. Every model's parameters
@@ -31,18 +32,20 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
 
 def save(name, hlo, inputs, outputs):
-    """Writes NAME.hlo, NAME.in<k>.npy and NAME.out<k>.npy."""
-    os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        if f.startswith(name + "."):
-            os.remove(os.path.join(OUT, f))
-    with open(os.path.join(OUT, name + ".hlo"), "w") as out:
+    """Writes NAME/model.hlo, NAME/in<k>.npy and NAME/ref<k>.npy (a tolerance.txt there,
+    written by hand, is kept)."""
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    for f in os.listdir(folder):
+        if f == "model.hlo" or (f.endswith(".npy") and f.startswith(("in", "ref"))):
+            os.remove(os.path.join(folder, f))
+    with open(os.path.join(folder, "model.hlo"), "w") as out:
         out.write(hlo)
     # np.array(order="C"), not np.ascontiguousarray: that one makes a scalar shape (1,).
     for k, a in enumerate(inputs):
-        np.save(os.path.join(OUT, f"{name}.in{k}.npy"), np.array(a, order="C"))
+        np.save(os.path.join(folder, f"in{k}.npy"), np.array(a, order="C"))
     for k, a in enumerate(outputs):
-        np.save(os.path.join(OUT, f"{name}.out{k}.npy"), np.array(a, order="C"))
+        np.save(os.path.join(folder, f"ref{k}.npy"), np.array(a, order="C"))
     size = sum(np.asarray(a).nbytes for a in list(inputs) + list(outputs)) + len(hlo)
     print(f"{name}: {len(inputs)} inputs, {len(outputs)} outputs, {size / 1024:.0f} KiB")
 

@@ -1,4 +1,6 @@
-//! The corpus of real programs (tests/hlo/export.py, committed output): Flax/optax and
+//! The corpus of real programs (tests/hlo/export.py, committed output: one folder per
+//! program, `tests/hlo/corpus/NAME/` with `model.hlo`, its inputs `in<k>.npy` and the
+//! framework's outputs `ref<k>.npy`, the layout `kiln bench --programs` reads): Flax/optax and
 //! Keras/TensorFlow models, forward passes and training steps, exported as the HLO a user
 //! gets from `jax.jit(f).lower(..).compiler_ir('hlo')` or
 //! `tf.function(jit_compile=True).experimental_get_compiler_ir(..)`. Every program is
@@ -14,8 +16,9 @@
 //! GEMMs and convolutions accumulate in different orders. Each program's `tol` says why it is
 //! what it is.
 
+use kiln_benches::Tolerance;
 use kiln_interp::Interpreter;
-use kiln_ir::{Buffer, Tensor};
+use kiln_ir::Tensor;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -100,10 +103,10 @@ const UNDETERMINED: &[(&str, &[usize], &str)] = &[(
 /// so a program that starts working must be moved to the checked ones.
 const NOT_YET: &[(&str, &str)] = &[];
 
-/// `NAME.<kind>0.npy`, `NAME.<kind>1.npy`, … while they exist.
+/// `NAME/<kind>0.npy`, `NAME/<kind>1.npy`, … while they exist (`kind`: `in` or `ref`).
 fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
     (0..)
-        .map(|k| dir().join(format!("{name}.{kind}{k}.npy")))
+        .map(|k| dir().join(name).join(format!("{kind}{k}.npy")))
         .take_while(|p| p.exists())
         .map(|p| kiln::npy::read_npy(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
         .collect()
@@ -111,9 +114,10 @@ fn tensors(name: &str, kind: &str) -> Vec<Tensor> {
 
 /// Imports and runs one program on the interpreter.
 fn run(name: &str) -> Result<(Vec<Tensor>, f64), String> {
-    let path = dir().join(format!("{name}.hlo"));
+    let path = dir().join(name).join("model.hlo");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let module = kiln_hlo::import(&text, &format!("{name}.hlo")).map_err(|e| e.to_string())?;
+    let module =
+        kiln_hlo::import(&text, &format!("{name}/model.hlo")).map_err(|e| e.to_string())?;
     let f = module.entry().ok_or("no entry function")?;
     let inputs = tensors(name, "in");
     let start = Instant::now();
@@ -124,32 +128,33 @@ fn run(name: &str) -> Result<(Vec<Tensor>, f64), String> {
     Ok((out, start.elapsed().as_secs_f64()))
 }
 
-fn floats(t: &Tensor) -> Option<Vec<f64>> {
-    Some(match t.data() {
-        Buffer::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Buffer::F64(v) => v.clone(),
-        _ => return None,
-    })
+/// The check of `name`'s outputs: `tol`, and its [`UNDETERMINED`] outputs checked for type
+/// only. The rule is `kiln bench --programs`' ([`Tolerance::check`]).
+fn tolerance(name: &str, tol: f64) -> Tolerance {
+    let unchecked = UNDETERMINED
+        .iter()
+        .find(|u| u.0 == name)
+        .map_or(&[][..], |u| u.1);
+    Tolerance {
+        rel: tol,
+        unchecked: unchecked.to_vec(),
+    }
 }
 
-/// Compares one output; returns the largest error relative to `|want| + scale`.
-fn compare(name: &str, k: usize, got: &Tensor, want: &Tensor, tol: f64) -> f64 {
-    assert_eq!(got.ty(), want.ty(), "{name} output {k}: type");
-    let (Some(g), Some(w)) = (floats(got), floats(want)) else {
-        assert!(got.bit_eq(want), "{name} output {k}: {got:?} != {want:?}");
-        return 0.0;
-    };
-    let scale = w.iter().fold(0f64, |m, x| m.max(x.abs()));
-    let mut worst = 0f64;
-    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
-        let rel = (a - b).abs() / (b.abs() + scale).max(f64::MIN_POSITIVE);
-        assert!(
-            rel <= tol || (a.is_nan() && b.is_nan()),
-            "{name} output {k}[{i}]: kiln {a}, framework {b} (relative error {rel:e} > {tol:e})"
-        );
-        worst = worst.max(rel);
+/// `kiln bench --programs tests/hlo/corpus` checks each program with its folder's
+/// `tolerance.txt` (default 1e-5): it must say what [`PROGRAMS`] and [`UNDETERMINED`] say.
+#[test]
+fn every_folders_tolerance_txt_agrees_with_the_table() {
+    for &(name, tol, _) in PROGRAMS {
+        let file = dir().join(name).join("tolerance.txt");
+        let found = match std::fs::read_to_string(&file) {
+            Ok(text) => {
+                Tolerance::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+            }
+            Err(_) => Tolerance::default(),
+        };
+        assert_eq!(found, tolerance(name, tol), "{}", file.display());
     }
-    worst
 }
 
 #[test]
@@ -160,21 +165,11 @@ fn every_corpus_program_reproduces_the_frameworks_outputs() {
             continue;
         }
         let (got, secs) = run(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let want = tensors(name, "out");
+        let want = tensors(name, "ref");
         assert_eq!(got.len(), want.len(), "{name}: number of outputs");
-        let skip: &[usize] = UNDETERMINED
-            .iter()
-            .find(|u| u.0 == name)
-            .map_or(&[], |u| u.1);
-        let worst = (0..got.len())
-            .map(|k| {
-                if skip.contains(&k) {
-                    assert_eq!(got[k].ty(), want[k].ty(), "{name} output {k}: type");
-                    return 0.0;
-                }
-                compare(name, k, &got[k], &want[k], tol)
-            })
-            .fold(0f64, f64::max);
+        let worst = tolerance(name, tol)
+            .check(&got, &want)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         report.push(format!(
             "{name:32} {secs:8.3} s   largest error {worst:.1e}"
         ));
@@ -197,9 +192,12 @@ fn every_exported_program_is_listed() {
     let mut files: Vec<String> = std::fs::read_dir(dir())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| n.strip_suffix(".hlo").map(str::to_string))
         .collect();
     files.sort();
+    for name in &files {
+        let model = dir().join(name).join("model.hlo");
+        assert!(model.is_file(), "{}: not a program folder", model.display());
+    }
     let mut listed: Vec<String> = PROGRAMS.iter().map(|p| p.0.to_string()).collect();
     listed.sort();
     assert_eq!(files, listed);
@@ -233,9 +231,9 @@ fn compiled_and_fallback_runs_of_every_corpus_program_agree_bit_for_bit() {
     let off = session("--tf_xla_auto_jit=0");
     let mut compiled_clusters = 0;
     for &(name, _, _) in PROGRAMS {
-        let path = dir().join(format!("{name}.hlo"));
+        let path = dir().join(name).join("model.hlo");
         let text = std::fs::read_to_string(&path).unwrap();
-        let module = kiln_hlo::import(&text, &format!("{name}.hlo")).unwrap();
+        let module = kiln_hlo::import(&text, &format!("{name}/model.hlo")).unwrap();
         let f = module.entry().unwrap().clone();
         let inputs = tensors(name, "in");
         let run = |s: &kiln::Session| {

@@ -1,10 +1,12 @@
-//! `kiln bench`: what Kiln's compilation buys on built-in workloads, measured in one run
-//! (fallback vs compiled CPU, interleaved), checked against the fallback before timing.
-//! The harness is the `kiln-benches` library; this file only parses options and writes
-//! the outputs.
+//! `kiln bench`: what Kiln's compilation buys on built-in workloads and real programs,
+//! measured in one run (fallback vs compiled CPU, interleaved), checked against the fallback
+//! (and a program's reference outputs) before timing. The harness is the `kiln-benches`
+//! library; this file only parses options and writes the outputs.
 
 use kiln::KilnError;
-use kiln_benches::{parse_workloads, run_bench, BenchOptions, Size};
+use kiln_benches::{
+    committed_corpus, load_programs, parse_workloads, run_bench, BenchOptions, ProgramBudget, Size,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -14,17 +16,36 @@ pub struct BenchArgs {
     /// Problem size: small (1M elements), medium (16M / 4096x1024), large (64M).
     #[arg(long, default_value = "medium")]
     size: String,
-    /// Comma-separated subset of: bias_relu, narrow, chain, gelu, gelu_f64, softmax, layernorm, batchnorm, sum, mlp, frozen_dense, rng_normal,
-    /// dropout, many_small, varying_shapes.
+    /// Comma-separated subset of: bias_relu, narrow, narrow_bias, chain, gelu, gelu_f64,
+    /// softmax, layernorm, batchnorm, sum, mlp, frozen_dense, rng_normal, dropout,
+    /// many_small, varying_shapes. Given without --programs, only these run (no programs).
     #[arg(long, value_name = "A,B")]
     workloads: Option<String>,
+    /// Real programs to time, one folder per program in DIR: `model.hlo` (or `model.kir`),
+    /// inputs `in0.npy`, `in1.npy`, …, and optionally the framework's outputs `ref0.npy`, …
+    /// Before timing, the compiled output must equal the fallback's bit for bit, and the
+    /// fallback must match every ref<i>.npy within the folder's relative tolerance:
+    /// `tolerance.txt` holds one number (default 1e-5), an element passing when
+    /// |kiln - ref| <= tol * (|ref| + the output's largest |ref|); a line `unchecked K …`
+    /// exempts outputs decided by rounding. Reported per program: median of warm calls
+    /// (fallback, compiled), time to the first result (from the text, in a fresh session,
+    /// --tf_xla_enable_lazy_compilation=false, compile included), compile time, clusters,
+    /// compiled clusters and compile failures. Given without --workloads, only the programs
+    /// run. Without either option, `kiln bench` runs every workload and the committed
+    /// corpus tests/hlo/corpus (skipped with a note when it is not found).
+    #[arg(long, value_name = "DIR")]
+    programs: Option<PathBuf>,
+    /// Seconds of warm repetitions to aim for per program (both modes together).
+    #[arg(long, default_value_t = 1.0)]
+    program_budget: f64,
     /// Also write the records as a JSON array to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Also write an SVG bar chart of the speed-ups to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
-    /// Anchor results (from benches/anchors/xla_anchor.py) to compare with.
+    /// Anchor results to compare with: benches/anchors/xla_anchor.py's for the workloads,
+    /// benches/anchors/xla_programs.py's (XLA:CPU on the same folders) for the programs.
     #[arg(long, value_name = "FILE")]
     compare: Option<PathBuf>,
     /// Seconds of warm repetitions to aim for per workload.
@@ -40,7 +61,33 @@ pub struct BenchArgs {
 pub fn bench(a: BenchArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnError> {
     let size = Size::parse(&a.size).map_err(KilnError::Invalid)?;
     let mut opts = BenchOptions::new(size);
-    opts.workloads = parse_workloads(a.workloads.as_deref()).map_err(KilnError::Invalid)?;
+    opts.workloads = match (&a.workloads, &a.programs) {
+        (None, Some(_)) => Vec::new(),
+        (w, _) => parse_workloads(w.as_deref()).map_err(KilnError::Invalid)?,
+    };
+    let mut notes = Vec::new();
+    let programs_dir = match (&a.programs, &a.workloads) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, Some(_)) => None,
+        (None, None) => {
+            let found = committed_corpus();
+            if found.is_none() {
+                notes.push(
+                    "programs: the committed corpus tests/hlo/corpus was not found (run from \
+                     the workspace root, or give --programs DIR): no real programs timed"
+                        .to_string(),
+                );
+            }
+            found
+        }
+    };
+    if let Some(dir) = &programs_dir {
+        opts.programs = load_programs(dir).map_err(|e| KilnError::Invalid(e.to_string()))?;
+    }
+    opts.program_budget = ProgramBudget {
+        budget: std::time::Duration::from_secs_f64(a.program_budget.clamp(0.0, 3600.0)),
+        ..ProgramBudget::default()
+    };
     opts.budget = std::time::Duration::from_secs_f64(a.budget.clamp(0.0, 3600.0));
     opts.gpu = match a.device.map_or_else(kiln::Device::from_env, Ok)? {
         kiln::Device::Cpu => None,
@@ -55,7 +102,8 @@ pub fn bench(a: BenchArgs, flags: &kiln::config::Flags) -> Result<ExitCode, Kiln
         }
         None => Vec::new(),
     };
-    let report = run_bench(&opts, flags).map_err(|e| KilnError::Invalid(e.to_string()))?;
+    let mut report = run_bench(&opts, flags).map_err(|e| KilnError::Invalid(e.to_string()))?;
+    report.notes.extend(notes);
     print!("{}", kiln_benches::render_table(&report, &anchors));
     if let Some(p) = &a.json {
         super::write_file(p, kiln_benches::to_json(&report).as_bytes())?;

@@ -2,12 +2,10 @@
 //! the graph, dumps the graph after each pass with `--xla_dump_to`, and skips passes named
 //! in [`crate::Options::disabled_passes`].
 //!
-//! The graph passes (`simplify`, `cse`, `dce`) also run inside the regions of `while` and
-//! `conditional` (innermost first, [`crate::passes::in_regions`]), each region being a
-//! function of its own.
-//! `mark_for_compilation` runs on the top level only: loop bodies and branches stay on the
-//! interpreter for now (the runtime runs a control-flow op, regions included, through the
-//! interpreter), and the control-flow ops themselves are never clustered.
+//! Every pass also runs inside the regions of `while` and `conditional` (innermost first,
+//! [`crate::passes::in_regions`]), each region being a function of its own: loop bodies and
+//! branches are clustered like the top level, and the runtime runs their clusters compiled.
+//! The control-flow ops themselves are never clustered.
 
 use crate::{passes, CompileError, Options};
 use kiln_ir::{print_func, verify_func, Func};

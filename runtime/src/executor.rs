@@ -179,7 +179,7 @@ impl Runtime {
     /// input only when a compiled cluster reads it — each at most once per run.
     pub fn run_refs(&self, f: &Func, args: &[&Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
         let args: Vec<Arg> = args.iter().map(|&t| Arg::Host(t)).collect();
-        self.execute(f, &args, false)?
+        self.execute(&f.name, f, &args, false)?
             .into_iter()
             .map(|p| match p {
                 Placed::Host(t) => Ok(t),
@@ -203,7 +203,7 @@ impl Runtime {
                 Placed::Device(d) => Arg::Device(d.clone()),
             })
             .collect();
-        self.execute(f, &args, true)
+        self.execute(&f.name, f, &args, true)
     }
 
     /// `t` in the backend's device memory (one counted copy), or on the host when the
@@ -253,8 +253,11 @@ impl Runtime {
         }
     }
 
-    fn execute(
+    /// Runs `f`; `scope` names it in cluster ids (`scope/cluster_0`): the function's name,
+    /// or for a region of a `while` / `conditional` the path to it (see `control.rs`).
+    pub(crate) fn execute(
         &self,
+        scope: &str,
         f: &Func,
         args: &[Arg<'_>],
         keep_on_device: bool,
@@ -308,15 +311,20 @@ impl Runtime {
         };
         for (i, inst) in f.insts.iter().enumerate() {
             let outs = match &inst.op {
-                Op::Cluster(c) => self.run_cluster(&f.name, c, &inst.args, &mut vals)?,
+                Op::Cluster(c) => self.run_cluster(scope, c, &inst.args, &mut vals)?,
+                // Regions run here, not in the interpreter, so their clusters run compiled.
+                Op::While(_) | Op::Conditional(_) => {
+                    let operands = vals.on_host(&inst.args)?;
+                    let outs = self.run_control(scope, f, inst, &operands)?;
+                    outs.into_iter().map(Slot::host).collect()
+                }
                 // Read in place from the function (a frozen graph's weights are not copied
                 // per call); a slot of its own only if a device copy is made.
                 Op::Constant(t) => {
                     vals.borrowed[inst.results[0].0 as usize] = Some(&**t);
                     vec![Slot::default()]
                 }
-                // Any other op on the interpreter: `while` and `conditional` run their
-                // regions there too (what is inside them is not clustered yet).
+                // Any other op on the interpreter.
                 op => {
                     let r = inst.results[0];
                     let operands = vals.on_host(&inst.args)?;

@@ -8,6 +8,7 @@
 //! failed compiled run never loses the user's result: the fallback answers.
 
 pub mod backend;
+mod control;
 mod cpu;
 mod executor;
 mod gpu;

@@ -1,8 +1,9 @@
 //! Control flow through the whole library: a graph with a loop and a conditional is
 //! prepared (passes inside the regions, clustering around them), run with compilation on
 //! (CPU, compiled at the first call) and off (always the fallback), and the results are the
-//! interpreter's bit for bit; the loop's body stays on the interpreter while the ops around
-//! it are compiled. A traced `Function` with `while_loop` is traced once and reused.
+//! interpreter's bit for bit. The loop's body and the branches are clustered like the top
+//! level, and their clusters run compiled on every iteration (compiled once). A traced
+//! `Function` with `while_loop` is traced once and reused.
 
 use kiln::{Device, Function, Session, Tensor, Tracer};
 use kiln_flags::{Flags, Sources};
@@ -72,20 +73,19 @@ fn compiled_and_fallback_runs_agree_bit_for_bit() {
     compiled.prepare(&mut g).unwrap();
     let text = kiln::print_func(&g);
     assert!(text.contains("= cluster @"), "{text}");
-    // The loop and the conditional stay out of clusters, and nothing inside them is one.
+    // The loop and the conditional stay out of clusters; their regions have clusters of
+    // their own (the body's sin/mul/add, each branch's one op is below the minimum size).
     let control: Vec<_> = g
         .insts
         .iter()
-        .filter(|i| !i.op.regions().is_empty())
+        .filter(|i| matches!(i.op.name(), "while" | "conditional"))
         .collect();
-    assert!(control.iter().any(|i| i.op.name() == "while"), "{text}");
-    for inst in &control {
-        if inst.op.name() != "cluster" {
-            for r in inst.op.regions() {
-                assert!(r.insts.iter().all(|i| i.op.name() != "cluster"), "{text}");
-            }
-        }
-    }
+    assert_eq!(control.len(), 2, "{text}");
+    let body = &control[0].op.regions()[1];
+    assert!(
+        body.insts.iter().any(|i| i.op.name() == "cluster"),
+        "{text}"
+    );
     for n in [0, 3, 4] {
         let want = interp.run(&f, &inputs(n)).unwrap();
         let on = compiled.run(&g, &inputs(n)).unwrap();
@@ -97,6 +97,15 @@ fn compiled_and_fallback_runs_agree_bit_for_bit() {
     }
     let stats = compiled.runtime().stats();
     assert!(stats.values().any(|s| s.compiled_runs > 0), "{stats:?}");
+    // The body's cluster: compiled once, run compiled on each of the 0 + 3 + 4 iterations.
+    let body: Vec<_> = stats
+        .iter()
+        .filter(|(id, _)| id.starts_with("main/%i.body/cluster_"))
+        .collect();
+    assert_eq!(body.len(), 1, "{stats:?}");
+    assert_eq!(body[0].1.compiles, 1, "{stats:?}");
+    assert_eq!(body[0].1.compiled_runs, 7, "{stats:?}");
+    assert_eq!(body[0].1.fallback_runs, 0, "{stats:?}");
     let stats = fallback.runtime().stats();
     assert!(stats.values().all(|s| s.compiled_runs == 0), "{stats:?}");
 }

@@ -248,11 +248,7 @@ fn compiled_and_fallback_runs_of_every_corpus_program_agree_bit_for_bit() {
         if let Some(d) = kiln_testkit::first_difference(&compiled, &fallback) {
             panic!("{name}: compiled and fallback differ: {d}");
         }
-        let clusters = g
-            .insts
-            .iter()
-            .filter(|i| matches!(i.op, kiln_ir::Op::Cluster(_)))
-            .count();
+        let clusters = count_clusters(&g);
         eprintln!("{name}: {clusters} clusters, compiled == fallback");
         compiled_clusters += clusters;
     }
@@ -264,4 +260,15 @@ fn compiled_and_fallback_runs_of_every_corpus_program_agree_bit_for_bit() {
         "nothing was compiled: {stats:?}"
     );
     eprintln!("{compiled_clusters} clusters, {runs} compiled runs, {failures} compile failures");
+}
+
+/// Clusters of `f`, those inside loop bodies and branches included.
+fn count_clusters(f: &kiln_ir::Func) -> usize {
+    f.insts
+        .iter()
+        .map(|i| match &i.op {
+            kiln_ir::Op::Cluster(_) => 1,
+            op => op.regions().into_iter().map(count_clusters).sum(),
+        })
+        .sum()
 }

@@ -419,7 +419,7 @@ fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
 pub fn no_compiled_code(op: &Op, operand: Option<kiln_ir::DType>) -> Option<String> {
     if op.category() == kiln_ir::OpCategory::Control {
         return Some(format!(
-            "{}: control flow runs on the interpreter (its regions are not clustered yet)",
+            "{}: control flow is never clustered (the runtime runs it; its regions have clusters of their own)",
             op.name()
         ));
     }

@@ -290,8 +290,16 @@ pub fn summary(f: &Func, c: &Clustering) -> Vec<(i32, String)> {
 }
 
 /// Runs the pass: plans the clustering, logs TF's summary under
-/// `TF_CPP_VMODULE=mark_for_compilation_pass=N`, and rewrites `f` with cluster nodes.
+/// `TF_CPP_VMODULE=mark_for_compilation_pass=N`, and rewrites `f` with cluster nodes —
+/// inside every region of a `while` or `conditional` too (a loop body's clusters compile
+/// once and run on every iteration), then at the top level, where the control-flow ops
+/// themselves are never clustered.
 pub fn run(f: &mut Func, opts: &Options) -> Result<bool, CompileError> {
+    super::in_regions(f, opts, run_here)
+}
+
+/// The pass over `f`'s own instructions.
+fn run_here(f: &mut Func, opts: &Options) -> Result<bool, CompileError> {
     let clustering = plan(f, opts);
     for (level, line) in summary(f, &clustering) {
         kiln_flags::vlog!(opts.flags, "mark_for_compilation_pass", level, "{line}");

@@ -11,8 +11,8 @@ pub mod simplify;
 
 /// Runs `pass` inside every region of every `while` and `conditional` of `f` (innermost
 /// first, each region a function of its own), then over `f` itself; whether anything
-/// changed. The graph passes (`simplify`, `cse`, `dce`) run this way; cluster bodies are
-/// left alone, as they were formed by the last pass.
+/// changed. Every pass runs this way; cluster bodies are left alone, as they were formed
+/// by the last pass.
 pub fn in_regions(
     f: &mut Func,
     opts: &Options,

@@ -171,8 +171,9 @@ impl Interpreter {
 /// loaded machine), more than a small op costs — the per-call cost of small programs. Only
 /// ops whose every parallel path is gated below these sizes qualify (elementwise,
 /// movement and reductions below [`par::PAR_MIN`] elements, random numbers below one
-/// task of `kiln_rng`'s, products below [`dot::PAR_FLOPS`] multiply-adds), so running them
-/// here never reaches another pool. The result is the same either way: no op's bits depend
+/// task of `kiln_rng`'s, products below [`dot::PAR_FLOPS`] multiply-adds), and ops whose
+/// code has no parallel path at all (gather, scatter, windows, sort, dynamic slices, …) at
+/// any size, so running them here never reaches another pool. The result is the same either way: no op's bits depend
 /// on the thread that computes them.
 fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
     if rayon::current_thread_index().is_some() {
@@ -193,7 +194,20 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
         | Op::Pad { .. }
         | Op::Constant(_)
         | Op::Iota { .. }
-        | Op::Reduce { .. } => elements < par::PAR_MIN,
+        | Op::Reduce { .. }
+        | Op::CompareTotalOrder(_)
+        | Op::BitcastConvert => elements < par::PAR_MIN,
+        // Serial at every size (no parallel path): the pool would only add the hand-off.
+        Op::Reverse { .. }
+        | Op::DynamicSlice { .. }
+        | Op::DynamicUpdateSlice
+        | Op::PadGeneral { .. }
+        | Op::Gather(_)
+        | Op::Scatter { .. }
+        | Op::ReduceWindow { .. }
+        | Op::SelectAndScatter { .. }
+        | Op::Sort { .. }
+        | Op::ArgReduce { .. } => true,
         Op::Random { .. } => result.num_elements() <= 4096,
         Op::DotGeneral(d) => {
             let contracted: usize = d.lhs_contract.iter().map(|&i| args[0].shape()[i]).product();

@@ -2,39 +2,18 @@
 //! convert kernels (XLA's), for one lane or four.
 
 use super::arith::ClifArith;
-use super::lanes::{select, Lanes};
+use super::lanes::Lanes;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
+use cranelift_codegen::ir::{types, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::{BinaryOp, DType, UnaryOp};
-use kiln_math::Arith;
+use kiln_math::{Arith, DivOp};
 
-fn ty(b: &FunctionBuilder, v: Value) -> Type {
-    b.func.dfg.value_type(v)
-}
-
-/// A constant of the type of `like` (splatted for vectors).
-fn int_like(b: &mut FunctionBuilder, like: Value, v: i64) -> Value {
-    let t = ty(b, like);
-    let lane = t.lane_type();
-    let v = if lane == types::I32 {
-        i64::from(v as u32)
-    } else {
-        v
-    };
-    if t.is_vector() && lane == types::I64 {
-        return super::arith::vconst64(b, t, v as u64);
-    }
-    if t.is_vector() {
-        return super::arith::vconst32(b, t, v as u32);
-    }
-    b.ins().iconst(lane, v)
-}
-
-/// Applies a float function over [`ClifArith`] in the format of `dt`.
-macro_rules! fmath {
-    ($b:expr, $dt:expr, $lanes:expr, |$a:ident| $body:expr) => {
-        if $dt == DType::F64 {
+/// Runs `$body` with `$a` a [`ClifArith`] of one lane or a vector, in binary64 (64-bit
+/// integers) when `$wide`, else binary32 (32-bit integers).
+macro_rules! with_arith {
+    ($b:expr, $wide:expr, $lanes:expr, |$a:ident| $body:expr) => {
+        if $wide {
             let $a = &mut ClifArith::<true> {
                 b: $b,
                 vector: $lanes == Lanes::Vector,
@@ -65,7 +44,7 @@ pub fn unary(
 ) -> Result<Value, String> {
     use UnaryOp::*;
     if dt.is_float() {
-        return Ok(fmath!(b, dt, lanes, |a| match u {
+        return Ok(with_arith!(b, dt == DType::F64, lanes, |a| match u {
             Neg => a.neg(x),
             Abs => a.abs(x),
             Exp => kiln_math::exp(a, x),
@@ -82,15 +61,7 @@ pub fn unary(
             Floor => a.floor(x),
             Ceil => a.ceil(x),
             Round => a.round_even(x),
-            Sign => {
-                let zero = a.fconst(0.0);
-                let one = a.fconst(1.0);
-                let m_one = a.fconst(-1.0);
-                let gt = a.fcmp(kiln_math::FloatCC::Gt, x, zero);
-                let lt = a.fcmp(kiln_math::FloatCC::Lt, x, zero);
-                let r = a.select(lt, m_one, x);
-                a.select(gt, one, r)
-            }
+            Sign => kiln_math::float_sign(a, x),
             Not => return Err(format!("not is not defined for {dt}")),
             Tan | Cbrt | RoundAfz | Popcnt | Clz => return Err(not_compiled(u.name())),
         }));
@@ -108,20 +79,9 @@ pub fn unary(
         Abs if signed => b.ins().iabs(x),
         Abs => x,
         Not => b.ins().bnot(x),
-        Sign => {
-            let zero = int_like(b, x, 0);
-            let one = int_like(b, x, 1);
-            if signed {
-                let m_one = int_like(b, x, -1);
-                let gt = b.ins().icmp(IntCC::SignedGreaterThan, x, zero);
-                let lt = b.ins().icmp(IntCC::SignedLessThan, x, zero);
-                let r = select(b, lt, m_one, zero, lanes);
-                select(b, gt, one, r, lanes)
-            } else {
-                let nz = b.ins().icmp(IntCC::NotEqual, x, zero);
-                select(b, nz, one, zero, lanes)
-            }
-        }
+        Sign => with_arith!(b, dt == DType::I64, lanes, |a| kiln_math::int_sign(
+            a, signed, x
+        )),
         _ => return Err(format!("{} is not defined for {dt}", u.name())),
     })
 }
@@ -137,7 +97,7 @@ pub fn binary(
 ) -> Result<Value, String> {
     use BinaryOp::*;
     if dt.is_float() {
-        return fmath!(b, dt, lanes, |a| Ok(match op {
+        return with_arith!(b, dt == DType::F64, lanes, |a| Ok(match op {
             Add => a.add(x, y),
             Sub => a.sub(x, y),
             Mul => a.mul(x, y),
@@ -164,44 +124,16 @@ pub fn binary(
         Max => b.ins().umax(x, y),
         Min => b.ins().umin(x, y),
         Div | Rem if lanes == Lanes::Vector => return Err("vector integer division".into()),
-        Div | Rem => int_div(b, op == Div, signed, x, y),
+        Div | Rem => {
+            let op = if op == Div { DivOp::Div } else { DivOp::Rem };
+            with_arith!(b, dt == DType::I64, lanes, |a| kiln_math::xla_div(
+                a, op, signed, x, y
+            ))
+        }
         Pow | Atan2 | ShiftLeft | ShiftRightLogical | ShiftRightArithmetic => {
             return Err(not_compiled(op.name()))
         }
     })
-}
-
-/// XLA's integer division: `x / 0 = -1`, `x % 0 = x`, `MIN / -1 = MIN`, `MIN % -1 = 0`,
-/// computed without trapping by dividing by a safe divisor and selecting.
-fn int_div(b: &mut FunctionBuilder, div: bool, signed: bool, x: Value, y: Value) -> Value {
-    let zero = int_like(b, y, 0);
-    let one = int_like(b, y, 1);
-    let is_zero = b.ins().icmp(IntCC::Equal, y, zero);
-    if !signed {
-        let d = b.ins().select(is_zero, one, y);
-        return if div {
-            let q = b.ins().udiv(x, d);
-            let all = int_like(b, y, -1);
-            b.ins().select(is_zero, all, q)
-        } else {
-            let r = b.ins().urem(x, d);
-            b.ins().select(is_zero, x, r)
-        };
-    }
-    let m_one = int_like(b, y, -1);
-    let is_m_one = b.ins().icmp(IntCC::Equal, y, m_one);
-    let unsafe_d = b.ins().bor(is_zero, is_m_one);
-    let d = b.ins().select(unsafe_d, one, y);
-    if div {
-        let q = b.ins().sdiv(x, d);
-        let neg = b.ins().ineg(x);
-        let q = b.ins().select(is_m_one, neg, q);
-        b.ins().select(is_zero, m_one, q)
-    } else {
-        let r = b.ins().srem(x, d);
-        let r = b.ins().select(is_m_one, zero, r);
-        b.ins().select(is_zero, x, r)
-    }
 }
 
 /// `convert` with XLA's rules (see `kiln_interp`'s convert module).

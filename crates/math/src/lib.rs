@@ -37,6 +37,7 @@ mod glibc_log;
 mod glibc_sincos;
 mod glibc_sincostab;
 mod hyperbolic;
+mod int;
 mod log;
 mod pio2;
 mod pow;
@@ -56,6 +57,7 @@ pub use glibc::{logf_glibc, logf_glibc_normal, sincosf_glibc, sincosf_glibc_belo
 pub use glibc_log::log_glibc;
 pub use glibc_sincos::{sincos_glibc, SINCOS_GLIBC_LIMIT};
 pub use hyperbolic::{logistic, tanh};
+pub use int::{float_sign, int_sign, xla_div, DivOp};
 pub use log::{log, log1p};
 pub use pio2::{TRIG_MEDIUM_F32, TRIG_MEDIUM_F64};
 pub use pow::{pow, rsqrt};

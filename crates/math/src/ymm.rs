@@ -18,6 +18,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Arith, FloatCC, Format, IntCC};
+use crate::ScalarF32;
 
 /// [`Arith`] over `__m256` (eight `f32`), `__m256i` (eight 32-bit integers) and `__mmask8`
 /// masks. A value exists only on a CPU with [`F32x8::FEATURES`]: that is what makes its
@@ -55,6 +56,16 @@ fn signs() -> __m256 {
 #[inline(always)]
 fn count(n: u32) -> __m128i {
     unsafe { _mm_cvtsi32_si128(n as i32) }
+}
+
+/// `op` on each pair of 32-bit lanes.
+#[inline(always)]
+fn lane_by_lane(a: __m256i, b: __m256i, op: impl Fn(u32, u32) -> u32) -> __m256i {
+    // SAFETY: `__m256i` and `[u32; 8]` are 32 bytes with no invalid bit patterns.
+    let (a, b): ([u32; 8], [u32; 8]) =
+        unsafe { (core::mem::transmute(a), core::mem::transmute(b)) };
+    let r: [u32; 8] = core::array::from_fn(|l| op(a[l], b[l]));
+    unsafe { core::mem::transmute(r) }
 }
 
 impl Arith for F32x8 {
@@ -216,6 +227,23 @@ impl Arith for F32x8 {
     #[inline(always)]
     fn isub(&mut self, a: __m256i, b: __m256i) -> __m256i {
         unsafe { _mm256_sub_epi32(a, b) }
+    }
+    // x86 has no integer division on vectors: the scalar primitive, lane by lane.
+    #[inline(always)]
+    fn sdiv(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.sdiv(x, y))
+    }
+    #[inline(always)]
+    fn udiv(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.udiv(x, y))
+    }
+    #[inline(always)]
+    fn srem(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.srem(x, y))
+    }
+    #[inline(always)]
+    fn urem(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.urem(x, y))
     }
     #[inline(always)]
     fn imul(&mut self, a: __m256i, b: __m256i) -> __m256i {

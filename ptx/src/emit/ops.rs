@@ -1,15 +1,16 @@
 //! The op tables: each kernel-IR op as PTX instructions for each dtype (floats through
-//! [`PtxArith`] and `kiln_math`, integers and bools as one or a few instructions), XLA's
-//! integer division and `convert` rules, constants, and a reduction's identity and combine.
+//! [`PtxArith`] and `kiln_math`, integers and bools as one or a few instructions; XLA's
+//! integer division and `sign` are `kiln_math`'s over [`PtxArith`]), the `convert` table,
+//! constants, and a reduction's identity and combine.
 
 use super::state::Emitter;
-use super::types::{class, int_imm, int_types};
+use super::types::{class, int_types};
 use crate::arith::{Double, PtxArith, PtxFloat, Single};
 use crate::kernels::MathFn;
 use crate::module::{Body, Reg, RegClass};
 use crate::program::EmitError;
 use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, UnaryOp};
-use kiln_math::{Arith, FloatCC};
+use kiln_math::{Arith, DivOp};
 
 /// Integer binary ops that are one instruction: `(op, opcode)` with `{s}` the typed suffix
 /// (`s32`/`u32`/`s64`) and `{b}` the bit suffix.
@@ -68,16 +69,7 @@ fn float_unary<T: PtxFloat>(b: &mut Body, u: UnaryOp, x: Reg) -> Option<Reg> {
         UnaryOp::Floor => a.floor(x),
         UnaryOp::Ceil => a.ceil(x),
         UnaryOp::Round => a.round_even(x),
-        UnaryOp::Sign => {
-            // ±0 and NaN pass through, everything else becomes ±1 (kiln_interp's fsign).
-            let zero = a.fconst(0.0);
-            let one = a.fconst(1.0);
-            let m_one = a.fconst(-1.0);
-            let gt = a.fcmp(FloatCC::Gt, x, zero);
-            let lt = a.fcmp(FloatCC::Lt, x, zero);
-            let r = a.select(lt, m_one, x);
-            a.select(gt, one, r)
-        }
+        UnaryOp::Sign => kiln_math::float_sign(a, x),
         _ => return None,
     })
 }
@@ -100,6 +92,20 @@ fn float_binary<T: PtxFloat>(b: &mut Body, op: BinaryOp, x: Reg, y: Reg) -> Opti
         // Integer-only ops, and those without compiled code yet (`Op::has_compiled_code`).
         _ => return None,
     })
+}
+
+/// Runs `$e` with `$a` the [`PtxArith`] of an integer dtype's width: [`Double`] for `i64`,
+/// [`Single`] for `i32`/`u32` (its `U` registers are the dtype's).
+macro_rules! int_arith {
+    ($body:expr, $dt:expr, |$a:ident| $e:expr) => {
+        if $dt == DType::I64 {
+            let $a = &mut PtxArith::<Double>::new($body);
+            $e
+        } else {
+            let $a = &mut PtxArith::<Single>::new($body);
+            $e
+        }
+    };
 }
 
 impl<'a> Emitter<'a> {
@@ -153,18 +159,7 @@ impl<'a> Emitter<'a> {
                     UnaryOp::Abs => x,
                     UnaryOp::Not => self.def(c, &format!("not.{bt}"), &[&x]),
                     UnaryOp::Sign => {
-                        let one = int_imm(dt, 1);
-                        let zero = int_imm(dt, 0);
-                        if signed {
-                            let m_one = int_imm(dt, -1);
-                            let gt = self.def(RegClass::Pred, &format!("setp.gt.{s}"), &[&x, &0]);
-                            let lt = self.def(RegClass::Pred, &format!("setp.lt.{s}"), &[&x, &0]);
-                            let r = self.def(c, &format!("selp.{bt}"), &[&m_one, &zero, &lt]);
-                            self.def(c, &format!("selp.{bt}"), &[&one, &r, &gt])
-                        } else {
-                            let nz = self.def(RegClass::Pred, &format!("setp.ne.{s}"), &[&x, &0]);
-                            self.def(c, &format!("selp.{bt}"), &[&one, &zero, &nz])
-                        }
+                        int_arith!(&mut self.b, dt, |a| kiln_math::int_sign(a, signed, x))
                     }
                     _ => return None,
                 })
@@ -189,44 +184,19 @@ impl<'a> Emitter<'a> {
                 }
                 match op {
                     BinaryOp::Div | BinaryOp::Rem => {
-                        Some(self.int_div(op == BinaryOp::Div, dt, x, y))
+                        let op = if op == BinaryOp::Div {
+                            DivOp::Div
+                        } else {
+                            DivOp::Rem
+                        };
+                        let signed = dt != DType::U32;
+                        Some(int_arith!(&mut self.b, dt, |a| kiln_math::xla_div(
+                            a, op, signed, x, y
+                        )))
                     }
                     _ => None,
                 }
             }
-        }
-    }
-
-    /// XLA's integer division and remainder: divide by a safe divisor, then select the
-    /// defined results for `y == 0` and (signed) `y == -1`.
-    fn int_div(&mut self, div: bool, dt: DType, x: Reg, y: Reg) -> Reg {
-        let (s, bt) = int_types(dt);
-        let c = class(dt);
-        let selp = format!("selp.{bt}");
-        let (zero, one, m_one) = (int_imm(dt, 0), int_imm(dt, 1), int_imm(dt, -1));
-        let is_zero = self.def(RegClass::Pred, &format!("setp.eq.{s}"), &[&y, &zero]);
-        if dt == DType::U32 {
-            let d = self.def(c, &selp, &[&one, &y, &is_zero]);
-            return if div {
-                let q = self.def(c, "div.u32", &[&x, &d]);
-                self.def(c, &selp, &[&m_one, &q, &is_zero])
-            } else {
-                let r = self.def(c, "rem.u32", &[&x, &d]);
-                self.def(c, &selp, &[&x, &r, &is_zero])
-            };
-        }
-        let is_m_one = self.def(RegClass::Pred, &format!("setp.eq.{s}"), &[&y, &m_one]);
-        let unsafe_d = self.def(RegClass::Pred, "or.pred", &[&is_zero, &is_m_one]);
-        let d = self.def(c, &selp, &[&one, &y, &unsafe_d]);
-        if div {
-            let q = self.def(c, &format!("div.{s}"), &[&x, &d]);
-            let neg = self.def(c, &format!("neg.{s}"), &[&x]);
-            let q = self.def(c, &selp, &[&neg, &q, &is_m_one]);
-            self.def(c, &selp, &[&m_one, &q, &is_zero])
-        } else {
-            let r = self.def(c, &format!("rem.{s}"), &[&x, &d]);
-            let r = self.def(c, &selp, &[&zero, &r, &is_m_one]);
-            self.def(c, &selp, &[&x, &r, &is_zero])
         }
     }
 

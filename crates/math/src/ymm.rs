@@ -62,10 +62,14 @@ fn count(n: u32) -> __m128i {
 #[inline(always)]
 fn lane_by_lane(a: __m256i, b: __m256i, op: impl Fn(u32, u32) -> u32) -> __m256i {
     // SAFETY: `__m256i` and `[u32; 8]` are 32 bytes with no invalid bit patterns.
-    let (a, b): ([u32; 8], [u32; 8]) =
-        unsafe { (core::mem::transmute(a), core::mem::transmute(b)) };
+    let (a, b) = unsafe {
+        (
+            core::mem::transmute::<__m256i, [u32; 8]>(a),
+            core::mem::transmute::<__m256i, [u32; 8]>(b),
+        )
+    };
     let r: [u32; 8] = core::array::from_fn(|l| op(a[l], b[l]));
-    unsafe { core::mem::transmute(r) }
+    unsafe { core::mem::transmute::<[u32; 8], __m256i>(r) }
 }
 
 impl Arith for F32x8 {
@@ -569,8 +573,35 @@ mod tests {
         // Integer operations on the inputs' bit patterns, compared as bits.
         type IntOp = fn(&mut F32x8, __m256i, __m256i) -> __m256i;
         type ScalarIntOp = fn(&mut ScalarF32, u32, u32) -> u32;
-        let ops: [(&str, IntOp, ScalarIntOp); 8] = [
+        use crate::{int_sign, xla_div, DivOp};
+        let ops: [(&str, IntOp, ScalarIntOp); 13] = [
             ("iadd", |a, x, y| a.iadd(x, y), |a, x, y| a.iadd(x, y)),
+            // The division primitives lane by lane, under XLA's selects (divisors 0 too).
+            (
+                "xla sdiv",
+                |a, x, y| xla_div(a, DivOp::Div, true, x, y),
+                |a, x, y| xla_div(a, DivOp::Div, true, x, y),
+            ),
+            (
+                "xla srem",
+                |a, x, y| xla_div(a, DivOp::Rem, true, x, y),
+                |a, x, y| xla_div(a, DivOp::Rem, true, x, y),
+            ),
+            (
+                "xla udiv",
+                |a, x, y| xla_div(a, DivOp::Div, false, x, y),
+                |a, x, y| xla_div(a, DivOp::Div, false, x, y),
+            ),
+            (
+                "xla urem",
+                |a, x, y| xla_div(a, DivOp::Rem, false, x, y),
+                |a, x, y| xla_div(a, DivOp::Rem, false, x, y),
+            ),
+            (
+                "sign",
+                |a, x, _| int_sign(a, true, x),
+                |a, x, _| int_sign(a, true, x),
+            ),
             ("isub", |a, x, y| a.isub(x, y), |a, x, y| a.isub(x, y)),
             ("imul", |a, x, y| a.imul(x, y), |a, x, y| a.imul(x, y)),
             ("umulhi", |a, x, y| a.umulhi(x, y), |a, x, y| a.umulhi(x, y)),

@@ -136,7 +136,8 @@ pub fn binary(
     })
 }
 
-/// `convert` with XLA's rules (see `kiln_interp`'s convert module).
+/// `convert` with XLA's rules ([`kiln_math::convert`]); on four lanes only the pairs with
+/// one vector instruction (f32 ↔ i32, i32 ↔ u32).
 pub fn convert(
     b: &mut FunctionBuilder,
     x: Value,
@@ -145,44 +146,109 @@ pub fn convert(
     lanes: Lanes,
 ) -> Result<Value, String> {
     use DType::*;
-    if from == to {
-        return Ok(x);
+    let one_instruction = matches!(
+        (from, to),
+        (F32, I32) | (I32, F32) | (I32, U32) | (U32, I32)
+    );
+    if lanes == Lanes::Vector && from != to && !one_instruction {
+        return Err(format!("vector convert {from} -> {to}"));
     }
-    if lanes == Lanes::Vector {
-        return Ok(match (from, to) {
-            (F32, I32) => b.ins().fcvt_to_sint_sat(types::I32X4, x),
-            (I32, F32) => b.ins().fcvt_from_sint(types::F32X4, x),
-            (I32, U32) | (U32, I32) => x,
-            _ => return Err(format!("vector convert {from} -> {to}")),
-        });
+    kiln_math::convert(&mut ClifConvert { b, lanes }, x, from, to)
+        .ok_or_else(|| format!("convert {from} -> {to}"))
+}
+
+/// The Cranelift instructions of [`kiln_math::convert`] (one lane, or four for the pairs
+/// [`convert`] lets through).
+struct ClifConvert<'a, 'b> {
+    b: &'a mut FunctionBuilder<'b>,
+    lanes: Lanes,
+}
+
+impl ClifConvert<'_, '_> {
+    fn float_type(&self, d: DType) -> types::Type {
+        match (d, self.lanes) {
+            (DType::F64, _) => types::F64,
+            (_, Lanes::Vector) => types::F32X4,
+            _ => types::F32,
+        }
     }
-    let ft = |d: DType| if d == F64 { types::F64 } else { types::F32 };
-    let it = |d: DType| if d == I64 { types::I64 } else { types::I32 };
-    Ok(match (from, to) {
-        (F32, F64) => b.ins().fpromote(types::F64, x),
-        (F64, F32) => b.ins().fdemote(types::F32, x),
-        (F32 | F64, I32 | I64) => b.ins().fcvt_to_sint_sat(it(to), x),
-        (F32 | F64, U32) => b.ins().fcvt_to_uint_sat(types::I32, x),
-        (F32 | F64, Bool) => {
-            let z = if from == F64 {
-                b.ins().f64const(0.0)
-            } else {
-                b.ins().f32const(0.0)
-            };
-            b.ins().fcmp(FloatCC::NotEqual, x, z)
+    fn int_type(&self, d: DType) -> types::Type {
+        match (d, self.lanes) {
+            (DType::I64, _) => types::I64,
+            (_, Lanes::Vector) => types::I32X4,
+            _ => types::I32,
         }
-        (I32 | I64, F32 | F64) => b.ins().fcvt_from_sint(ft(to), x),
-        (U32, F32 | F64) => b.ins().fcvt_from_uint(ft(to), x),
-        (I32, I64) => b.ins().sextend(types::I64, x),
-        (U32, I64) => b.ins().uextend(types::I64, x),
-        (I64, I32 | U32) => b.ins().ireduce(types::I32, x),
-        (I32, U32) | (U32, I32) => x,
-        (I32 | I64 | U32, Bool) => b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
-        (Bool, F32 | F64) => {
-            let w = b.ins().uextend(types::I32, x);
-            b.ins().fcvt_from_uint(ft(to), w)
+    }
+}
+
+impl kiln_math::ConvertPrims for ClifConvert<'_, '_> {
+    type Ty = DType;
+    type V = Value;
+    // `fcvt_to_*_sat` gives 0 for NaN: `is_nan` and `zero_where` are never asked for.
+    const FLOAT_TO_INT_NAN_IS_ZERO: bool = true;
+
+    fn num(t: DType) -> Option<kiln_math::Num> {
+        crate::kernel::convert_num(t)
+    }
+    fn float_resize(&mut self, x: Value, _from: DType, to: DType) -> Value {
+        if to == DType::F64 {
+            self.b.ins().fpromote(types::F64, x)
+        } else {
+            self.b.ins().fdemote(types::F32, x)
         }
-        (Bool, I32 | U32 | I64) => b.ins().uextend(it(to), x),
-        _ => return Err(format!("convert {from} -> {to}")),
-    })
+    }
+    fn float_to_int(&mut self, x: Value, _from: DType, to: DType) -> Value {
+        let t = self.int_type(to);
+        if to == DType::U32 {
+            self.b.ins().fcvt_to_uint_sat(t, x)
+        } else {
+            self.b.ins().fcvt_to_sint_sat(t, x)
+        }
+    }
+    fn is_nan(&mut self, x: Value, _from: DType) -> Value {
+        self.b.ins().fcmp(FloatCC::Unordered, x, x)
+    }
+    fn zero_where(&mut self, nan: Value, i: Value, to: DType) -> Value {
+        let lanes = self.lanes;
+        let zero = with_arith!(self.b, to == DType::I64, lanes, |a| a.uconst(0));
+        super::lanes::select(self.b, nan, zero, i, lanes)
+    }
+    fn int_to_float(&mut self, x: Value, from: DType, to: DType) -> Value {
+        let t = self.float_type(to);
+        if from == DType::U32 {
+            self.b.ins().fcvt_from_uint(t, x)
+        } else {
+            self.b.ins().fcvt_from_sint(t, x)
+        }
+    }
+    fn int_resize(&mut self, x: Value, from: DType, to: DType) -> Value {
+        match (from, to) {
+            (DType::I32, DType::I64) => self.b.ins().sextend(types::I64, x),
+            (_, DType::I64) => self.b.ins().uextend(types::I64, x),
+            _ => self.b.ins().ireduce(types::I32, x),
+        }
+    }
+    fn nonzero(&mut self, x: Value, from: DType) -> Value {
+        match from {
+            DType::F64 => {
+                let z = self.b.ins().f64const(0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, x, z)
+            }
+            DType::F32 => {
+                let z = self.b.ins().f32const(0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, x, z)
+            }
+            _ => self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+        }
+    }
+    fn bool_to(&mut self, x: Value, to: DType) -> Value {
+        if to.is_float() {
+            let w = self.b.ins().uextend(types::I32, x);
+            let t = self.float_type(to);
+            self.b.ins().fcvt_from_uint(t, w)
+        } else {
+            let t = self.int_type(to);
+            self.b.ins().uextend(t, x)
+        }
+    }
 }

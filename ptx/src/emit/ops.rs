@@ -10,7 +10,7 @@ use crate::kernels::MathFn;
 use crate::module::{Body, Reg, RegClass};
 use crate::program::EmitError;
 use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, UnaryOp};
-use kiln_math::{Arith, DivOp};
+use kiln_math::{Arith, ConvertPrims, DivOp, Num};
 
 /// Integer binary ops that are one instruction: `(op, opcode)` with `{s}` the typed suffix
 /// (`s32`/`u32`/`s64`) and `{b}` the bit suffix.
@@ -235,61 +235,10 @@ impl<'a> Emitter<'a> {
         self.def(class(dt), op, &[&x, &y, &p])
     }
 
-    /// `convert` with `kiln_interp`'s rules (Rust `as`), one table row per dtype pair.
-    pub(super) fn convert(&mut self, x: Reg, from: DType, to: DType) -> Reg {
-        use DType::*;
-        let fname = |d: DType| if d == F64 { "f64" } else { "f32" };
-        match (from, to) {
-            _ if from == to => x,
-            (I32, U32) | (U32, I32) => x,
-            (F32, F64) => self.def(RegClass::F64, "cvt.f64.f32", &[&x]),
-            (F64, F32) => self.def(RegClass::F32, "cvt.rn.f32.f64", &[&x]),
-            (F32 | F64, I32 | I64 | U32) => {
-                // Truncating and saturating (PTX clamps by default); NaN -> 0 explicitly.
-                let (s, bt) = int_types(to);
-                let i = self.def(class(to), &format!("cvt.rzi.{s}.{}", fname(from)), &[&x]);
-                let nan = self.def(
-                    RegClass::Pred,
-                    &format!("setp.nan.{}", fname(from)),
-                    &[&x, &x],
-                );
-                self.def(class(to), &format!("selp.{bt}"), &[&0, &i, &nan])
-            }
-            (F32 | F64, Bool) => {
-                // x != 0, so NaN -> true.
-                let z = self.constant(from, 0);
-                self.def(
-                    RegClass::Pred,
-                    &format!("setp.neu.{}", fname(from)),
-                    &[&x, &z],
-                )
-            }
-            (I32 | I64 | U32, F32 | F64) => {
-                let s = int_types(from).0;
-                self.def(class(to), &format!("cvt.rn.{}.{s}", fname(to)), &[&x])
-            }
-            (I32, I64) => self.def(RegClass::B64, "cvt.s64.s32", &[&x]),
-            (U32, I64) => self.def(RegClass::B64, "cvt.u64.u32", &[&x]),
-            (I64, I32 | U32) => self.def(RegClass::B32, "cvt.u32.u64", &[&x]),
-            (I32 | I64 | U32, Bool) => {
-                let s = int_types(from).0;
-                self.def(RegClass::Pred, &format!("setp.ne.{s}"), &[&x, &0])
-            }
-            (Bool, F32) => self.def(
-                RegClass::F32,
-                "selp.f32",
-                &[&"0f3F800000", &"0f00000000", &x],
-            ),
-            (Bool, F64) => self.def(
-                RegClass::F64,
-                "selp.f64",
-                &[&"0d3FF0000000000000", &"0d0000000000000000", &x],
-            ),
-            (Bool, I32 | U32) => self.def(RegClass::B32, "selp.u32", &[&1, &0, &x]),
-            (Bool, I64) => self.def(RegClass::B64, "selp.u64", &[&1, &0, &x]),
-            // Same-dtype pairs are the first arm; listed so that the match is exhaustive.
-            (F32, F32) | (F64, F64) | (I32, I32) | (I64, I64) | (U32, U32) | (Bool, Bool) => x,
-        }
+    /// `convert` with XLA's rules ([`kiln_math::convert`]); `None` for a dtype without
+    /// compiled conversions.
+    pub(super) fn convert(&mut self, x: Reg, from: DType, to: DType) -> Option<Reg> {
+        kiln_math::convert(&mut PtxConvert(self), x, from, to)
     }
 
     /// The identity of a reduction (`kiln_interp`'s: sum of floats starts at -0).
@@ -340,5 +289,87 @@ impl<'a> Emitter<'a> {
 
     pub(super) fn guarded_mov(&mut self, p: Reg, dt: DType, d: Reg, s: Reg) {
         self.emit(&format!("@{p} {}", Self::mov_op(dt)), &[&d, &s]);
+    }
+}
+
+/// The PTX instructions of [`kiln_math::convert`].
+struct PtxConvert<'e, 'a>(&'e mut Emitter<'a>);
+
+/// `f32` or `f64`: a float dtype's instruction suffix.
+fn float_suffix(d: DType) -> &'static str {
+    if d == DType::F64 {
+        "f64"
+    } else {
+        "f32"
+    }
+}
+
+impl ConvertPrims for PtxConvert<'_, '_> {
+    type Ty = DType;
+    type V = Reg;
+    // PTX float-to-integer conversions clamp to the integer range by default (the ISA calls
+    // `.sat` redundant there); NaN is mapped to 0 by the rule's select, not left to the GPU.
+    const FLOAT_TO_INT_NAN_IS_ZERO: bool = false;
+
+    fn num(t: DType) -> Option<Num> {
+        kiln_compiler::kernel::convert_num(t)
+    }
+    fn float_resize(&mut self, x: Reg, _from: DType, to: DType) -> Reg {
+        if to == DType::F64 {
+            self.0.def(RegClass::F64, "cvt.f64.f32", &[&x])
+        } else {
+            self.0.def(RegClass::F32, "cvt.rn.f32.f64", &[&x])
+        }
+    }
+    fn float_to_int(&mut self, x: Reg, from: DType, to: DType) -> Reg {
+        let s = int_types(to).0;
+        let op = format!("cvt.rzi.{s}.{}", float_suffix(from));
+        self.0.def(class(to), &op, &[&x])
+    }
+    fn is_nan(&mut self, x: Reg, from: DType) -> Reg {
+        let op = format!("setp.nan.{}", float_suffix(from));
+        self.0.def(RegClass::Pred, &op, &[&x, &x])
+    }
+    fn zero_where(&mut self, nan: Reg, i: Reg, to: DType) -> Reg {
+        let op = format!("selp.{}", int_types(to).1);
+        self.0.def(class(to), &op, &[&0, &i, &nan])
+    }
+    fn int_to_float(&mut self, x: Reg, from: DType, to: DType) -> Reg {
+        let op = format!("cvt.rn.{}.{}", float_suffix(to), int_types(from).0);
+        self.0.def(class(to), &op, &[&x])
+    }
+    fn int_resize(&mut self, x: Reg, from: DType, to: DType) -> Reg {
+        match (from, to) {
+            (DType::I32, DType::I64) => self.0.def(RegClass::B64, "cvt.s64.s32", &[&x]),
+            (_, DType::I64) => self.0.def(RegClass::B64, "cvt.u64.u32", &[&x]),
+            _ => self.0.def(RegClass::B32, "cvt.u32.u64", &[&x]),
+        }
+    }
+    fn nonzero(&mut self, x: Reg, from: DType) -> Reg {
+        if from.is_float() {
+            // IEEE `!=` (unordered): NaN -> true.
+            let z = self.0.constant(from, 0);
+            let op = format!("setp.neu.{}", float_suffix(from));
+            self.0.def(RegClass::Pred, &op, &[&x, &z])
+        } else {
+            let op = format!("setp.ne.{}", int_types(from).0);
+            self.0.def(RegClass::Pred, &op, &[&x, &0])
+        }
+    }
+    fn bool_to(&mut self, x: Reg, to: DType) -> Reg {
+        match to {
+            DType::F32 => self.0.def(
+                RegClass::F32,
+                "selp.f32",
+                &[&"0f3F800000", &"0f00000000", &x],
+            ),
+            DType::F64 => self.0.def(
+                RegClass::F64,
+                "selp.f64",
+                &[&"0d3FF0000000000000", &"0d0000000000000000", &x],
+            ),
+            DType::I64 => self.0.def(RegClass::B64, "selp.u64", &[&1, &0, &x]),
+            _ => self.0.def(RegClass::B32, "selp.u32", &[&1, &0, &x]),
+        }
     }
 }

@@ -11,7 +11,8 @@
 //! live in the low halves of the 64-bit integers, see [`crate::philox4x32_10`]).
 //!
 //! Not here: the one data-dependent loop TF has, the rejection loop of the truncated normal.
-//! [`truncated_normal_pair_f32`] is its straight-line body; the caller loops (see its docs).
+//! [`truncated_step_f32`] (built on [`truncated_normal_pair_f32`]) and [`truncated_block`]
+//! are its straight-line body; the caller loops (see their docs).
 
 use kiln_math::{Arith, FloatCC, IntCC, Widen};
 

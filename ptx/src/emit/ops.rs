@@ -1,6 +1,6 @@
 //! The op tables: each kernel-IR op as PTX instructions for each dtype (floats through
 //! [`PtxArith`] and `kiln_math`, integers and bools as one or a few instructions; XLA's
-//! integer division and `sign` are `kiln_math`'s over [`PtxArith`]), the `convert` table,
+//! integer division and `sign` are `kiln_math`'s over [`PtxArith`]), `convert`'s instructions,
 //! constants, and a reduction's identity and combine.
 
 use super::state::Emitter;

@@ -247,6 +247,18 @@ impl<T: PtxFloat> Arith for PtxArith<'_, T> {
     fn isub(&mut self, a: Reg, b: Reg) -> Reg {
         self.u("sub", T::ST, &[&a, &b])
     }
+    fn sdiv(&mut self, a: Reg, b: Reg) -> Reg {
+        self.u("div", T::ST, &[&a, &b])
+    }
+    fn udiv(&mut self, a: Reg, b: Reg) -> Reg {
+        self.u("div", T::UT, &[&a, &b])
+    }
+    fn srem(&mut self, a: Reg, b: Reg) -> Reg {
+        self.u("rem", T::ST, &[&a, &b])
+    }
+    fn urem(&mut self, a: Reg, b: Reg) -> Reg {
+        self.u("rem", T::UT, &[&a, &b])
+    }
     fn imul(&mut self, a: Reg, b: Reg) -> Reg {
         self.u("mul.lo", T::UT, &[&a, &b])
     }

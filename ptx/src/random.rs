@@ -23,8 +23,8 @@ use kiln_ir::{DType, RandomAlg, RandomDist};
 use kiln_math::{Arith, FloatCC, Format, IntCC, Widen};
 use kiln_rng::tf_fill::MAX_BLOCKS_PER_GROUP;
 use kiln_rng::{
-    box_muller_f32, box_muller_f64, counter_add, philox4x32_10, truncated_normal_block_f64,
-    truncated_normal_pair_f32, uniform_f32, uniform_f64, TruncatedGroup,
+    box_muller_f32, box_muller_f64, counter_add, philox4x32_10, truncated_block,
+    truncated_normal_block_f64, truncated_step_f32, uniform_f32, uniform_f64, TruncatedGroup,
     TRUNCATED_BLOCKS_PER_GROUP_F32, TRUNCATED_BLOCKS_PER_GROUP_F64,
 };
 use kiln_rng::{lane_bits, pick_float, pick_word};
@@ -249,13 +249,8 @@ fn truncated_f32(b: &mut Body, key: [Reg; 2], first: [Reg; 4]) -> [Reg; 4] {
         b,
         |b| TruncatedGroup::<_, 4> { values, count }.is_full(&mut a32(b)),
         |b, blk| {
-            let a = &mut a32(b);
-            let zero = a.uconst(0);
-            let c = counter_add(a, first, blk, zero);
-            let w = philox4x32_10(a, c, key);
             let mut g = TruncatedGroup::<_, 4> { values, count };
-            truncated_normal_pair_f32(a, &mut g, w[0], w[1]);
-            truncated_normal_pair_f32(a, &mut g, w[2], w[3]);
+            truncated_step_f32(&mut a32(b), &mut g, key, first, blk);
             let (new_values, new_count) = (g.values, g.count);
             assign(b, &values, &new_values);
             assign(b, &[count], &[new_count]);
@@ -274,12 +269,7 @@ fn truncated_f64(b: &mut Body, key: [Reg; 2], first: [Reg; 4]) -> [Reg; 2] {
         b,
         |b| TruncatedGroup::<_, 2> { values, count }.is_full(&mut a64(b)),
         |b, blk| {
-            let w = {
-                let a = &mut a32(b);
-                let zero = a.uconst(0);
-                let c = counter_add(a, first, blk, zero);
-                philox4x32_10(a, c, key)
-            };
+            let w = truncated_block(&mut a32(b), key, first, blk);
             let w = wide(b, w);
             let a = &mut a64(b);
             let mut g = TruncatedGroup::<_, 2> { values, count };
@@ -367,6 +357,10 @@ impl Arith for Wide32<'_> {
         uint_to_f(a: Reg) -> Reg;
         iadd(a: Reg, b: Reg) -> Reg;
         isub(a: Reg, b: Reg) -> Reg;
+        sdiv(a: Reg, b: Reg) -> Reg;
+        udiv(a: Reg, b: Reg) -> Reg;
+        srem(a: Reg, b: Reg) -> Reg;
+        urem(a: Reg, b: Reg) -> Reg;
         imul(a: Reg, b: Reg) -> Reg;
         umulhi(a: Reg, b: Reg) -> Reg;
         and(a: Reg, b: Reg) -> Reg;

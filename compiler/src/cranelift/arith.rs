@@ -346,6 +346,20 @@ macro_rules! impl_clif_arith {
             fn isub(&mut self, a: Value, b: Value) -> Value {
                 self.b.ins().isub(a, b)
             }
+            // x86 has no vector integer division: lane by lane (the elementwise ops refuse
+            // vector division before it gets here; generic code may still ask).
+            fn sdiv(&mut self, a: Value, b: Value) -> Value {
+                self.per_lane(a, b, |fb, x, y| fb.ins().sdiv(x, y))
+            }
+            fn udiv(&mut self, a: Value, b: Value) -> Value {
+                self.per_lane(a, b, |fb, x, y| fb.ins().udiv(x, y))
+            }
+            fn srem(&mut self, a: Value, b: Value) -> Value {
+                self.per_lane(a, b, |fb, x, y| fb.ins().srem(x, y))
+            }
+            fn urem(&mut self, a: Value, b: Value) -> Value {
+                self.per_lane(a, b, |fb, x, y| fb.ins().urem(x, y))
+            }
             fn imul(&mut self, a: Value, b: Value) -> Value {
                 self.b.ins().imul(a, b)
             }

@@ -2,39 +2,18 @@
 //! convert kernels (XLA's), for one lane or four.
 
 use super::arith::ClifArith;
-use super::lanes::{select, Lanes};
+use super::lanes::Lanes;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
+use cranelift_codegen::ir::{types, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::{BinaryOp, DType, UnaryOp};
-use kiln_math::Arith;
+use kiln_math::{Arith, DivOp};
 
-fn ty(b: &FunctionBuilder, v: Value) -> Type {
-    b.func.dfg.value_type(v)
-}
-
-/// A constant of the type of `like` (splatted for vectors).
-fn int_like(b: &mut FunctionBuilder, like: Value, v: i64) -> Value {
-    let t = ty(b, like);
-    let lane = t.lane_type();
-    let v = if lane == types::I32 {
-        i64::from(v as u32)
-    } else {
-        v
-    };
-    if t.is_vector() && lane == types::I64 {
-        return super::arith::vconst64(b, t, v as u64);
-    }
-    if t.is_vector() {
-        return super::arith::vconst32(b, t, v as u32);
-    }
-    b.ins().iconst(lane, v)
-}
-
-/// Applies a float function over [`ClifArith`] in the format of `dt`.
-macro_rules! fmath {
-    ($b:expr, $dt:expr, $lanes:expr, |$a:ident| $body:expr) => {
-        if $dt == DType::F64 {
+/// Runs `$body` with `$a` a [`ClifArith`] of one lane or a vector, in binary64 (64-bit
+/// integers) when `$wide`, else binary32 (32-bit integers).
+macro_rules! with_arith {
+    ($b:expr, $wide:expr, $lanes:expr, |$a:ident| $body:expr) => {
+        if $wide {
             let $a = &mut ClifArith::<true> {
                 b: $b,
                 vector: $lanes == Lanes::Vector,
@@ -65,7 +44,7 @@ pub fn unary(
 ) -> Result<Value, String> {
     use UnaryOp::*;
     if dt.is_float() {
-        return Ok(fmath!(b, dt, lanes, |a| match u {
+        return Ok(with_arith!(b, dt == DType::F64, lanes, |a| match u {
             Neg => a.neg(x),
             Abs => a.abs(x),
             Exp => kiln_math::exp(a, x),
@@ -82,15 +61,7 @@ pub fn unary(
             Floor => a.floor(x),
             Ceil => a.ceil(x),
             Round => a.round_even(x),
-            Sign => {
-                let zero = a.fconst(0.0);
-                let one = a.fconst(1.0);
-                let m_one = a.fconst(-1.0);
-                let gt = a.fcmp(kiln_math::FloatCC::Gt, x, zero);
-                let lt = a.fcmp(kiln_math::FloatCC::Lt, x, zero);
-                let r = a.select(lt, m_one, x);
-                a.select(gt, one, r)
-            }
+            Sign => kiln_math::float_sign(a, x),
             Not => return Err(format!("not is not defined for {dt}")),
             Tan | Cbrt | RoundAfz | Popcnt | Clz => return Err(not_compiled(u.name())),
         }));
@@ -108,20 +79,9 @@ pub fn unary(
         Abs if signed => b.ins().iabs(x),
         Abs => x,
         Not => b.ins().bnot(x),
-        Sign => {
-            let zero = int_like(b, x, 0);
-            let one = int_like(b, x, 1);
-            if signed {
-                let m_one = int_like(b, x, -1);
-                let gt = b.ins().icmp(IntCC::SignedGreaterThan, x, zero);
-                let lt = b.ins().icmp(IntCC::SignedLessThan, x, zero);
-                let r = select(b, lt, m_one, zero, lanes);
-                select(b, gt, one, r, lanes)
-            } else {
-                let nz = b.ins().icmp(IntCC::NotEqual, x, zero);
-                select(b, nz, one, zero, lanes)
-            }
-        }
+        Sign => with_arith!(b, dt == DType::I64, lanes, |a| kiln_math::int_sign(
+            a, signed, x
+        )),
         _ => return Err(format!("{} is not defined for {dt}", u.name())),
     })
 }
@@ -137,7 +97,7 @@ pub fn binary(
 ) -> Result<Value, String> {
     use BinaryOp::*;
     if dt.is_float() {
-        return fmath!(b, dt, lanes, |a| Ok(match op {
+        return with_arith!(b, dt == DType::F64, lanes, |a| Ok(match op {
             Add => a.add(x, y),
             Sub => a.sub(x, y),
             Mul => a.mul(x, y),
@@ -164,47 +124,20 @@ pub fn binary(
         Max => b.ins().umax(x, y),
         Min => b.ins().umin(x, y),
         Div | Rem if lanes == Lanes::Vector => return Err("vector integer division".into()),
-        Div | Rem => int_div(b, op == Div, signed, x, y),
+        Div | Rem => {
+            let op = if op == Div { DivOp::Div } else { DivOp::Rem };
+            with_arith!(b, dt == DType::I64, lanes, |a| kiln_math::xla_div(
+                a, op, signed, x, y
+            ))
+        }
         Pow | Atan2 | ShiftLeft | ShiftRightLogical | ShiftRightArithmetic => {
             return Err(not_compiled(op.name()))
         }
     })
 }
 
-/// XLA's integer division: `x / 0 = -1`, `x % 0 = x`, `MIN / -1 = MIN`, `MIN % -1 = 0`,
-/// computed without trapping by dividing by a safe divisor and selecting.
-fn int_div(b: &mut FunctionBuilder, div: bool, signed: bool, x: Value, y: Value) -> Value {
-    let zero = int_like(b, y, 0);
-    let one = int_like(b, y, 1);
-    let is_zero = b.ins().icmp(IntCC::Equal, y, zero);
-    if !signed {
-        let d = b.ins().select(is_zero, one, y);
-        return if div {
-            let q = b.ins().udiv(x, d);
-            let all = int_like(b, y, -1);
-            b.ins().select(is_zero, all, q)
-        } else {
-            let r = b.ins().urem(x, d);
-            b.ins().select(is_zero, x, r)
-        };
-    }
-    let m_one = int_like(b, y, -1);
-    let is_m_one = b.ins().icmp(IntCC::Equal, y, m_one);
-    let unsafe_d = b.ins().bor(is_zero, is_m_one);
-    let d = b.ins().select(unsafe_d, one, y);
-    if div {
-        let q = b.ins().sdiv(x, d);
-        let neg = b.ins().ineg(x);
-        let q = b.ins().select(is_m_one, neg, q);
-        b.ins().select(is_zero, m_one, q)
-    } else {
-        let r = b.ins().srem(x, d);
-        let r = b.ins().select(is_m_one, zero, r);
-        b.ins().select(is_zero, x, r)
-    }
-}
-
-/// `convert` with XLA's rules (see `kiln_interp`'s convert module).
+/// `convert` with XLA's rules ([`kiln_math::convert`]); on four lanes only the pairs with
+/// one vector instruction (f32 ↔ i32, i32 ↔ u32).
 pub fn convert(
     b: &mut FunctionBuilder,
     x: Value,
@@ -213,44 +146,109 @@ pub fn convert(
     lanes: Lanes,
 ) -> Result<Value, String> {
     use DType::*;
-    if from == to {
-        return Ok(x);
+    let one_instruction = matches!(
+        (from, to),
+        (F32, I32) | (I32, F32) | (I32, U32) | (U32, I32)
+    );
+    if lanes == Lanes::Vector && from != to && !one_instruction {
+        return Err(format!("vector convert {from} -> {to}"));
     }
-    if lanes == Lanes::Vector {
-        return Ok(match (from, to) {
-            (F32, I32) => b.ins().fcvt_to_sint_sat(types::I32X4, x),
-            (I32, F32) => b.ins().fcvt_from_sint(types::F32X4, x),
-            (I32, U32) | (U32, I32) => x,
-            _ => return Err(format!("vector convert {from} -> {to}")),
-        });
+    kiln_math::convert(&mut ClifConvert { b, lanes }, x, from, to)
+        .ok_or_else(|| format!("convert {from} -> {to}"))
+}
+
+/// The Cranelift instructions of [`kiln_math::convert`] (one lane, or four for the pairs
+/// [`convert`] lets through).
+struct ClifConvert<'a, 'b> {
+    b: &'a mut FunctionBuilder<'b>,
+    lanes: Lanes,
+}
+
+impl ClifConvert<'_, '_> {
+    fn float_type(&self, d: DType) -> types::Type {
+        match (d, self.lanes) {
+            (DType::F64, _) => types::F64,
+            (_, Lanes::Vector) => types::F32X4,
+            _ => types::F32,
+        }
     }
-    let ft = |d: DType| if d == F64 { types::F64 } else { types::F32 };
-    let it = |d: DType| if d == I64 { types::I64 } else { types::I32 };
-    Ok(match (from, to) {
-        (F32, F64) => b.ins().fpromote(types::F64, x),
-        (F64, F32) => b.ins().fdemote(types::F32, x),
-        (F32 | F64, I32 | I64) => b.ins().fcvt_to_sint_sat(it(to), x),
-        (F32 | F64, U32) => b.ins().fcvt_to_uint_sat(types::I32, x),
-        (F32 | F64, Bool) => {
-            let z = if from == F64 {
-                b.ins().f64const(0.0)
-            } else {
-                b.ins().f32const(0.0)
-            };
-            b.ins().fcmp(FloatCC::NotEqual, x, z)
+    fn int_type(&self, d: DType) -> types::Type {
+        match (d, self.lanes) {
+            (DType::I64, _) => types::I64,
+            (_, Lanes::Vector) => types::I32X4,
+            _ => types::I32,
         }
-        (I32 | I64, F32 | F64) => b.ins().fcvt_from_sint(ft(to), x),
-        (U32, F32 | F64) => b.ins().fcvt_from_uint(ft(to), x),
-        (I32, I64) => b.ins().sextend(types::I64, x),
-        (U32, I64) => b.ins().uextend(types::I64, x),
-        (I64, I32 | U32) => b.ins().ireduce(types::I32, x),
-        (I32, U32) | (U32, I32) => x,
-        (I32 | I64 | U32, Bool) => b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
-        (Bool, F32 | F64) => {
-            let w = b.ins().uextend(types::I32, x);
-            b.ins().fcvt_from_uint(ft(to), w)
+    }
+}
+
+impl kiln_math::ConvertPrims for ClifConvert<'_, '_> {
+    type Ty = DType;
+    type V = Value;
+    // `fcvt_to_*_sat` gives 0 for NaN: `is_nan` and `zero_where` are never asked for.
+    const FLOAT_TO_INT_NAN_IS_ZERO: bool = true;
+
+    fn num(t: DType) -> Option<kiln_math::Num> {
+        crate::kernel::convert_num(t)
+    }
+    fn float_resize(&mut self, x: Value, _from: DType, to: DType) -> Value {
+        if to == DType::F64 {
+            self.b.ins().fpromote(types::F64, x)
+        } else {
+            self.b.ins().fdemote(types::F32, x)
         }
-        (Bool, I32 | U32 | I64) => b.ins().uextend(it(to), x),
-        _ => return Err(format!("convert {from} -> {to}")),
-    })
+    }
+    fn float_to_int(&mut self, x: Value, _from: DType, to: DType) -> Value {
+        let t = self.int_type(to);
+        if to == DType::U32 {
+            self.b.ins().fcvt_to_uint_sat(t, x)
+        } else {
+            self.b.ins().fcvt_to_sint_sat(t, x)
+        }
+    }
+    fn is_nan(&mut self, x: Value, _from: DType) -> Value {
+        self.b.ins().fcmp(FloatCC::Unordered, x, x)
+    }
+    fn zero_where(&mut self, nan: Value, i: Value, to: DType) -> Value {
+        let lanes = self.lanes;
+        let zero = with_arith!(self.b, to == DType::I64, lanes, |a| a.uconst(0));
+        super::lanes::select(self.b, nan, zero, i, lanes)
+    }
+    fn int_to_float(&mut self, x: Value, from: DType, to: DType) -> Value {
+        let t = self.float_type(to);
+        if from == DType::U32 {
+            self.b.ins().fcvt_from_uint(t, x)
+        } else {
+            self.b.ins().fcvt_from_sint(t, x)
+        }
+    }
+    fn int_resize(&mut self, x: Value, from: DType, to: DType) -> Value {
+        match (from, to) {
+            (DType::I32, DType::I64) => self.b.ins().sextend(types::I64, x),
+            (_, DType::I64) => self.b.ins().uextend(types::I64, x),
+            _ => self.b.ins().ireduce(types::I32, x),
+        }
+    }
+    fn nonzero(&mut self, x: Value, from: DType) -> Value {
+        match from {
+            DType::F64 => {
+                let z = self.b.ins().f64const(0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, x, z)
+            }
+            DType::F32 => {
+                let z = self.b.ins().f32const(0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, x, z)
+            }
+            _ => self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+        }
+    }
+    fn bool_to(&mut self, x: Value, to: DType) -> Value {
+        if to.is_float() {
+            let w = self.b.ins().uextend(types::I32, x);
+            let t = self.float_type(to);
+            self.b.ins().fcvt_from_uint(t, w)
+        } else {
+            let t = self.int_type(to);
+            self.b.ins().uextend(t, x)
+        }
+    }
 }

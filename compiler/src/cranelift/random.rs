@@ -34,9 +34,9 @@ use kiln_ir::{DType, RandomAlg, RandomDist};
 use kiln_math::{Arith, Widen};
 use kiln_rng::tf_fill::MAX_BLOCKS_PER_GROUP;
 use kiln_rng::{
-    box_muller_f32, box_muller_f64, counter_add, normal_group_f32, philox4x32_10,
-    truncated_normal_block_f64, truncated_normal_pair_f32, uniform_f64, uniform_group_f32,
-    TruncatedGroup, TRUNCATED_BLOCKS_PER_GROUP_F32, TRUNCATED_BLOCKS_PER_GROUP_F64,
+    box_muller_f32, box_muller_f64, counter_add, normal_group_f32, philox4x32_10, truncated_block,
+    truncated_normal_block_f64, truncated_step_f32, uniform_f64, uniform_group_f32, TruncatedGroup,
+    TRUNCATED_BLOCKS_PER_GROUP_F32, TRUNCATED_BLOCKS_PER_GROUP_F64,
 };
 use kiln_rng::{lane_bits, pick_float, pick_word, seed_stream, Stream};
 
@@ -417,13 +417,8 @@ fn truncated_loop_f32(
     let lo = b.ins().ireduce(types::I32, blk);
     let lo = widen(b, lo, lanes);
     let (values, count) = {
-        let a = &mut arith32(b, lanes);
-        let zero = a.uconst(0);
-        let c = counter_add(a, first, lo, zero);
-        let w = philox4x32_10(a, c, key);
         let mut group = TruncatedGroup::<_, 4> { values, count };
-        truncated_normal_pair_f32(a, &mut group, w[0], w[1]);
-        truncated_normal_pair_f32(a, &mut group, w[2], w[3]);
+        truncated_step_f32(&mut arith32(b, lanes), &mut group, key, first, lo);
         (group.values, group.count)
     };
     vars.write(b, values, count);
@@ -494,12 +489,7 @@ fn truncated_loop_f64(b: &mut FunctionBuilder, key: [Value; 2], first: [Value; 4
     let full = TruncatedGroup::<_, 2> { values, count }.is_full(&mut arith64(b));
     let blk = loop_.test(b, full);
     let lo = b.ins().ireduce(types::I32, blk);
-    let w = {
-        let a = &mut arith32(b, Lanes::One);
-        let zero = a.uconst(0);
-        let c = counter_add(a, first, lo, zero);
-        philox4x32_10(a, c, key)
-    };
+    let w = truncated_block(&mut arith32(b, Lanes::One), key, first, lo);
     let w = wide(b, w);
     let (values, count) = {
         let a = &mut arith64(b);

@@ -503,6 +503,20 @@ fn range(e: &IExpr, k: &Kernel) -> Option<(i64, i64)> {
     })
 }
 
+/// What `convert` knows a dtype as ([`kiln_math::convert`], XLA's rules written once for
+/// both backends); `None` for a dtype without compiled conversions.
+pub fn convert_num(dt: DType) -> Option<kiln_math::Num> {
+    use kiln_math::Num;
+    Some(match dt {
+        DType::F32 => Num::F32,
+        DType::F64 => Num::F64,
+        DType::I32 => Num::I32,
+        DType::I64 => Num::I64,
+        DType::U32 => Num::U32,
+        DType::Bool => Num::Bool,
+    })
+}
+
 /// How the seed elements of a random op with generator `alg` name its stream.
 pub fn seed_kind(alg: kiln_ir::RandomAlg) -> kiln_rng::SeedKind {
     match alg {

@@ -172,21 +172,8 @@ pub trait Arith {
     /// overrides it with a load: the same value either way.
     #[inline(always)]
     fn ftable(&mut self, table: &'static [f64], i: Self::U) -> Self::F {
-        debug_assert!(table.len().is_power_of_two());
-        let mut level: Vec<Self::F> = table.iter().map(|&v| self.fconst(v)).collect();
-        let mut bit = 1u64;
-        while level.len() > 1 {
-            let b = self.uconst(bit);
-            let m = self.and(i, b);
-            let zero = self.uconst(0);
-            let set = self.icmp(IntCC::Ne, m, zero);
-            level = level
-                .chunks(2)
-                .map(|p| self.select(set, p[1], p[0]))
-                .collect();
-            bit <<= 1;
-        }
-        level[0]
+        let leaves = table.iter().map(|&v| self.fconst(v)).collect();
+        select_tree(self, leaves, i, Self::select)
     }
 
     /// The float's bit pattern.
@@ -205,6 +192,16 @@ pub trait Arith {
     fn iadd(&mut self, a: Self::U, b: Self::U) -> Self::U;
     /// `a - b`, wrapping.
     fn isub(&mut self, a: Self::U, b: Self::U) -> Self::U;
+    /// Signed `a / b`, rounded toward zero. Only called with `b != 0` and never `MIN / -1`
+    /// (a backend's division may trap there); [`crate::xla_div`] guarantees it with selects.
+    fn sdiv(&mut self, a: Self::U, b: Self::U) -> Self::U;
+    /// Unsigned `a / b`. Only called with `b != 0` (see [`Arith::sdiv`]).
+    fn udiv(&mut self, a: Self::U, b: Self::U) -> Self::U;
+    /// Signed remainder of [`Arith::sdiv`] (the dividend's sign). Only called with `b != 0`
+    /// and never `MIN % -1`.
+    fn srem(&mut self, a: Self::U, b: Self::U) -> Self::U;
+    /// Unsigned remainder. Only called with `b != 0`.
+    fn urem(&mut self, a: Self::U, b: Self::U) -> Self::U;
     /// Low half of `a * b`.
     fn imul(&mut self, a: Self::U, b: Self::U) -> Self::U;
     /// High half of the unsigned double-width product `a * b`.
@@ -236,6 +233,33 @@ pub trait Arith {
     fn mor(&mut self, a: Self::M, b: Self::M) -> Self::M;
     /// Mask not.
     fn mnot(&mut self, a: Self::M) -> Self::M;
+}
+
+/// `leaves[i & (leaves.len() - 1)]` as a tree of selects on the bits of `i`, one stage per
+/// bit, `leaves.len()` a power of two: the default of [`Arith::ftable`] and
+/// [`crate::Widen::dtable`], `select` choosing between two leaves of either kind.
+#[inline(always)]
+pub(crate) fn select_tree<A: Arith + ?Sized, V: Copy>(
+    a: &mut A,
+    leaves: Vec<V>,
+    i: A::U,
+    select: fn(&mut A, A::M, V, V) -> V,
+) -> V {
+    debug_assert!(leaves.len().is_power_of_two());
+    let mut level = leaves;
+    let mut bit = 1u64;
+    while level.len() > 1 {
+        let b = a.uconst(bit);
+        let m = a.and(i, b);
+        let zero = a.uconst(0);
+        let set = a.icmp(IntCC::Ne, m, zero);
+        level = level
+            .chunks(2)
+            .map(|p| select(a, set, p[1], p[0]))
+            .collect();
+        bit <<= 1;
+    }
+    level[0]
 }
 
 #[cfg(test)]

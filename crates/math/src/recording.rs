@@ -97,6 +97,10 @@ macro_rules! counting_arith {
                 uint_to_f(a: Self::U) -> Self::F;
                 iadd(a: Self::U, b: Self::U) -> Self::U;
                 isub(a: Self::U, b: Self::U) -> Self::U;
+                sdiv(a: Self::U, b: Self::U) -> Self::U;
+                udiv(a: Self::U, b: Self::U) -> Self::U;
+                srem(a: Self::U, b: Self::U) -> Self::U;
+                urem(a: Self::U, b: Self::U) -> Self::U;
                 imul(a: Self::U, b: Self::U) -> Self::U;
                 umulhi(a: Self::U, b: Self::U) -> Self::U;
                 and(a: Self::U, b: Self::U) -> Self::U;

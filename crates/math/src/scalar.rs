@@ -162,6 +162,24 @@ macro_rules! impl_scalar {
             fn isub(&mut self, a: $u, b: $u) -> $u {
                 a.wrapping_sub(b)
             }
+            // The division primitives are total here (0 where the contract excludes the
+            // operands), so a violated precondition is a wrong value, never a panic.
+            #[inline(always)]
+            fn sdiv(&mut self, a: $u, b: $u) -> $u {
+                (a as $i).checked_div(b as $i).unwrap_or(0) as $u
+            }
+            #[inline(always)]
+            fn udiv(&mut self, a: $u, b: $u) -> $u {
+                a.checked_div(b).unwrap_or(0)
+            }
+            #[inline(always)]
+            fn srem(&mut self, a: $u, b: $u) -> $u {
+                (a as $i).checked_rem(b as $i).unwrap_or(0) as $u
+            }
+            #[inline(always)]
+            fn urem(&mut self, a: $u, b: $u) -> $u {
+                a.checked_rem(b).unwrap_or(0)
+            }
             #[inline(always)]
             fn imul(&mut self, a: $u, b: $u) -> $u {
                 a.wrapping_mul(b)

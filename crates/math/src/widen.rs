@@ -11,7 +11,7 @@
 //! Implementations: [`ScalarF32`] (plain `f64`), the recording arithmetic, and the random-op
 //! emitters of the Cranelift and PTX backends.
 
-use crate::arith::{Arith, IntCC};
+use crate::arith::{select_tree, Arith};
 use crate::ScalarF32;
 
 /// An `F32`-format [`Arith`] with binary64 companions; see the module documentation.
@@ -44,21 +44,8 @@ pub trait Widen: Arith {
     /// load from a constant table overrides it with a load: the same value either way.
     #[inline(always)]
     fn dtable(&mut self, table: &'static [f64], i: Self::U) -> Self::D {
-        debug_assert!(table.len().is_power_of_two());
-        let mut level: Vec<Self::D> = table.iter().map(|&v| self.dconst(v)).collect();
-        let mut bit = 1u64;
-        while level.len() > 1 {
-            let b = self.uconst(bit);
-            let m = self.and(i, b);
-            let zero = self.uconst(0);
-            let set = self.icmp(IntCC::Ne, m, zero);
-            level = level
-                .chunks(2)
-                .map(|p| self.dselect(set, p[1], p[0]))
-                .collect();
-            bit <<= 1;
-        }
-        level[0]
+        let leaves = table.iter().map(|&v| self.dconst(v)).collect();
+        select_tree(self, leaves, i, Self::dselect)
     }
 }
 

@@ -18,6 +18,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Arith, FloatCC, Format, IntCC};
+use crate::ScalarF32;
 
 /// [`Arith`] over `__m256` (eight `f32`), `__m256i` (eight 32-bit integers) and `__mmask8`
 /// masks. A value exists only on a CPU with [`F32x8::FEATURES`]: that is what makes its
@@ -55,6 +56,20 @@ fn signs() -> __m256 {
 #[inline(always)]
 fn count(n: u32) -> __m128i {
     unsafe { _mm_cvtsi32_si128(n as i32) }
+}
+
+/// `op` on each pair of 32-bit lanes.
+#[inline(always)]
+fn lane_by_lane(a: __m256i, b: __m256i, op: impl Fn(u32, u32) -> u32) -> __m256i {
+    // SAFETY: `__m256i` and `[u32; 8]` are 32 bytes with no invalid bit patterns.
+    let (a, b) = unsafe {
+        (
+            core::mem::transmute::<__m256i, [u32; 8]>(a),
+            core::mem::transmute::<__m256i, [u32; 8]>(b),
+        )
+    };
+    let r: [u32; 8] = core::array::from_fn(|l| op(a[l], b[l]));
+    unsafe { core::mem::transmute::<[u32; 8], __m256i>(r) }
 }
 
 impl Arith for F32x8 {
@@ -216,6 +231,23 @@ impl Arith for F32x8 {
     #[inline(always)]
     fn isub(&mut self, a: __m256i, b: __m256i) -> __m256i {
         unsafe { _mm256_sub_epi32(a, b) }
+    }
+    // x86 has no integer division on vectors: the scalar primitive, lane by lane.
+    #[inline(always)]
+    fn sdiv(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.sdiv(x, y))
+    }
+    #[inline(always)]
+    fn udiv(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.udiv(x, y))
+    }
+    #[inline(always)]
+    fn srem(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.srem(x, y))
+    }
+    #[inline(always)]
+    fn urem(&mut self, a: __m256i, b: __m256i) -> __m256i {
+        lane_by_lane(a, b, |x, y| ScalarF32.urem(x, y))
     }
     #[inline(always)]
     fn imul(&mut self, a: __m256i, b: __m256i) -> __m256i {
@@ -541,8 +573,35 @@ mod tests {
         // Integer operations on the inputs' bit patterns, compared as bits.
         type IntOp = fn(&mut F32x8, __m256i, __m256i) -> __m256i;
         type ScalarIntOp = fn(&mut ScalarF32, u32, u32) -> u32;
-        let ops: [(&str, IntOp, ScalarIntOp); 8] = [
+        use crate::{int_sign, xla_div, DivOp};
+        let ops: [(&str, IntOp, ScalarIntOp); 13] = [
             ("iadd", |a, x, y| a.iadd(x, y), |a, x, y| a.iadd(x, y)),
+            // The division primitives lane by lane, under XLA's selects (divisors 0 too).
+            (
+                "xla sdiv",
+                |a, x, y| xla_div(a, DivOp::Div, true, x, y),
+                |a, x, y| xla_div(a, DivOp::Div, true, x, y),
+            ),
+            (
+                "xla srem",
+                |a, x, y| xla_div(a, DivOp::Rem, true, x, y),
+                |a, x, y| xla_div(a, DivOp::Rem, true, x, y),
+            ),
+            (
+                "xla udiv",
+                |a, x, y| xla_div(a, DivOp::Div, false, x, y),
+                |a, x, y| xla_div(a, DivOp::Div, false, x, y),
+            ),
+            (
+                "xla urem",
+                |a, x, y| xla_div(a, DivOp::Rem, false, x, y),
+                |a, x, y| xla_div(a, DivOp::Rem, false, x, y),
+            ),
+            (
+                "sign",
+                |a, x, _| int_sign(a, true, x),
+                |a, x, _| int_sign(a, true, x),
+            ),
             ("isub", |a, x, y| a.isub(x, y), |a, x, y| a.isub(x, y)),
             ("imul", |a, x, y| a.imul(x, y), |a, x, y| a.imul(x, y)),
             ("umulhi", |a, x, y| a.umulhi(x, y), |a, x, y| a.umulhi(x, y)),

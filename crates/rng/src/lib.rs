@@ -73,9 +73,9 @@ pub use stateless::{
     stateless_uniform_int, stateless_uniform_int64, SeedDtype, STATELESS_SCRAMBLE_KEY,
 };
 pub use tf_dist::{
-    box_muller_f32, box_muller_f64, normal_group_f32, truncated_normal_block_f64,
-    truncated_normal_pair_f32, two_pi_times_uniform_f32, uniform_f32, uniform_f64,
-    uniform_group_f32, TruncatedGroup, BOX_MULLER_EPSILON_F32, BOX_MULLER_EPSILON_F64,
+    box_muller_f32, box_muller_f64, normal_group_f32, truncated_block, truncated_normal_block_f64,
+    truncated_normal_pair_f32, truncated_step_f32, two_pi_times_uniform_f32, uniform_f32,
+    uniform_f64, uniform_group_f32, TruncatedGroup, BOX_MULLER_EPSILON_F32, BOX_MULLER_EPSILON_F64,
     TRUNCATED_BLOCKS_PER_GROUP_F32, TRUNCATED_BLOCKS_PER_GROUP_F64, TRUNCATE_VALUE,
 };
 pub use threefry::{threefry2x32_20, THREEFRY_PARITY, THREEFRY_ROTATIONS};

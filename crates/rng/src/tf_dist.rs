@@ -11,10 +11,12 @@
 //! live in the low halves of the 64-bit integers, see [`crate::philox4x32_10`]).
 //!
 //! Not here: the one data-dependent loop TF has, the rejection loop of the truncated normal.
-//! [`truncated_normal_pair_f32`] is its straight-line body; the caller loops (see its docs).
+//! [`truncated_step_f32`] (built on [`truncated_normal_pair_f32`]) and [`truncated_block`]
+//! are its straight-line body; the caller loops (see their docs).
 
 use kiln_math::{Arith, FloatCC, IntCC, Widen};
 
+use crate::philox::{counter_add, philox4x32_10};
 use crate::words::{wconst, wrap32};
 
 /// TF's Box–Muller clamp: `u1` below this is raised to it before `log`.
@@ -243,6 +245,37 @@ pub fn truncated_normal_block_f64<A: Arith>(
     let (z0, z1) = box_muller_f64(a, block);
     group.offer(a, z0);
     group.offer(a, z1);
+}
+
+/// The Philox block a truncated-normal group reads in iteration `blk` of its loop: block
+/// `first + blk` (`first` the group's first counter, `blk` a 32-bit block number) under `key`.
+/// Needs an `F32`-format `A` (the words' arithmetic; `f64` groups widen the words after).
+#[inline(always)]
+pub fn truncated_block<A: Arith>(
+    a: &mut A,
+    key: [A::U; 2],
+    first: [A::U; 4],
+    blk: A::U,
+) -> [A::U; 4] {
+    let zero = a.uconst(0);
+    let c = counter_add(a, first, blk, zero);
+    philox4x32_10(a, c, key)
+}
+
+/// One iteration of the `f32` truncated-normal group loop: block `first + blk`
+/// ([`truncated_block`]), its pairs `(w0, w1)` and `(w2, w3)` offered in order
+/// ([`truncated_normal_pair_f32`]). The loop around it is the backend's.
+#[inline(always)]
+pub fn truncated_step_f32<A: Widen>(
+    a: &mut A,
+    group: &mut TruncatedGroup<A, 4>,
+    key: [A::U; 2],
+    first: [A::U; 4],
+    blk: A::U,
+) {
+    let w = truncated_block(a, key, first, blk);
+    truncated_normal_pair_f32(a, group, w[0], w[1]);
+    truncated_normal_pair_f32(a, group, w[2], w[3]);
 }
 
 #[cfg(test)]

@@ -170,7 +170,10 @@ impl<'a> Emitter<'a> {
             }
             NodeKind::Convert(a) => {
                 let (x, from) = self.operand(n, *a, vars)?;
-                self.convert(x, from, dt)
+                match self.convert(x, from, dt) {
+                    Some(r) => r,
+                    None => return self.unsupported(format!("convert {from} -> {dt}")),
+                }
             }
             NodeKind::Random {
                 dist,

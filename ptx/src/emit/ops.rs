@@ -1,15 +1,16 @@
 //! The op tables: each kernel-IR op as PTX instructions for each dtype (floats through
-//! [`PtxArith`] and `kiln_math`, integers and bools as one or a few instructions), XLA's
-//! integer division and `convert` rules, constants, and a reduction's identity and combine.
+//! [`PtxArith`] and `kiln_math`, integers and bools as one or a few instructions; XLA's
+//! integer division and `sign` are `kiln_math`'s over [`PtxArith`]), `convert`'s instructions,
+//! constants, and a reduction's identity and combine.
 
 use super::state::Emitter;
-use super::types::{class, int_imm, int_types};
+use super::types::{class, int_types};
 use crate::arith::{Double, PtxArith, PtxFloat, Single};
 use crate::kernels::MathFn;
 use crate::module::{Body, Reg, RegClass};
 use crate::program::EmitError;
 use kiln_ir::{BinaryOp, CompareDir, DType, ReduceKind, UnaryOp};
-use kiln_math::{Arith, FloatCC};
+use kiln_math::{Arith, ConvertPrims, DivOp, Num};
 
 /// Integer binary ops that are one instruction: `(op, opcode)` with `{s}` the typed suffix
 /// (`s32`/`u32`/`s64`) and `{b}` the bit suffix.
@@ -68,16 +69,7 @@ fn float_unary<T: PtxFloat>(b: &mut Body, u: UnaryOp, x: Reg) -> Option<Reg> {
         UnaryOp::Floor => a.floor(x),
         UnaryOp::Ceil => a.ceil(x),
         UnaryOp::Round => a.round_even(x),
-        UnaryOp::Sign => {
-            // ±0 and NaN pass through, everything else becomes ±1 (kiln_interp's fsign).
-            let zero = a.fconst(0.0);
-            let one = a.fconst(1.0);
-            let m_one = a.fconst(-1.0);
-            let gt = a.fcmp(FloatCC::Gt, x, zero);
-            let lt = a.fcmp(FloatCC::Lt, x, zero);
-            let r = a.select(lt, m_one, x);
-            a.select(gt, one, r)
-        }
+        UnaryOp::Sign => kiln_math::float_sign(a, x),
         _ => return None,
     })
 }
@@ -100,6 +92,20 @@ fn float_binary<T: PtxFloat>(b: &mut Body, op: BinaryOp, x: Reg, y: Reg) -> Opti
         // Integer-only ops, and those without compiled code yet (`Op::has_compiled_code`).
         _ => return None,
     })
+}
+
+/// Runs `$e` with `$a` the [`PtxArith`] of an integer dtype's width: [`Double`] for `i64`,
+/// [`Single`] for `i32`/`u32` (its `U` registers are the dtype's).
+macro_rules! int_arith {
+    ($body:expr, $dt:expr, |$a:ident| $e:expr) => {
+        if $dt == DType::I64 {
+            let $a = &mut PtxArith::<Double>::new($body);
+            $e
+        } else {
+            let $a = &mut PtxArith::<Single>::new($body);
+            $e
+        }
+    };
 }
 
 impl<'a> Emitter<'a> {
@@ -153,18 +159,7 @@ impl<'a> Emitter<'a> {
                     UnaryOp::Abs => x,
                     UnaryOp::Not => self.def(c, &format!("not.{bt}"), &[&x]),
                     UnaryOp::Sign => {
-                        let one = int_imm(dt, 1);
-                        let zero = int_imm(dt, 0);
-                        if signed {
-                            let m_one = int_imm(dt, -1);
-                            let gt = self.def(RegClass::Pred, &format!("setp.gt.{s}"), &[&x, &0]);
-                            let lt = self.def(RegClass::Pred, &format!("setp.lt.{s}"), &[&x, &0]);
-                            let r = self.def(c, &format!("selp.{bt}"), &[&m_one, &zero, &lt]);
-                            self.def(c, &format!("selp.{bt}"), &[&one, &r, &gt])
-                        } else {
-                            let nz = self.def(RegClass::Pred, &format!("setp.ne.{s}"), &[&x, &0]);
-                            self.def(c, &format!("selp.{bt}"), &[&one, &zero, &nz])
-                        }
+                        int_arith!(&mut self.b, dt, |a| kiln_math::int_sign(a, signed, x))
                     }
                     _ => return None,
                 })
@@ -189,44 +184,19 @@ impl<'a> Emitter<'a> {
                 }
                 match op {
                     BinaryOp::Div | BinaryOp::Rem => {
-                        Some(self.int_div(op == BinaryOp::Div, dt, x, y))
+                        let op = if op == BinaryOp::Div {
+                            DivOp::Div
+                        } else {
+                            DivOp::Rem
+                        };
+                        let signed = dt != DType::U32;
+                        Some(int_arith!(&mut self.b, dt, |a| kiln_math::xla_div(
+                            a, op, signed, x, y
+                        )))
                     }
                     _ => None,
                 }
             }
-        }
-    }
-
-    /// XLA's integer division and remainder: divide by a safe divisor, then select the
-    /// defined results for `y == 0` and (signed) `y == -1`.
-    fn int_div(&mut self, div: bool, dt: DType, x: Reg, y: Reg) -> Reg {
-        let (s, bt) = int_types(dt);
-        let c = class(dt);
-        let selp = format!("selp.{bt}");
-        let (zero, one, m_one) = (int_imm(dt, 0), int_imm(dt, 1), int_imm(dt, -1));
-        let is_zero = self.def(RegClass::Pred, &format!("setp.eq.{s}"), &[&y, &zero]);
-        if dt == DType::U32 {
-            let d = self.def(c, &selp, &[&one, &y, &is_zero]);
-            return if div {
-                let q = self.def(c, "div.u32", &[&x, &d]);
-                self.def(c, &selp, &[&m_one, &q, &is_zero])
-            } else {
-                let r = self.def(c, "rem.u32", &[&x, &d]);
-                self.def(c, &selp, &[&x, &r, &is_zero])
-            };
-        }
-        let is_m_one = self.def(RegClass::Pred, &format!("setp.eq.{s}"), &[&y, &m_one]);
-        let unsafe_d = self.def(RegClass::Pred, "or.pred", &[&is_zero, &is_m_one]);
-        let d = self.def(c, &selp, &[&one, &y, &unsafe_d]);
-        if div {
-            let q = self.def(c, &format!("div.{s}"), &[&x, &d]);
-            let neg = self.def(c, &format!("neg.{s}"), &[&x]);
-            let q = self.def(c, &selp, &[&neg, &q, &is_m_one]);
-            self.def(c, &selp, &[&m_one, &q, &is_zero])
-        } else {
-            let r = self.def(c, &format!("rem.{s}"), &[&x, &d]);
-            let r = self.def(c, &selp, &[&zero, &r, &is_m_one]);
-            self.def(c, &selp, &[&x, &r, &is_zero])
         }
     }
 
@@ -265,61 +235,10 @@ impl<'a> Emitter<'a> {
         self.def(class(dt), op, &[&x, &y, &p])
     }
 
-    /// `convert` with `kiln_interp`'s rules (Rust `as`), one table row per dtype pair.
-    pub(super) fn convert(&mut self, x: Reg, from: DType, to: DType) -> Reg {
-        use DType::*;
-        let fname = |d: DType| if d == F64 { "f64" } else { "f32" };
-        match (from, to) {
-            _ if from == to => x,
-            (I32, U32) | (U32, I32) => x,
-            (F32, F64) => self.def(RegClass::F64, "cvt.f64.f32", &[&x]),
-            (F64, F32) => self.def(RegClass::F32, "cvt.rn.f32.f64", &[&x]),
-            (F32 | F64, I32 | I64 | U32) => {
-                // Truncating and saturating (PTX clamps by default); NaN -> 0 explicitly.
-                let (s, bt) = int_types(to);
-                let i = self.def(class(to), &format!("cvt.rzi.{s}.{}", fname(from)), &[&x]);
-                let nan = self.def(
-                    RegClass::Pred,
-                    &format!("setp.nan.{}", fname(from)),
-                    &[&x, &x],
-                );
-                self.def(class(to), &format!("selp.{bt}"), &[&0, &i, &nan])
-            }
-            (F32 | F64, Bool) => {
-                // x != 0, so NaN -> true.
-                let z = self.constant(from, 0);
-                self.def(
-                    RegClass::Pred,
-                    &format!("setp.neu.{}", fname(from)),
-                    &[&x, &z],
-                )
-            }
-            (I32 | I64 | U32, F32 | F64) => {
-                let s = int_types(from).0;
-                self.def(class(to), &format!("cvt.rn.{}.{s}", fname(to)), &[&x])
-            }
-            (I32, I64) => self.def(RegClass::B64, "cvt.s64.s32", &[&x]),
-            (U32, I64) => self.def(RegClass::B64, "cvt.u64.u32", &[&x]),
-            (I64, I32 | U32) => self.def(RegClass::B32, "cvt.u32.u64", &[&x]),
-            (I32 | I64 | U32, Bool) => {
-                let s = int_types(from).0;
-                self.def(RegClass::Pred, &format!("setp.ne.{s}"), &[&x, &0])
-            }
-            (Bool, F32) => self.def(
-                RegClass::F32,
-                "selp.f32",
-                &[&"0f3F800000", &"0f00000000", &x],
-            ),
-            (Bool, F64) => self.def(
-                RegClass::F64,
-                "selp.f64",
-                &[&"0d3FF0000000000000", &"0d0000000000000000", &x],
-            ),
-            (Bool, I32 | U32) => self.def(RegClass::B32, "selp.u32", &[&1, &0, &x]),
-            (Bool, I64) => self.def(RegClass::B64, "selp.u64", &[&1, &0, &x]),
-            // Same-dtype pairs are the first arm; listed so that the match is exhaustive.
-            (F32, F32) | (F64, F64) | (I32, I32) | (I64, I64) | (U32, U32) | (Bool, Bool) => x,
-        }
+    /// `convert` with XLA's rules ([`kiln_math::convert`]); `None` for a dtype without
+    /// compiled conversions.
+    pub(super) fn convert(&mut self, x: Reg, from: DType, to: DType) -> Option<Reg> {
+        kiln_math::convert(&mut PtxConvert(self), x, from, to)
     }
 
     /// The identity of a reduction (`kiln_interp`'s: sum of floats starts at -0).
@@ -370,5 +289,87 @@ impl<'a> Emitter<'a> {
 
     pub(super) fn guarded_mov(&mut self, p: Reg, dt: DType, d: Reg, s: Reg) {
         self.emit(&format!("@{p} {}", Self::mov_op(dt)), &[&d, &s]);
+    }
+}
+
+/// The PTX instructions of [`kiln_math::convert`].
+struct PtxConvert<'e, 'a>(&'e mut Emitter<'a>);
+
+/// `f32` or `f64`: a float dtype's instruction suffix.
+fn float_suffix(d: DType) -> &'static str {
+    if d == DType::F64 {
+        "f64"
+    } else {
+        "f32"
+    }
+}
+
+impl ConvertPrims for PtxConvert<'_, '_> {
+    type Ty = DType;
+    type V = Reg;
+    // PTX float-to-integer conversions clamp to the integer range by default (the ISA calls
+    // `.sat` redundant there); NaN is mapped to 0 by the rule's select, not left to the GPU.
+    const FLOAT_TO_INT_NAN_IS_ZERO: bool = false;
+
+    fn num(t: DType) -> Option<Num> {
+        kiln_compiler::kernel::convert_num(t)
+    }
+    fn float_resize(&mut self, x: Reg, _from: DType, to: DType) -> Reg {
+        if to == DType::F64 {
+            self.0.def(RegClass::F64, "cvt.f64.f32", &[&x])
+        } else {
+            self.0.def(RegClass::F32, "cvt.rn.f32.f64", &[&x])
+        }
+    }
+    fn float_to_int(&mut self, x: Reg, from: DType, to: DType) -> Reg {
+        let s = int_types(to).0;
+        let op = format!("cvt.rzi.{s}.{}", float_suffix(from));
+        self.0.def(class(to), &op, &[&x])
+    }
+    fn is_nan(&mut self, x: Reg, from: DType) -> Reg {
+        let op = format!("setp.nan.{}", float_suffix(from));
+        self.0.def(RegClass::Pred, &op, &[&x, &x])
+    }
+    fn zero_where(&mut self, nan: Reg, i: Reg, to: DType) -> Reg {
+        let op = format!("selp.{}", int_types(to).1);
+        self.0.def(class(to), &op, &[&0, &i, &nan])
+    }
+    fn int_to_float(&mut self, x: Reg, from: DType, to: DType) -> Reg {
+        let op = format!("cvt.rn.{}.{}", float_suffix(to), int_types(from).0);
+        self.0.def(class(to), &op, &[&x])
+    }
+    fn int_resize(&mut self, x: Reg, from: DType, to: DType) -> Reg {
+        match (from, to) {
+            (DType::I32, DType::I64) => self.0.def(RegClass::B64, "cvt.s64.s32", &[&x]),
+            (_, DType::I64) => self.0.def(RegClass::B64, "cvt.u64.u32", &[&x]),
+            _ => self.0.def(RegClass::B32, "cvt.u32.u64", &[&x]),
+        }
+    }
+    fn nonzero(&mut self, x: Reg, from: DType) -> Reg {
+        if from.is_float() {
+            // IEEE `!=` (unordered): NaN -> true.
+            let z = self.0.constant(from, 0);
+            let op = format!("setp.neu.{}", float_suffix(from));
+            self.0.def(RegClass::Pred, &op, &[&x, &z])
+        } else {
+            let op = format!("setp.ne.{}", int_types(from).0);
+            self.0.def(RegClass::Pred, &op, &[&x, &0])
+        }
+    }
+    fn bool_to(&mut self, x: Reg, to: DType) -> Reg {
+        match to {
+            DType::F32 => self.0.def(
+                RegClass::F32,
+                "selp.f32",
+                &[&"0f3F800000", &"0f00000000", &x],
+            ),
+            DType::F64 => self.0.def(
+                RegClass::F64,
+                "selp.f64",
+                &[&"0d3FF0000000000000", &"0d0000000000000000", &x],
+            ),
+            DType::I64 => self.0.def(RegClass::B64, "selp.u64", &[&1, &0, &x]),
+            _ => self.0.def(RegClass::B32, "selp.u32", &[&1, &0, &x]),
+        }
     }
 }

@@ -55,11 +55,3 @@ pub(super) fn int_types(dt: DType) -> (&'static str, &'static str) {
         _ => ("s64", "b64"),
     }
 }
-
-/// A `b32`/`b64` hexadecimal immediate of `v` in the width of `dt`.
-pub(super) fn int_imm(dt: DType, v: i64) -> String {
-    match dt {
-        DType::I64 => format!("0x{:016X}", v as u64),
-        _ => format!("0x{:08X}", v as u32),
-    }
-}

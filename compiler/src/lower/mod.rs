@@ -19,8 +19,8 @@ use crate::kernel::{
     BufRef, DotCall, IExpr, Kernel, NodeKind, Program, RandomFill, Reduction, Store,
 };
 use kiln_ir::{
-    row_major_strides, BinaryOp, Cluster, DType, Func, Op, RandomAlg, RandomDist,
-    UnaryOp, Value, ValueDef,
+    row_major_strides, BinaryOp, Cluster, DType, Func, Op, RandomAlg, RandomDist, UnaryOp, Value,
+    ValueDef,
 };
 use std::collections::HashMap;
 
@@ -149,7 +149,10 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
                 .iter()
                 .map(|&ax| in_shape.get(ax).copied())
                 .collect::<Option<Vec<usize>>>()
-                .map_or_else(|| unsupported(format!("reduce over axes {axes:?} of shape {in_shape:?}")), Ok)?;
+                .map_or_else(
+                    || unsupported(format!("reduce over axes {axes:?} of shape {in_shape:?}")),
+                    Ok,
+                )?;
             let red_strides = row_major_strides(&red_sizes);
             let mut idx = Vec::with_capacity(in_shape.len());
             let mut kept_iter = kept.into_iter();
@@ -441,4 +444,43 @@ fn random_supported(dist: RandomDist, alg: RandomAlg, dt: DType) -> bool {
 /// ([`UnaryOp::is_transcendental`]) and `rsqrt` (a division and a square root).
 pub fn is_transcendental(u: UnaryOp) -> bool {
     u.is_transcendental() || u == UnaryOp::Rsqrt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cluster of `src`'s function with its first instruction's op replaced by `op`.
+    fn broken(src: &str, op: Op) -> Cluster {
+        let mut body = kiln_ir::parse_func(src, "test.kir").expect("parses");
+        body.insts[0].op = op;
+        Cluster {
+            name: "c".into(),
+            body,
+        }
+    }
+
+    #[test]
+    fn an_unverified_body_is_an_error_not_a_panic() {
+        let src = "func @f(%x: f32[4,8]) -> f32[4] {
+  %s = reduce_sum %x, axes=[1] : f32[4]
+  return %s
+}";
+        // An axis past the operand's rank (lowering would index the shape with it).
+        let c = broken(
+            src,
+            Op::Reduce {
+                kind: kiln_ir::ReduceKind::Sum,
+                axes: vec![5],
+            },
+        );
+        match lower_cluster(&c) {
+            Err(LowerError::Unsupported(why)) => {
+                assert!(why.contains("does not verify"), "{why}")
+            }
+            Ok(_) => panic!("lowered an unverified body"),
+        }
+        // The same body, verified, lowers.
+        lowered(src);
+    }
 }

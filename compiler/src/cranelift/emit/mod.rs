@@ -51,13 +51,24 @@ pub fn emit_kernel(
     let mut ve = ValueEmitter::new(p, k, plan, params[0], &mut b)?;
     ve.calls = super::host::import(&mut b, params[0], p, plan.calls);
     let vector = plan.vector.is_some();
-    let reduction = || k.reduce.as_ref().ok_or("a reduction form without a reduction");
+    let reduction = || {
+        k.reduce
+            .as_ref()
+            .ok_or("a reduction form without a reduction")
+    };
     if let LoopForm::Columns { tile } = plan.form {
         let mut em = Emitter {
             b: &mut b,
             ve: &mut ve,
         };
-        em.columns(&k.space, reduction()?, tile, params[1], params[2], plan.vector_acc)?;
+        em.columns(
+            &k.space,
+            reduction()?,
+            tile,
+            params[1],
+            params[2],
+            plan.vector_acc,
+        )?;
         b.ins().return_(&[]);
         b.seal_all_blocks();
         b.finalize(target);
@@ -175,7 +186,8 @@ impl Emitter<'_, '_, '_> {
     /// Renders `plan`'s pinned nodes at `vars` and gives its staged nodes their blocks.
     fn pin_and_stage(&mut self, plan: &KernelPlan, vars: &[Value]) -> Result<(), String> {
         if let Some(pins) = &plan.pinned {
-            self.ve.pin(self.b, vars, &pins.nodes, plan.vector.is_some())?;
+            self.ve
+                .pin(self.b, vars, &pins.nodes, plan.vector.is_some())?;
         }
         self.ve.stage_blocks(self.b, &plan.staged);
         Ok(())

@@ -145,8 +145,8 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
 /// one of its nodes can use, and the extremum for a long float max or min.
 fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
     use super::host::{
-        host_extremum, host_windows, kernel_has_float_rem, kernel_has_math,
-        kernel_has_scalar_op, kernel_has_shifted_math,
+        host_extremum, host_windows, kernel_has_float_rem, kernel_has_math, kernel_has_scalar_op,
+        kernel_has_shifted_math,
     };
     let wide = block_math && host_windows(k);
     HostImports {

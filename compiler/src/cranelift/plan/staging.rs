@@ -137,7 +137,9 @@ pub fn staged_nodes(
                 }
                 _ => (a, None),
             },
-            NodeKind::Binary(op, a, c) if calls.scalar && !variant[c] && scalar_op(op).is_some() => {
+            NodeKind::Binary(op, a, c)
+                if calls.scalar && !variant[c] && scalar_op(op).is_some() =>
+            {
                 (a, None)
             }
             _ => continue,

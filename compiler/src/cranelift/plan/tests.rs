@@ -121,11 +121,18 @@ fn reductions_of_math_stage_through_stack_blocks_while_they_fit() {
         for i in 1..=n {
             s += &format!("  v{i} = tanh v{} : {dt}\n", i - 1);
         }
-        s += &format!("  v{} = reduce_result : {dt}\n  store out0, v{}\n}}\n", n + 1, n + 1);
+        s += &format!(
+            "  v{} = reduce_result : {dt}\n  store out0, v{}\n}}\n",
+            n + 1,
+            n + 1
+        );
         s
     };
     let p = &plans(&chain(2, "f32"), FULL)[0];
-    assert_eq!(p.to_string(), "vector=4 form=reduce acc=vector calls=[math] staged=[1,2]");
+    assert_eq!(
+        p.to_string(),
+        "vector=4 form=reduce acc=vector calls=[math] staged=[1,2]"
+    );
     // The first reads the input directly; the second reads the first's block.
     let stack = StagedBlock::Stack {
         bytes: WINDOW as u32 * 4,
@@ -168,7 +175,10 @@ kernel @k0 space=[8] reduce_sum(i1 < 6) of v0 {
   store out0, v1
 }
 ";
-    assert_eq!(texts(src, FULL), ["vector=4 form=columns tile=64 acc=vector"]);
+    assert_eq!(
+        texts(src, FULL),
+        ["vector=4 form=columns tile=64 acc=vector"]
+    );
     assert_eq!(texts(src, PLAIN), ["vector=none form=columns tile=64"]);
 }
 
@@ -285,10 +295,15 @@ kernel @k0 space=[] {
 fn narrow_math_is_flattened_then_staged_in_one_window() {
     // The kernel-pass test's input, through the CPU's target passes: `[100,3]` becomes
     // `[300]`, long enough for block math.
-    let mut p = parse_program(include_str!("../../../tests/kernels/narrow_math_flattens.kir"))
-        .expect("parses");
+    let mut p = parse_program(include_str!(
+        "../../../tests/kernels/narrow_math_flattens.kir"
+    ))
+    .expect("parses");
     crate::kernel::pipeline::run_target_passes(&mut p, &CPU_CAPS).expect("valid");
     let plan = plan_kernel(&p, &p.kernels[0], Part::Whole, FULL);
-    assert_eq!(plan.to_string(), "vector=4 form=rows calls=[math] staged=[1]");
+    assert_eq!(
+        plan.to_string(),
+        "vector=4 form=rows calls=[math] staged=[1]"
+    );
     assert_eq!(plan.staged[0].block, StagedBlock::Store(0));
 }

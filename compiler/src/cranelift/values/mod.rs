@@ -5,14 +5,14 @@
 //! Loads whose offset grows by one per inner step are single vector loads, invariant ones
 //! a splat, anything else four scalar loads.
 
-mod staging;
 mod clif_types;
+mod staging;
 
 use super::arith::{float_min_max, MinMax};
 use super::host::HostCalls;
 use super::lanes::{select, Lanes};
-use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
 use crate::cranelift::plan::KernelPlan;
+use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use crate::lower::{RED_ZONE, STACK_SEGMENT};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};

@@ -394,6 +394,7 @@ fn float_rem_special_values_match_interpreter() {
             dump_to: None,
             wide_math: true,
             math_512: false,
+            ..Default::default()
         };
         let exe = compile_cluster(&c, &opts).expect("compiles");
         assert!(exe.has_machine_code());

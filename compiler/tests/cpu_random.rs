@@ -54,6 +54,7 @@ fn opts(threads: usize) -> CpuOptions {
         dump_to: None,
         wide_math: true,
         math_512: false,
+        ..Default::default()
     }
 }
 

@@ -57,6 +57,7 @@ fn dump_writes_kernel_text_and_clif() {
             dump_to: Some(dir.clone()),
             wide_math,
             math_512: false,
+            ..Default::default()
         };
         let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
         let text = std::fs::read_to_string(dir.join("cluster_t.kernel.txt")).expect("kernel dump");
@@ -107,6 +108,7 @@ fn row_invariant_math_stays_out_of_the_inner_loops() {
         dump_to: Some(dir.clone()),
         wide_math: true,
         math_512: false,
+        ..Default::default()
     };
     let exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
     let ir = exe.kernel_ir_text();
@@ -152,6 +154,7 @@ fn row_blocked_and_sequential_schedules_agree() {
                 dump_to: None,
                 wide_math: true,
                 math_512: false,
+                ..Default::default()
             };
             let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(exe.row_blocked(), "{}", exe.kernel_ir_text());
@@ -367,6 +370,7 @@ fn opt_level_zero_gives_the_same_bits() {
             dump_to: None,
             wide_math: true,
             math_512: false,
+            ..Default::default()
         };
         kiln_compiler::cpu::compile_cluster(&c, &opts)
             .expect("compiles")
@@ -530,6 +534,7 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
                 dump_to: Some(dir.clone()),
                 wide_math: true,
                 math_512: false,
+                ..Default::default()
             };
             kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             assert!(
@@ -564,6 +569,7 @@ fn f64_kernels_are_vectorised_two_lanes_wide() {
         dump_to: Some(dir.clone()),
         wide_math: true,
         math_512: false,
+        ..Default::default()
     };
     kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
     for k in ["k0", "k1"] {

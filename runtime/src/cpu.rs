@@ -21,6 +21,7 @@ impl CpuBackend {
             dump_to: flags.dump_to.clone(),
             wide_math: flags.cpu_prefer_vector_width >= 256,
             math_512: flags.cpu_prefer_vector_width >= 512,
+            vmodule: flags.vmodule.clone(),
         };
         // Results do not depend on the thread count, so it is not part of the key.
         let target = format!(

@@ -158,6 +158,7 @@ fn main() {
         dump_to: None,
         wide_math: true,
         math_512: false,
+        vmodule: Default::default(),
     };
     println!(
         "{:<12} {:>12} {:>12} {:>9} {:>12} {:>10} {:>12}",

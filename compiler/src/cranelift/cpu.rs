@@ -7,6 +7,7 @@ use super::emit::{emit_kernel, kernel_signature};
 use super::executable::assemble;
 pub use super::executable::CpuExecutable;
 pub use super::options::{CpuCompileError, CpuOptions};
+use super::plan::{plan_kernel, TargetFacts};
 use super::schedule::{function_list, Part};
 use crate::kernel::{print_program, Kernel, Program, MAX_MATH_OPS};
 use crate::lower::{lower_cluster, LowerError};
@@ -100,7 +101,10 @@ pub fn compile_program(
         )));
     }
     let (isa, vector_ok) = make_isa(opts).map_err(failed)?;
-    let wide_math = opts.block_math();
+    let facts = TargetFacts {
+        vector: vector_ok,
+        block_math: opts.block_math(),
+    };
     let mut module = new_module(isa);
     let sig = kernel_signature(module.isa().default_call_conv());
     let mut ids = Vec::new();
@@ -115,16 +119,15 @@ pub fn compile_program(
             .declare_function(&function_name(&program, i, part), Linkage::Local, &sig)
             .map_err(|e| failed(e.to_string()))?;
         ctx.func.signature = sig.clone();
-        emit_kernel(
-            &program,
-            k,
-            &mut ctx.func,
-            vector_ok,
-            module.target_config(),
-            wide_math,
-            part,
-        )
-        .map_err(failed)?;
+        let plan = plan_kernel(&program, k, part, facts);
+        kiln_flags::vlog!(
+            opts,
+            kiln_flags::logging::CPU_COMPILER,
+            2,
+            "{}: {plan}",
+            function_name(&program, i, part)
+        );
+        emit_kernel(&program, k, &plan, &mut ctx.func, module.target_config()).map_err(failed)?;
         if opts.dump_to.is_some() {
             let name = match part {
                 Part::Partials { .. } => format!("{}_partials", k.name),

@@ -384,23 +384,54 @@ fn window_len(k: &Kernel) -> usize {
     }
 }
 
-/// Loads, at the current position (the entry block), the host functions kernel `k` of `p`
-/// calls: the float remainder if it has one, block math if `wide_math` and it has a math
-/// node (or a [`kernel_has_scalar_op`] node).
+/// Which host functions a kernel function imports (decided by its plan,
+/// `crate::cranelift::plan`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostImports {
+    /// The float remainder ([`HostCalls::fmod`]).
+    pub fmod: bool,
+    /// Block math ([`HostCalls::math`]).
+    pub math: bool,
+    /// Block math with one value per block ([`HostCalls::scalar`]).
+    pub scalar: bool,
+    /// Block math of a shifted operand ([`HostCalls::shifted`]).
+    pub shifted: bool,
+    /// A sequence's max or min ([`HostCalls::extremum`]).
+    pub extremum: bool,
+}
+
+impl HostImports {
+    /// The names of the imported functions, in table order.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.fmod, "fmod"),
+            (self.math, "math"),
+            (self.scalar, "scalar"),
+            (self.shifted, "shifted"),
+            (self.extremum, "extremum"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+}
+
+/// Loads, at the current position (the entry block), the host functions of `imports` from
+/// the host table of `p`'s arguments `args`.
 pub fn import(
     b: &mut FunctionBuilder,
     args: Value,
     p: &Program,
-    k: &Kernel,
-    wide_math: bool,
+    imports: HostImports,
 ) -> HostCalls {
-    let fmod = kernel_has_float_rem(k);
-    let wide_math = wide_math && host_windows(k);
-    let math = wide_math && kernel_has_math(k);
-    let scalar = wide_math && kernel_has_scalar_op(k);
-    let shifted = wide_math && kernel_has_shifted_math(k);
-    let extremum = wide_math && host_extremum(k);
-    if !fmod && !math && !scalar && !shifted && !extremum {
+    let HostImports {
+        fmod,
+        math,
+        scalar,
+        shifted,
+        extremum,
+    } = imports;
+    if imports == HostImports::default() {
         return HostCalls::default();
     }
     let call_conv = b.func.signature.call_conv;

@@ -8,8 +8,9 @@
 //! Files: `options` (options and errors), `cpu` (the entry point: codegen of every kernel
 //! function), `executable` (running the functions), `cache` (its bytes for the persistent
 //! cache); `schedule` decides what runs where (tasks, row blocking, split reductions),
-//! `emit` writes each kernel's loops and canonical-order reductions (Invariant 2),
-//! `values` the DAG at one iteration point, `lanes` lane widths, `arith` `kiln_math::Arith`
+//! `plan` how each kernel function runs (vector width, loop form, host calls, pinned and
+//! staged nodes), all before any code exists; `emit` renders a plan: each kernel's loops
+//! and canonical-order reductions (Invariant 2), `values` the DAG at one iteration point, `lanes` lane widths, `arith` `kiln_math::Arith`
 //! over Cranelift values (Invariant 1), `ops` the elementwise semantics, `random`
 //! stateless random elements (`kiln_rng`'s generic Philox/ThreeFry code), `host` the host
 //! functions kernels call (float remainder, block math).
@@ -25,6 +26,7 @@ mod host;
 mod lanes;
 mod ops;
 mod options;
+mod plan;
 mod random;
 mod schedule;
 mod values;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 /// Options of the CPU backend, from the flags (`xla_cpu_num_threads`,
-/// `xla_backend_optimization_level`, `xla_dump_to`).
+/// `xla_backend_optimization_level`, `xla_dump_to`, `TF_CPP_VMODULE`).
 #[derive(Debug, Clone)]
 pub struct CpuOptions {
     /// Threads a run uses (≥ 1).
@@ -23,6 +23,8 @@ pub struct CpuOptions {
     /// with AVX-512 (F, VL, DQ, BW), else 256. The machine code is the same; only the
     /// functions it calls differ. Bit-identical either way.
     pub math_512: bool,
+    /// `TF_CPP_VMODULE`: at `cpu_compiler=2`, each kernel function's plan is logged.
+    pub vmodule: kiln_flags::VModule,
 }
 
 impl CpuOptions {
@@ -41,6 +43,7 @@ impl Default for CpuOptions {
             dump_to: None,
             wide_math: true,
             math_512: false,
+            vmodule: kiln_flags::VModule::default(),
         }
     }
 }

@@ -4,9 +4,12 @@
 //! computed into a scratch buffer by a kernel of its own instead (see
 //! [`KernelBuilder::value_at`]), so compile time and memory stay linear in the program.
 
-use super::{materialise, splat_bits, unsupported, LowerError, RED_ZONE, STACK_SEGMENT};
+use super::constant::splat_bits;
+use super::error::{unsupported, LowerError};
+use super::space::{kept_index, nontrivial};
+use super::stack::{RED_ZONE, STACK_SEGMENT};
 use crate::kernel::analysis::{loop_variant, row_major as linearize, RandomNodes};
-use crate::kernel::{BufRef, IExpr, Node, NodeId, NodeKind, Program};
+use crate::kernel::{BufRef, IExpr, Kernel, Node, NodeId, NodeKind, Program, Store};
 use kiln_ir::{row_major_strides, BinaryOp, DType, Func, Op, TensorType, Value, ValueDef};
 use std::collections::HashMap;
 
@@ -377,6 +380,33 @@ pub(super) fn reshape_index(idx: &[IExpr], to: &[usize], from: &[usize]) -> Vec<
         }
     }
     out
+}
+
+/// Adds a kernel computing value `v` into a new scratch buffer.
+pub(super) fn materialise(
+    f: &Func,
+    v: Value,
+    prog: &mut Program,
+    temps: &mut HashMap<Value, usize>,
+) -> Result<(), LowerError> {
+    let ty = f.ty(v).clone();
+    let mut kb = KernelBuilder::new(f, temps, prog);
+    let value = kb.value_at(v, &kept_index(&ty.shape))?;
+    let nodes = kb.nodes;
+    let t = prog.temps.len();
+    prog.temps.push(ty.clone());
+    temps.insert(v, t);
+    prog.kernels.push(Kernel {
+        name: format!("k{}", prog.kernels.len()),
+        space: nontrivial(&ty.shape),
+        nodes,
+        reduce: None,
+        stores: vec![Store {
+            buf: BufRef::Temp(t),
+            value,
+        }],
+    });
+    Ok(())
 }
 
 #[cfg(test)]

@@ -19,20 +19,23 @@ use crate::kernel::{
     BufRef, DotCall, IExpr, Kernel, NodeKind, Program, RandomFill, Reduction, Store,
 };
 use kiln_ir::{
-    row_major_strides, BinaryOp, Buffer, Cluster, DType, Func, Op, RandomAlg, RandomDist, Scalar,
-    UnaryOp, Value, ValueDef,
+    row_major_strides, BinaryOp, Cluster, DType, Func, Op, RandomAlg, RandomDist, UnaryOp, Value,
+    ValueDef,
 };
 use std::collections::HashMap;
 
 mod builder;
-use builder::KernelBuilder;
+mod constant;
+mod error;
+mod space;
+mod stack;
 
-/// Why a cluster could not be lowered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LowerError {
-    /// The kernel IR cannot express this yet; use the fallback path.
-    Unsupported(String),
-}
+use builder::{materialise, KernelBuilder};
+use constant::constant_value;
+use error::unsupported;
+pub use error::LowerError;
+use space::{kept_index, nontrivial};
+pub use stack::{RED_ZONE, STACK_SEGMENT};
 
 /// The program of the function in `src` lowered as one cluster (for unit tests).
 #[cfg(test)]
@@ -51,8 +54,14 @@ pub(crate) fn lowered(src: &str) -> Program {
 /// ([`reused_expensive_values`]), unless that costs a program its row fusion
 /// ([`crate::kernel::row_fusion`]: the scratch kernel would cover a different leading
 /// dimension); the row-fused form then wins, as before.
+///
+/// A body the IR verifier refuses is [`LowerError::Unsupported`] naming its first problem:
+/// lowering indexes operands and axes as the typing rules promise, so it never sees one.
 pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
     let f = &c.body;
+    if let Some(d) = kiln_ir::verify_func(f).first() {
+        return unsupported(format!("the cluster body does not verify: {d}"));
+    }
     check_supported(f)?;
     let shared = shared_expensive_operands(f);
     let reused = reused_expensive_values(f, &shared);
@@ -136,7 +145,14 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
             // whatever order `axes` lists them in.
             let mut axes = axes.clone();
             axes.sort_unstable();
-            let red_sizes: Vec<usize> = axes.iter().map(|&ax| in_shape[ax]).collect();
+            let red_sizes = axes
+                .iter()
+                .map(|&ax| in_shape.get(ax).copied())
+                .collect::<Option<Vec<usize>>>()
+                .map_or_else(
+                    || unsupported(format!("reduce over axes {axes:?} of shape {in_shape:?}")),
+                    Ok,
+                )?;
             let red_strides = row_major_strides(&red_sizes);
             let mut idx = Vec::with_capacity(in_shape.len());
             let mut kept_iter = kept.into_iter();
@@ -249,47 +265,6 @@ fn random_fill(
         seed,
         out: o,
     })
-}
-
-/// The value of `v` when it is a constant, or a broadcast of a scalar constant.
-fn constant_value(f: &Func, v: Value) -> Option<kiln_ir::Tensor> {
-    let inst = f.def_inst(v)?;
-    match &inst.op {
-        Op::Constant(t) => Some(kiln_ir::Tensor::clone(t)),
-        Op::BroadcastInDim { .. } => {
-            let src = constant_value(f, inst.args[0])?;
-            (src.num_elements() == 1)
-                .then(|| kiln_ir::Tensor::splat(src.data().get(0), f.ty(v).shape.clone()))
-        }
-        _ => None,
-    }
-}
-
-/// Adds a kernel computing value `v` into a new scratch buffer.
-fn materialise(
-    f: &Func,
-    v: Value,
-    prog: &mut Program,
-    temps: &mut HashMap<Value, usize>,
-) -> Result<(), LowerError> {
-    let ty = f.ty(v).clone();
-    let mut kb = KernelBuilder::new(f, temps, prog);
-    let value = kb.value_at(v, &kept_index(&ty.shape))?;
-    let nodes = kb.nodes;
-    let t = prog.temps.len();
-    prog.temps.push(ty.clone());
-    temps.insert(v, t);
-    prog.kernels.push(Kernel {
-        name: format!("k{}", prog.kernels.len()),
-        space: nontrivial(&ty.shape),
-        nodes,
-        reduce: None,
-        stores: vec![Store {
-            buf: BufRef::Temp(t),
-            value,
-        }],
-    });
-    Ok(())
 }
 
 /// Operands of reductions that contain transcendental math and are used elsewhere too
@@ -405,10 +380,6 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
     }
 }
 
-fn unsupported<T>(why: impl Into<String>) -> Result<T, LowerError> {
-    Err(LowerError::Unsupported(why.into()))
-}
-
 /// Why `op` (first operand of dtype `operand`) has no compiled code yet, if it has none:
 /// the data-movement ops XLA defines (`reverse`, `dynamic_slice`, `gather`, …), the windowed
 /// ones (`convolution`, `reduce_window`, `select_and_scatter`), control flow, and the
@@ -462,13 +433,6 @@ fn check_supported(f: &Func) -> Result<(), LowerError> {
 /// which the backends' vector code relies on).
 const MAX_RANDOM_ELEMENTS: usize = 1 << 30;
 
-/// Stack left when a recursive walk over a kernel's values ([`KernelBuilder::value_at`],
-/// the Cranelift emitter's `ValueEmitter::node`, the PTX emitter's `operand`) grows the
-/// stack by [`STACK_SEGMENT`] (see `stacker::maybe_grow`).
-pub const RED_ZONE: usize = 64 << 10;
-/// See [`RED_ZONE`].
-pub const STACK_SEGMENT: usize = 1 << 20;
-
 /// The `(dist, alg, dtype)` combinations the interpreter defines (`kiln_interp::random`).
 /// Draws from a generator state (`alg=philox_state`) compile too: the op reads the state
 /// and never advances it (whoever feeds the state does), like the interpreter.
@@ -476,52 +440,47 @@ fn random_supported(dist: RandomDist, alg: RandomAlg, dt: DType) -> bool {
     dist.produces(alg, dt)
 }
 
-/// The dimensions of `shape` that are not 1: a kernel's iteration space.
-fn nontrivial(shape: &[usize]) -> Vec<usize> {
-    shape.iter().copied().filter(|&d| d != 1).collect()
-}
-
-/// The index of an iteration point in `shape`: loop variables for dims ≠ 1, 0 for the rest.
-fn kept_index(shape: &[usize]) -> Vec<IExpr> {
-    let mut v = 0;
-    shape
-        .iter()
-        .map(|&d| {
-            if d == 1 {
-                IExpr::Const(0)
-            } else {
-                v += 1;
-                IExpr::Var(v - 1)
-            }
-        })
-        .collect()
-}
-
-/// The bits of a constant's value if every element has the same bits. A slice scan that
-/// vectorises: the IR materialises splat constants at full size (`Tensor::is_splat` goes
-/// through `Scalar` per element and costs ~100 ms on 16M elements).
-fn splat_bits(t: &kiln_ir::Tensor) -> Option<u64> {
-    fn same<T: Copy, B: PartialEq>(v: &[T], bits: impl Fn(T) -> B) -> bool {
-        // Branch-free within a chunk (so it vectorises), early exit between chunks.
-        v.first().is_some_and(|&f| {
-            let f = bits(f);
-            v.chunks(4096)
-                .all(|c| c.iter().fold(true, |acc, &x| acc & (bits(x) == f)))
-        })
-    }
-    let ok = match t.data() {
-        Buffer::F32(v) => same(v, f32::to_bits),
-        Buffer::F64(v) => same(v, f64::to_bits),
-        Buffer::I32(v) => same(v, |x| x),
-        Buffer::I64(v) => same(v, |x| x),
-        Buffer::U32(v) => same(v, |x| x),
-        Buffer::Bool(v) => same(v, |x| x),
-    };
-    ok.then(|| Scalar::bits(t.data().get(0)))
-}
-
 /// Unary ops worth computing once rather than per reader: the transcendental functions
 /// ([`UnaryOp::is_transcendental`]) and `rsqrt` (a division and a square root).
 pub fn is_transcendental(u: UnaryOp) -> bool {
     u.is_transcendental() || u == UnaryOp::Rsqrt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cluster of `src`'s function with its first instruction's op replaced by `op`.
+    fn broken(src: &str, op: Op) -> Cluster {
+        let mut body = kiln_ir::parse_func(src, "test.kir").expect("parses");
+        body.insts[0].op = op;
+        Cluster {
+            name: "c".into(),
+            body,
+        }
+    }
+
+    #[test]
+    fn an_unverified_body_is_an_error_not_a_panic() {
+        let src = "func @f(%x: f32[4,8]) -> f32[4] {
+  %s = reduce_sum %x, axes=[1] : f32[4]
+  return %s
+}";
+        // An axis past the operand's rank (lowering would index the shape with it).
+        let c = broken(
+            src,
+            Op::Reduce {
+                kind: kiln_ir::ReduceKind::Sum,
+                axes: vec![5],
+            },
+        );
+        match lower_cluster(&c) {
+            Err(LowerError::Unsupported(why)) => {
+                assert!(why.contains("does not verify"), "{why}")
+            }
+            Ok(_) => panic!("lowered an unverified body"),
+        }
+        // The same body, verified, lowers.
+        lowered(src);
+    }
 }

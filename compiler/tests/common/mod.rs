@@ -71,6 +71,7 @@ pub fn check_with_inputs(c: &Cluster, inputs: &[Tensor]) {
             dump_to: None,
             wide_math,
             math_512,
+            ..Default::default()
         };
         let exe = match compile_cluster(c, &opts) {
             Ok(e) => e,

@@ -34,7 +34,7 @@ pub static LOG_TARGETS: &[(&str, &str)] = &[
     (MARK_FOR_COMPILATION_PASS, "clustering decisions and refusals with their reasons; at 2, TensorFlow's `*** Clustering info for graph of size N` summary"),
     (XLA_COMPILATION_CACHE, "at 1, each compile's time and the accumulated total; lazy, deferred and megamorphic decisions"),
     (DEVICE_EXECUTABLE_PERSISTOR, "persistent cache reads, writes, and entries ignored as corrupt or foreign"),
-    (CPU_COMPILER, "CPU code generation with Cranelift: kernel sizes and compile times"),
+    (CPU_COMPILER, "CPU code generation with Cranelift: kernel sizes and compile times; at 2, each kernel function's plan (vector width, loop form, staged and pinned nodes)"),
     (NVPTX_COMPILER, "at 2, the size of each PTX and cubin, as in XLA"),
     (TRANSFER_MANAGER, "at 2, each host ↔ device copy the executor makes (value, type, bytes, direction)"),
 ];

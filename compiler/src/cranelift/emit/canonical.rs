@@ -4,7 +4,7 @@
 
 use super::{Emitter, Source};
 use crate::cranelift::lanes::Lanes;
-use crate::cranelift::values::WINDOW;
+use crate::cranelift::plan::WINDOW;
 use crate::kernel::{CHUNK, LANES, TREE};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -15,7 +15,8 @@ use kiln_ir::ReduceKind;
 
 impl Emitter<'_, '_, '_> {
     /// The canonical reduction (Invariant 2) of node `value` over sequence positions
-    /// `0..len` (variable `vars.len() - 1`); returns the scalar result.
+    /// `0..len` (variable `vars.len() - 1`), with vector accumulators if `vector` (the
+    /// plan's `vector_acc`); returns the scalar result.
     pub(super) fn canon(
         &mut self,
         kind: ReduceKind,
@@ -25,10 +26,6 @@ impl Emitter<'_, '_, '_> {
         vector: bool,
     ) -> Result<Value, String> {
         let dt = self.ve.dtype(value);
-        if let Some(r) = self.host_extremum(kind, len, value, vars)? {
-            return Ok(r);
-        }
-        let vector = vector && self.ve.vector_reducible(dt, kind);
         if len <= CHUNK {
             return self.canon_chunk(
                 kind,
@@ -61,35 +58,36 @@ impl Emitter<'_, '_, '_> {
     }
 
     /// A float max or min of a unit-stride load over the whole sequence as one host call
-    /// ([`super::host::HostCalls::extremum`], the interpreter's 256-bit loop): both are
-    /// exact and order-free, so the result has the canonical order's bits. `None` when the
-    /// kernel has no such call or the reduction is of anything else.
+    /// ([`super::host::HostCalls::extremum`], the interpreter's 256-bit loop), where the
+    /// plan says so: both are exact and order-free, so the result has the canonical
+    /// order's bits.
     pub(super) fn host_extremum(
         &mut self,
         kind: ReduceKind,
         len: usize,
         value: usize,
         vars: &[Value],
-    ) -> Result<Option<Value>, String> {
-        let (Some(call), Some(index)) = (
-            self.ve.calls.extremum,
-            crate::cranelift::host::EXTREMA
-                .iter()
-                .position(|&e| e == kind),
-        ) else {
-            return Ok(None);
-        };
+    ) -> Result<Value, String> {
+        let call = self
+            .ve
+            .calls
+            .extremum
+            .ok_or("a host extremum without its import")?;
+        let index = crate::cranelift::host::EXTREMA
+            .iter()
+            .position(|&e| e == kind)
+            .ok_or_else(|| format!("{} has no host extremum", kind.name()))?;
         let dt = self.ve.dtype(value);
-        if len == 0 || !dt.is_float() {
-            return Ok(None);
-        }
-        let Some(row) = self.ve.unit_stride_address(self.b, value, vars)? else {
-            return Ok(None);
-        };
+        let row = self
+            .ve
+            .unit_stride_address(self.b, value, vars)?
+            .ok_or_else(|| format!("host extremum of v{value}, not a unit-stride load"))?;
         let kind = self.b.ins().iconst(types::I32, index as i64);
         let n = self.b.ins().iconst(types::I64, len as i64);
         let r = call.call(self.b, dt == kiln_ir::DType::F64, &[kind, row, n]);
-        Ok(r.first().copied())
+        r.first()
+            .copied()
+            .ok_or_else(|| "the host extremum returned nothing".into())
     }
 
     /// The partials buffer of a split reduction: argument `slot` of `args`.
@@ -115,7 +113,6 @@ impl Emitter<'_, '_, '_> {
         c1: Value,
     ) -> Result<(), String> {
         let dt = self.ve.dtype(value);
-        let vector = vector && self.ve.vector_reducible(dt, kind);
         let chunks = len.div_ceil(CHUNK);
         let full = len / CHUNK;
         let size = i64::from(self.ve.scalar_type(dt).bytes());
@@ -172,7 +169,6 @@ impl Emitter<'_, '_, '_> {
         vector: bool,
     ) -> Result<Value, String> {
         let dt = self.ve.dtype(value);
-        let vector = vector && self.ve.vector_reducible(dt, kind);
         let st = self.ve.scalar_type(dt);
         let chunks = len.div_ceil(CHUNK);
         let row_base = self
@@ -184,7 +180,7 @@ impl Emitter<'_, '_, '_> {
             base: row_base,
             ty: st,
         };
-        self.canon_chunk(kind, chunks, &src, None, vector && st == types::F32)
+        self.canon_chunk(kind, chunks, &src, None, vector)
     }
 
     /// One element (`Lanes::One`) or four consecutive ones of the sequence at `j`.

@@ -34,7 +34,8 @@ struct Columns {
 impl Emitter<'_, '_, '_> {
     /// A column reduction (see [`super::schedule::column_tile`]) over kept points
     /// `r0..r1`, in tiles of at most `tile` points that share every coordinate but the
-    /// innermost: whole vectors of points first (`vector`), then single points. The kernel
+    /// innermost: whole vectors of points first (`vector`: the plan's vector accumulators),
+    /// then single points. The kernel
     /// variables are the kept coordinates, then the sequence position; vector lanes step
     /// along the innermost kept coordinate.
     pub(super) fn columns(
@@ -49,7 +50,6 @@ impl Emitter<'_, '_, '_> {
         let rank = space.len();
         let inner = space[rank - 1] as i64;
         let dt = self.ve.dtype(red.value);
-        let vector = vector && self.ve.vector_reducible(dt, red.kind);
         let width = if vector { self.ve.width } else { 1 };
         let bytes = self.ve.scalar_type(dt).bytes();
         let chunks = red.len.div_ceil(CHUNK);

@@ -7,13 +7,16 @@
 //! (`F32X4`/`I32X4`) with a one-lane remainder loop, when every node has a 128-bit vector
 //! form; both compute the same IEEE operations, so the split never changes a bit.
 //! Reductions follow the canonical order of Invariant 2 exactly (see [`Emitter::canon`]).
+//!
+//! Every choice (the loop form, the lanes, host calls, pinned and staged nodes) comes from
+//! the kernel's [`KernelPlan`] (`super::plan`); this module renders it.
 
 mod canonical;
 mod columns;
 
 use super::lanes::Lanes;
-use super::schedule::Part;
-use super::values::{ValueEmitter, WINDOW};
+use super::plan::{KernelPlan, LoopForm, WINDOW};
+use super::values::ValueEmitter;
 use crate::kernel::{Kernel, Program};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Block, Function, InstBuilder, Type, Value};
@@ -30,15 +33,14 @@ pub fn kernel_signature(
     sig
 }
 
-/// Emits kernel `k` of `p` into `func` (whose signature is [`kernel_signature`]).
+/// Emits kernel `k` of `p` into `func` (whose signature is [`kernel_signature`]) as `plan`
+/// says: its loop form, lanes, host calls, pinned and staged nodes.
 pub fn emit_kernel(
     p: &Program,
     k: &Kernel,
+    plan: &KernelPlan,
     func: &mut Function,
-    vector_ok: bool,
     target: cranelift_codegen::isa::TargetFrontendConfig,
-    wide_math: bool,
-    part: Part,
 ) -> Result<(), String> {
     let mut fctx = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(func, &mut fctx);
@@ -46,16 +48,27 @@ pub fn emit_kernel(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
-    let mut ve = ValueEmitter::new(p, k, params[0], &mut b)?;
-    ve.calls = super::host::import(&mut b, params[0], p, k, wide_math);
-    let vector = vector_ok && ve.vectorizable();
-    if let (Some(red), Part::Whole, Some(tile)) = (&k.reduce, part, super::schedule::column_tile(k))
-    {
+    let mut ve = ValueEmitter::new(p, k, plan, params[0], &mut b)?;
+    ve.calls = super::host::import(&mut b, params[0], p, plan.calls);
+    let vector = plan.vector.is_some();
+    let reduction = || {
+        k.reduce
+            .as_ref()
+            .ok_or("a reduction form without a reduction")
+    };
+    if let LoopForm::Columns { tile } = plan.form {
         let mut em = Emitter {
             b: &mut b,
             ve: &mut ve,
         };
-        em.columns(&k.space, red, tile, params[1], params[2], vector)?;
+        em.columns(
+            &k.space,
+            reduction()?,
+            tile,
+            params[1],
+            params[2],
+            plan.vector_acc,
+        )?;
         b.ins().return_(&[]);
         b.seal_all_blocks();
         b.finalize(target);
@@ -78,47 +91,56 @@ pub fn emit_kernel(
         b: &mut b,
         ve: &mut ve,
     };
-    if let (Some(red), Part::Partials { slot }) = (&k.reduce, part) {
-        let vars = em.row_vars(r, &k.space, rank + 1);
-        if red.len > 0 {
-            em.ve.pin_invariants(em.b, &vars, rank, vector)?;
-            em.ve.plan_staging(em.b, &[red.value], rank, vector, false);
+    match plan.form {
+        LoopForm::Partials { slot } => {
+            let red = reduction()?;
+            let vars = em.row_vars(r, &k.space, rank + 1);
+            em.pin_and_stage(plan, &vars)?;
+            let base = em.partials_buffer(params[0], slot);
+            let acc = plan.vector_acc;
+            em.partials(
+                red.kind, red.len, red.value, &vars, acc, r, base, params[3], params[4],
+            )?;
+            em.ve.unpin();
         }
-        let base = em.partials_buffer(params[0], slot);
-        em.partials(
-            red.kind, red.len, red.value, &vars, vector, r, base, params[3], params[4],
-        )?;
-        em.ve.unpin();
-    } else if let (Some(red), Part::Combine { slot }) = (&k.reduce, part) {
-        let vars = em.row_vars(r, &k.space, rank + 1);
-        let base = em.partials_buffer(params[0], slot);
-        let result = em.combine_partials(red.kind, red.len, red.value, r, base, vector)?;
-        em.ve.reduce_result = Some(result);
-        em.stores(&vars, Lanes::One)?;
-    } else if let Some(red) = &k.reduce {
-        let vars = em.row_vars(r, &k.space, rank + 1);
-        if red.len > 0 {
-            em.ve.pin_invariants(em.b, &vars, rank, vector)?;
-            em.ve.plan_staging(em.b, &[red.value], rank, vector, false);
+        LoopForm::Combine { slot } => {
+            let red = reduction()?;
+            let vars = em.row_vars(r, &k.space, rank + 1);
+            let base = em.partials_buffer(params[0], slot);
+            let acc = plan.vector_acc;
+            let result = em.combine_partials(red.kind, red.len, red.value, r, base, acc)?;
+            em.ve.reduce_result = Some(result);
+            em.stores(&vars, Lanes::One)?;
         }
-        let result = em.canon(red.kind, red.len, red.value, &vars, vector)?;
-        em.ve.unpin();
-        em.ve.reduce_result = Some(result);
-        em.stores(&vars, Lanes::One)?;
-    } else if rank == 0 {
-        // One point; the unused inner variable keeps the "inner is last" convention.
-        let vars = em.row_vars(r, &[], 1);
-        em.stores(&vars, Lanes::One)?;
-    } else {
-        let vars = em.row_vars(r, &k.space[..rank - 1], rank);
-        em.ve.pin_invariants(em.b, &vars, rank - 1, vector)?;
-        let roots: Vec<usize> = k.stores.iter().map(|s| s.value).collect();
-        if em.ve.plan_staging(em.b, &roots, rank - 1, vector, true) {
-            em.windows(vars, params[3], params[4], vector)?;
-        } else {
-            em.inner_loop(vars, params[3], params[4], vector)?;
+        LoopForm::Reduce => {
+            let red = reduction()?;
+            let vars = em.row_vars(r, &k.space, rank + 1);
+            em.pin_and_stage(plan, &vars)?;
+            let result = if plan.extremum {
+                em.host_extremum(red.kind, red.len, red.value, &vars)?
+            } else {
+                em.canon(red.kind, red.len, red.value, &vars, plan.vector_acc)?
+            };
+            em.ve.unpin();
+            em.ve.reduce_result = Some(result);
+            em.stores(&vars, Lanes::One)?;
         }
-        em.ve.unpin();
+        LoopForm::Point => {
+            // One point; the unused inner variable keeps the "inner is last" convention.
+            let vars = em.row_vars(r, &[], 1);
+            em.stores(&vars, Lanes::One)?;
+        }
+        LoopForm::Rows => {
+            let vars = em.row_vars(r, &k.space[..rank - 1], rank);
+            em.pin_and_stage(plan, &vars)?;
+            if plan.staged.is_empty() {
+                em.inner_loop(vars, params[3], params[4], vector)?;
+            } else {
+                em.windows(vars, params[3], params[4], vector)?;
+            }
+            em.ve.unpin();
+        }
+        LoopForm::Columns { .. } => return Err("a column reduction inside a row loop".into()),
     }
     let r = b.use_var(row);
     let next = b.ins().iadd_imm_s(r, 1);
@@ -159,6 +181,16 @@ impl Emitter<'_, '_, '_> {
             *v = zero;
         }
         vars
+    }
+
+    /// Renders `plan`'s pinned nodes at `vars` and gives its staged nodes their blocks.
+    fn pin_and_stage(&mut self, plan: &KernelPlan, vars: &[Value]) -> Result<(), String> {
+        if let Some(pins) = &plan.pinned {
+            self.ve
+                .pin(self.b, vars, &pins.nodes, plan.vector.is_some())?;
+        }
+        self.ve.stage_blocks(self.b, &plan.staged);
+        Ok(())
     }
 
     fn stores(&mut self, vars: &[Value], lanes: Lanes) -> Result<(), String> {

@@ -5,12 +5,13 @@
 //! Loads whose offset grows by one per inner step are single vector loads, invariant ones
 //! a splat, anything else four scalar loads.
 
+mod clif_types;
 mod staging;
-mod vector_form;
 
 use super::arith::{float_min_max, MinMax};
 use super::host::HostCalls;
 use super::lanes::{select, Lanes};
+use crate::cranelift::plan::KernelPlan;
 use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use crate::lower::{RED_ZONE, STACK_SEGMENT};
@@ -55,7 +56,7 @@ pub struct ValueEmitter<'a> {
     k: &'a Kernel,
     bases: Vec<(BufRef, Value)>,
     memo: Vec<Option<Value>>,
-    /// Values hoisted out of the innermost loop (see [`ValueEmitter::pin_invariants`]).
+    /// Values hoisted out of the innermost loop (see [`ValueEmitter::pin`]).
     /// Kept across [`reset`].
     ///
     /// [`reset`]: ValueEmitter::reset
@@ -71,7 +72,7 @@ pub struct ValueEmitter<'a> {
     /// Host functions imported into this kernel's function.
     pub calls: HostCalls,
     /// Per node: where its values over a window of inner positions are kept, for the nodes
-    /// [`ValueEmitter::plan_staging`] chose.
+    /// the plan stages (see [`ValueEmitter::stage_blocks`]).
     staged: Vec<Option<Staged>>,
     /// Per node: in the current window, the address of its block's first element and,
     /// when its operand is read straight from a buffer, that operand's first element.
@@ -83,23 +84,14 @@ pub struct ValueEmitter<'a> {
     ready: Vec<bool>,
     /// Inner position of the current window's first element.
     window: Option<Value>,
-    /// Lanes of a [`Lanes::Vector`] value: 4 (32-bit kernels) or 2 (`f64` kernels); set by
-    /// [`ValueEmitter::vectorizable`].
+    /// Lanes of a [`Lanes::Vector`] value: 4 (32-bit kernels) or 2 (`f64` kernels), as the
+    /// kernel's plan says.
     pub width: u32,
     /// The variable vector lanes step along when it is not the last one: a column
     /// reduction's innermost kept coordinate, whose sequence variable comes after it
     /// (see `emit::Emitter::columns`).
     pub vector_var: Option<usize>,
 }
-
-/// Elements of a staging window: the most inner positions whose staged values are kept at
-/// once (`WINDOW` × 8 bytes of stack per staged node).
-pub const WINDOW: usize = 512;
-
-/// Stack that a kernel's staged blocks may take: 256 f32 or 128 f64 blocks, a quarter of a
-/// pool thread's 2 MiB stack. Math nodes beyond it are computed in the loop instead (the
-/// same operations, so the same bits); [`crate::kernel::MAX_MATH_OPS`] bounds how many.
-const STAGING_STACK_BYTES: u32 = 512 << 10;
 
 /// How a staged node's window of values is kept.
 #[derive(Debug, Clone, Copy)]
@@ -139,10 +131,12 @@ fn flags() -> MemFlagsData {
 }
 
 impl<'a> ValueEmitter<'a> {
-    /// Loads the base address of every buffer the kernel touches from `args`.
+    /// Loads the base address of every buffer the kernel touches from `args`; vector values
+    /// have the lanes of `plan`.
     pub fn new(
         p: &'a Program,
         k: &'a Kernel,
+        plan: &KernelPlan,
         args: Value,
         b: &mut FunctionBuilder,
     ) -> Result<Self, String> {
@@ -172,7 +166,7 @@ impl<'a> ValueEmitter<'a> {
             window_scalars: vec![None; k.nodes.len()],
             ready: vec![false; k.nodes.len()],
             window: None,
-            width: 4,
+            width: plan.vector.unwrap_or(4),
             vector_var: None,
         };
         ve.prepare_random(b)?;
@@ -240,32 +234,6 @@ impl<'a> ValueEmitter<'a> {
     /// The dtype of node `n`.
     pub fn dtype(&self, n: usize) -> DType {
         self.k.nodes[n].dtype
-    }
-
-    /// The Cranelift scalar type holding a dtype.
-    pub fn scalar_type(&self, dt: DType) -> Type {
-        match dt {
-            DType::F32 => types::F32,
-            DType::F64 => types::F64,
-            DType::I32 | DType::U32 => types::I32,
-            DType::I64 => types::I64,
-            DType::Bool => types::I8,
-        }
-    }
-
-    /// A dtype of the given scalar type (for reduction partials: float or signed int).
-    pub fn dtype_of_type(&self, t: Type) -> DType {
-        match t {
-            types::F32 => DType::F32,
-            types::F64 => DType::F64,
-            types::I64 => DType::I64,
-            types::I8 => DType::Bool,
-            _ => self
-                .k
-                .reduce
-                .as_ref()
-                .map_or(DType::I32, |r| self.dtype(r.value)),
-        }
     }
 
     fn base(&self, buf: BufRef) -> Result<Value, String> {

@@ -1,44 +1,34 @@
-//! Values computed outside the per-element code of the innermost loop: loop invariants
-//! pinned once per row ([`ValueEmitter::pin_invariants`]), and staged nodes whose values
-//! over a window of inner positions come from one block-math call
-//! ([`ValueEmitter::plan_staging`] decides which; the window methods run them). Either way
-//! the same operations compute the same bits; only where they run changes.
+//! Rendering of the values a plan moves out of the per-element code of the innermost loop
+//! (`crate::cranelift::plan::staging` decides which): loop invariants pinned once per row
+//! ([`ValueEmitter::pin`]), and staged nodes whose values over a window of inner positions
+//! come from one block-math call ([`ValueEmitter::stage_blocks`] gives them their blocks;
+//! the window methods run them). Either way the same operations compute the same bits;
+//! only where they run changes.
 
-use super::{Block, Pinned, Staged, ValueEmitter, STAGING_STACK_BYTES, WINDOW};
+use super::{Block, Pinned, Staged, ValueEmitter};
 use crate::cranelift::host::{math_op, scalar_op};
 use crate::cranelift::lanes::Lanes;
-use crate::kernel::analysis::{loop_variant, used_by, RandomNodes};
-use crate::kernel::{BufRef, NodeKind};
+use crate::cranelift::plan::{StagedBlock, StagedNode};
+use crate::kernel::NodeKind;
 use cranelift_codegen::ir::{types, InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift_frontend::FunctionBuilder;
-use kiln_ir::{BinaryOp, DType, UnaryOp};
+use kiln_ir::DType;
 
 impl ValueEmitter<'_> {
-    /// Computes, once per row, every node that does not depend on loop variable `var` (the
-    /// inner or sequence variable) and is not a constant, so the innermost loop reuses it
-    /// instead of recomputing it per element (layer norm's `rsqrt(var + eps)`, a row's
-    /// mean). Values are the same bits whichever loop computes them. Call where the values
-    /// dominate the loop; [`ValueEmitter::unpin`] when leaving that region.
-    pub fn pin_invariants(
+    /// Computes `nodes` (a plan's pinned nodes, in node order) once, here, so the loops
+    /// reuse them instead of recomputing them per element: the scalar and, in a `vector`
+    /// kernel, its splat. Values are the same bits whichever loop computes them. Call
+    /// where the values dominate the loop; [`ValueEmitter::unpin`] when leaving that
+    /// region.
+    pub fn pin(
         &mut self,
         b: &mut FunctionBuilder,
         vars: &[Value],
-        var: usize,
+        nodes: &[usize],
         vector: bool,
     ) -> Result<(), String> {
-        let variant = self.variant_nodes(var);
-        for (n, &var_n) in variant.iter().enumerate() {
+        for &n in nodes {
             let node = &self.k.nodes[n];
-            let hoistable = !var_n
-                && !matches!(node.kind, NodeKind::Const(_) | NodeKind::ReduceResult)
-                && matches!(
-                    node.dtype,
-                    DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::I64
-                )
-                && (!vector || self.lane_dtype(node.dtype));
-            if !hoistable {
-                continue;
-            }
             self.reset();
             let s = self.node(b, n, vars, Lanes::One)?;
             let four_t = vector.then(|| self.vtype(node.dtype, Lanes::Vector));
@@ -64,122 +54,36 @@ impl ValueEmitter<'_> {
         Ok(())
     }
 
-    /// Forgets the values of [`ValueEmitter::pin_invariants`].
+    /// Forgets the values of [`ValueEmitter::pin`].
     pub fn unpin(&mut self) {
         self.pinned.iter_mut().for_each(|m| *m = None);
     }
 
-    /// Which nodes depend on loop variable `var` (random nodes keep per-node group caches
-    /// in the loops: never hoisted).
-    pub(super) fn variant_nodes(&self, var: usize) -> Vec<bool> {
-        loop_variant(&self.k.nodes, &|w| w == var, RandomNodes::Variant)
-    }
-
-    /// Chooses the nodes whose values are staged: computed a window of inner positions at
-    /// a time by one block-math call (see [`HostCalls::math`], [`HostCalls::scalar`])
-    /// instead of by emitted code, and read back from their block wherever the window's
-    /// positions are evaluated. Those are the float nodes that depend on loop variable
-    /// `var`, that `roots` use, at the lanes of this kernel, and that are
-    /// - a unary op of `kiln_interp::MATH_OPS`, or
-    /// - a division by a value that does not depend on `var` (one per window; 8-lane
-    ///   division issues as fast as 4-lane).
-    ///
-    /// A unary op of `x - c` with such a `c` reads `x` and subtracts `c` itself (softmax's
-    /// `exp(x - max)` is one call from the input to the scratch row).
-    ///
-    /// None when the kernel has random nodes (their per-loop caches assume one evaluation
-    /// per position). `pointwise`: the window runs along the stores (not a reduction's
-    /// sequence), so a stored node may keep its block in the stored buffer. Returns whether
-    /// any node is staged.
-    pub fn plan_staging(
-        &mut self,
-        b: &mut FunctionBuilder,
-        roots: &[usize],
-        var: usize,
-        vector: bool,
-        pointwise: bool,
-    ) -> bool {
-        let k = self.k;
-        if (self.calls.math.is_none() && self.calls.scalar.is_none()) || k.has_random() {
-            return false;
-        }
-        let variant = self.variant_nodes(var);
-        let used = used_by(&k.nodes, roots);
-        let loaded = |buf: BufRef| {
-            k.nodes
-                .iter()
-                .any(|n| matches!(n.kind, NodeKind::Load { buf: l, .. } if l == buf))
-        };
-        let math = |op: UnaryOp| self.calls.math.is_some() && math_op(op).is_some();
-        let mut any = false;
-        let mut stack_bytes = 0;
-        for (n, node) in k.nodes.iter().enumerate() {
-            let (a, shift) = match node.kind {
-                NodeKind::Unary(op, a) if math(op) => match k.nodes[a].kind {
-                    NodeKind::Binary(BinaryOp::Sub, x, c)
-                        if self.calls.shifted.is_some()
-                            && !variant[c]
-                            && k.nodes[a].dtype == node.dtype =>
-                    {
-                        (x, Some(c))
-                    }
-                    _ => (a, None),
-                },
-                NodeKind::Binary(op, a, c)
-                    if self.calls.scalar.is_some() && !variant[c] && scalar_op(op).is_some() =>
-                {
-                    (a, None)
-                }
-                _ => continue,
+    /// Gives each of a plan's staged nodes its block (a new stack slot, or its store's
+    /// positions): from here on, windows compute them by block math.
+    pub fn stage_blocks(&mut self, b: &mut FunctionBuilder, staged: &[StagedNode]) {
+        for st in staged {
+            let block = match st.block {
+                StagedBlock::Store(i) => Block::Store(i),
+                StagedBlock::Stack { bytes } => Block::Stack(b.create_sized_stack_slot(
+                    StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 4),
+                )),
             };
-            let lanes_ok = !vector || self.lane_dtype(node.dtype);
-            if !node.dtype.is_float()
-                || !used[n]
-                || !variant[n]
-                || !lanes_ok
-                || self.staged[n].is_some()
-            {
-                continue;
-            }
-            let store = k
-                .stores
-                .iter()
-                .position(|st| st.value == n && !loaded(st.buf))
-                .filter(|_| pointwise);
-            let block = match store {
-                Some(i) => Block::Store(i),
-                None => {
-                    let bytes = WINDOW as u32 * self.scalar_type(node.dtype).bytes();
-                    if stack_bytes + bytes > STAGING_STACK_BYTES {
-                        continue;
-                    }
-                    stack_bytes += bytes;
-                    Block::Stack(b.create_sized_stack_slot(StackSlotData::new(
-                        StackSlotKind::ExplicitSlot,
-                        bytes,
-                        4,
-                    )))
-                }
-            };
-            let direct_operand = matches!(&k.nodes[a].kind,
-                NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1));
-            self.staged[n] = Some(Staged {
+            self.staged[st.node] = Some(Staged {
                 block,
-                direct_operand,
-                operand: a,
-                shift,
+                direct_operand: st.direct_operand,
+                operand: st.operand,
+                shift: st.shift,
             });
-            any = true;
         }
-        any
     }
 
-    /// Whether any node is staged (see [`ValueEmitter::plan_staging`]).
+    /// Whether any node is staged (see [`ValueEmitter::stage_blocks`]).
     pub fn staging(&self) -> bool {
         self.staged.iter().any(Option::is_some)
     }
 
-    /// The staged nodes (see [`ValueEmitter::plan_staging`]), operands before users.
+    /// The staged nodes (see [`ValueEmitter::stage_blocks`]), operands before users.
     pub fn staged_nodes(&self) -> Vec<usize> {
         (0..self.k.nodes.len())
             .filter(|&n| self.staged[n].is_some())

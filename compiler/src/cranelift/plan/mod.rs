@@ -1,0 +1,213 @@
+//! Scheduling of one kernel function, decided before any Cranelift code exists: a
+//! [`KernelPlan`] says whether the kernel has a vector form and at which width, which loop
+//! nest runs it, whether a reduction accumulates in vectors or is one host call, which host
+//! functions it imports, which nodes are computed once per row instead of per element
+//! (pinned), and which are staged through block-math windows. [`crate::cranelift::emit`]
+//! renders a plan and decides none of this; `TF_CPP_VMODULE=cpu_compiler=2` logs each plan
+//! (its [`Display`](std::fmt::Display) form).
+//!
+//! Files: this one (the plan and the loop form), `vector_form` (which kernels vectorise),
+//! `staging` (pinned and staged nodes). What it does not decide: how work is split into
+//! tasks and row blocks ([`crate::cranelift::schedule`], whose column tiles and function
+//! parts it reads), or anything the kernel-IR passes already fixed.
+
+mod staging;
+mod vector_form;
+
+use super::host::HostImports;
+use super::schedule::{column_tile, Part};
+use crate::kernel::{Kernel, NodeKind, Program};
+use kiln_ir::DType;
+use std::fmt;
+
+pub use staging::{Pins, StagedBlock, StagedNode, WINDOW};
+pub use vector_form::lane_dtype;
+
+/// What the target offers a kernel, fixed for a whole compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetFacts {
+    /// 128-bit vector code is available (SSE4.1 on x86-64).
+    pub vector: bool,
+    /// Block math runs in host calls ([`crate::cranelift::cpu::CpuOptions`]' wide math on a
+    /// CPU whose interpreter build is 256 bits wide).
+    pub block_math: bool,
+}
+
+/// How one function of a kernel runs: every decision the emitter renders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelPlan {
+    /// Lanes of the kernel's vector form: 4 (32-bit lanes) or 2 (`f64` lanes); `None` when
+    /// it runs one lane at a time.
+    pub vector: Option<u32>,
+    /// The loop nest.
+    pub form: LoopForm,
+    /// Whether the reduction's lane accumulators are vectors (the vector form, and the
+    /// reduced dtype has lanes at its width).
+    pub vector_acc: bool,
+    /// Whether the reduction is one host extremum call per kept point (a float max or min
+    /// of a row read with unit stride; see `host::host_extremum`).
+    pub extremum: bool,
+    /// The host functions the function imports.
+    pub calls: HostImports,
+    /// Nodes computed once per row, outside the loop over one variable.
+    pub pinned: Option<Pins>,
+    /// Nodes staged through block-math windows, operands before users.
+    pub staged: Vec<StagedNode>,
+    /// Nodes used only as seeds of random nodes: evaluated once, as scalars, whatever the
+    /// lanes (so they do not keep the kernel from vectorising).
+    pub seed_only: Vec<usize>,
+}
+
+/// The loop nest of a kernel function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopForm {
+    /// A column reduction in tiles of kept points, one per vector lane
+    /// ([`column_tile`]).
+    Columns {
+        /// Points per tile.
+        tile: usize,
+    },
+    /// One kept point per row, its whole sequence reduced in the canonical order.
+    Reduce,
+    /// A split reduction's chunk partials ([`Part::Partials`]).
+    Partials {
+        /// Argument slot of the partials buffer.
+        slot: usize,
+    },
+    /// A split reduction's combination of its partials ([`Part::Combine`]).
+    Combine {
+        /// Argument slot of the partials buffer.
+        slot: usize,
+    },
+    /// A kernel of one point.
+    Point,
+    /// Pointwise rows: the innermost dimension in the inner loop (in staging windows when
+    /// nodes are staged).
+    Rows,
+}
+
+/// The plan of function `part` of kernel `k` of `p` on a target with `facts`.
+pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> KernelPlan {
+    let calls = host_imports(k, facts.block_math);
+    let seed_only = vector_form::seed_only(k);
+    let vector = facts
+        .vector
+        .then(|| vector_form::vector_width(p, k, &seed_only))
+        .flatten();
+    let rank = k.space.len();
+    let mut plan = KernelPlan {
+        vector,
+        form: LoopForm::Point,
+        vector_acc: false,
+        extremum: false,
+        calls,
+        pinned: None,
+        staged: Vec::new(),
+        seed_only: (0..k.nodes.len()).filter(|&n| seed_only[n]).collect(),
+    };
+    let Some(red) = &k.reduce else {
+        if rank > 0 {
+            plan.form = LoopForm::Rows;
+            let var = rank - 1;
+            let roots: Vec<usize> = k.stores.iter().map(|s| s.value).collect();
+            plan.pinned = Some(staging::pins(k, var, vector));
+            plan.staged = staging::staged_nodes(k, &calls, &roots, var, vector, true);
+        }
+        return plan;
+    };
+    let dt = k.nodes[red.value].dtype;
+    plan.vector_acc = vector.is_some_and(|w| lane_dtype(w, dt));
+    plan.form = match (part, column_tile(k)) {
+        (Part::Whole, Some(tile)) => LoopForm::Columns { tile },
+        (Part::Partials { slot }, _) => LoopForm::Partials { slot },
+        (Part::Combine { slot }, _) => {
+            // The partials are reloaded from memory: vector loads of `f32` only.
+            plan.vector_acc &= dt == DType::F32;
+            LoopForm::Combine { slot }
+        }
+        (Part::Whole, None) => LoopForm::Reduce,
+    };
+    if matches!(plan.form, LoopForm::Reduce) {
+        let unit_stride = matches!(&k.nodes[red.value].kind,
+            NodeKind::Load { offset, .. } if offset.coefficient(rank) == Some(1));
+        // `calls.extremum`: a float max or min long enough for the call.
+        plan.extremum = calls.extremum && unit_stride;
+    }
+    if matches!(plan.form, LoopForm::Reduce | LoopForm::Partials { .. }) && red.len > 0 {
+        plan.pinned = Some(staging::pins(k, rank, vector));
+        plan.staged = staging::staged_nodes(k, &calls, &[red.value], rank, vector, false);
+    }
+    plan
+}
+
+/// The host functions kernel `k` imports: the float remainder if it has one; with block
+/// math, for windows long enough to pay (`host::host_windows`), each block-math function
+/// one of its nodes can use, and the extremum for a long float max or min.
+fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
+    use super::host::{
+        host_extremum, host_windows, kernel_has_float_rem, kernel_has_math, kernel_has_scalar_op,
+        kernel_has_shifted_math,
+    };
+    let wide = block_math && host_windows(k);
+    HostImports {
+        fmod: kernel_has_float_rem(k),
+        math: wide && kernel_has_math(k),
+        scalar: wide && kernel_has_scalar_op(k),
+        shifted: wide && kernel_has_shifted_math(k),
+        extremum: wide && host_extremum(k),
+    }
+}
+
+impl fmt::Display for LoopForm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoopForm::Columns { tile } => write!(f, "columns tile={tile}"),
+            LoopForm::Reduce => f.write_str("reduce"),
+            LoopForm::Partials { slot } => write!(f, "partials slot={slot}"),
+            LoopForm::Combine { slot } => write!(f, "combine slot={slot}"),
+            LoopForm::Point => f.write_str("point"),
+            LoopForm::Rows => f.write_str("rows"),
+        }
+    }
+}
+
+/// `[a,b,c]`.
+fn list(items: impl IntoIterator<Item = usize>) -> String {
+    let items: Vec<String> = items.into_iter().map(|i| i.to_string()).collect();
+    format!("[{}]", items.join(","))
+}
+
+impl fmt::Display for KernelPlan {
+    /// One line: `vector=4 form=rows calls=[math] staged=[3,5] pinned@1=[2]`; parts that
+    /// say nothing (no accumulators, no calls, nothing staged or pinned) are left out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.vector {
+            Some(w) => write!(f, "vector={w}")?,
+            None => f.write_str("vector=none")?,
+        }
+        write!(f, " form={}", self.form)?;
+        if self.vector_acc {
+            f.write_str(" acc=vector")?;
+        }
+        if self.extremum {
+            f.write_str(" extremum")?;
+        }
+        let calls = self.calls.names();
+        if !calls.is_empty() {
+            write!(f, " calls=[{}]", calls.join(","))?;
+        }
+        if !self.staged.is_empty() {
+            write!(f, " staged={}", list(self.staged.iter().map(|s| s.node)))?;
+        }
+        if let Some(p) = self.pinned.as_ref().filter(|p| !p.nodes.is_empty()) {
+            write!(f, " pinned@{}={}", p.var, list(p.nodes.iter().copied()))?;
+        }
+        if !self.seed_only.is_empty() {
+            write!(f, " seed_only={}", list(self.seed_only.iter().copied()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! Which values leave the per-element code of the innermost loop: loop invariants pinned
+//! once per row ([`pins`]), and nodes staged a window of inner positions at a time through
+//! one block-math call ([`staged_nodes`]). Either way the same operations compute the same
+//! bits; only where they run changes. The emitter's `values::staging` renders both.
+
+use super::vector_form::lane_dtype;
+use crate::cranelift::host::{math_op, scalar_op, HostImports};
+use crate::kernel::analysis::{loop_variant, used_by, RandomNodes};
+use crate::kernel::{BufRef, Kernel, NodeKind};
+use kiln_ir::{BinaryOp, DType, UnaryOp};
+
+/// Elements of a staging window: the most inner positions whose staged values are kept at
+/// once (`WINDOW` × 8 bytes of stack per staged node).
+pub const WINDOW: usize = 512;
+
+/// Stack that a kernel's staged blocks may take: 256 f32 or 128 f64 blocks, a quarter of a
+/// pool thread's 2 MiB stack. Math nodes beyond it are computed in the loop instead (the
+/// same operations, so the same bits); [`crate::kernel::MAX_MATH_OPS`] bounds how many.
+pub const STAGING_STACK_BYTES: u32 = 512 << 10;
+
+/// The nodes computed once outside the loop over variable `var`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pins {
+    /// The loop variable they do not depend on (the inner or the sequence variable).
+    pub var: usize,
+    /// The nodes, in node order.
+    pub nodes: Vec<usize>,
+}
+
+/// A node whose values over a window come from one block-math call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StagedNode {
+    /// The node.
+    pub node: usize,
+    /// Where its window of values is kept.
+    pub block: StagedBlock,
+    /// The operand is a load with unit stride along the window: the block math reads it
+    /// from that buffer, and no operand is staged first.
+    pub direct_operand: bool,
+    /// The node the block math reads (a unary node's operand, a division's dividend, or
+    /// `x` of a unary node's operand `x - c`).
+    pub operand: usize,
+    /// For a unary node of `x - c` with `c` the same for the whole window: `c`, subtracted
+    /// by the block math itself (one shifted call, the subtraction never stored).
+    pub shift: Option<usize>,
+}
+
+/// Where a staged node's window of values is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedBlock {
+    /// A stack block of this many bytes ([`WINDOW`] elements).
+    Stack {
+        /// Its size.
+        bytes: u32,
+    },
+    /// The stored positions of store number `i` of the kernel: for a node a pointwise
+    /// kernel stores and no node of the kernel loads back, the block math writes the
+    /// result in place and the store is not emitted.
+    Store(usize),
+}
+
+/// The nodes of `k` computed once per row outside the loop over variable `var` (the inner
+/// or sequence variable): every node that does not depend on it and is not a constant,
+/// of a dtype with a scalar slot (and, in a vector kernel, lanes at its `width`) — layer
+/// norm's `rsqrt(var + eps)`, a row's mean. Random nodes keep per-node caches in the loops
+/// and are never pinned.
+pub fn pins(k: &Kernel, var: usize, width: Option<u32>) -> Pins {
+    let variant = variant_nodes(k, var);
+    let nodes = k
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|&(n, node)| {
+            !variant[n]
+                && !matches!(node.kind, NodeKind::Const(_) | NodeKind::ReduceResult)
+                && matches!(
+                    node.dtype,
+                    DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::I64
+                )
+                && width.is_none_or(|w| lane_dtype(w, node.dtype))
+        })
+        .map(|(n, _)| n)
+        .collect();
+    Pins { var, nodes }
+}
+
+/// Which nodes depend on loop variable `var` (random nodes count as variant: they keep
+/// per-node group caches in the loops).
+fn variant_nodes(k: &Kernel, var: usize) -> Vec<bool> {
+    loop_variant(&k.nodes, &|w| w == var, RandomNodes::Variant)
+}
+
+/// The nodes whose values are staged: computed a window of inner positions at a time by
+/// one block-math call (`HostCalls::math`, `HostCalls::scalar`, `HostCalls::shifted`)
+/// instead of by emitted code, and read back from their block wherever the window's
+/// positions are evaluated. Those are the float nodes that depend on loop variable `var`,
+/// that `roots` use, at the lanes of the kernel (`width`), and that are
+/// - a unary op of `kiln_interp::MATH_OPS`, or
+/// - a division by a value that does not depend on `var` (one per window; 8-lane
+///   division issues as fast as 4-lane),
+///
+/// while their stack blocks fit in [`STAGING_STACK_BYTES`]. A unary op of `x - c` with such
+/// a `c` reads `x` and subtracts `c` itself (softmax's `exp(x - max)` is one call from the
+/// input to the scratch row).
+///
+/// None when the kernel has random nodes (their per-loop caches assume one evaluation per
+/// position) or imports no block math. `pointwise`: the window runs along the stores (not a
+/// reduction's sequence), so a stored node may keep its block in the stored buffer.
+pub fn staged_nodes(
+    k: &Kernel,
+    calls: &HostImports,
+    roots: &[usize],
+    var: usize,
+    width: Option<u32>,
+    pointwise: bool,
+) -> Vec<StagedNode> {
+    if !(calls.math || calls.scalar) || k.has_random() {
+        return Vec::new();
+    }
+    let variant = variant_nodes(k, var);
+    let used = used_by(&k.nodes, roots);
+    let loaded = |buf: BufRef| {
+        k.nodes
+            .iter()
+            .any(|n| matches!(n.kind, NodeKind::Load { buf: l, .. } if l == buf))
+    };
+    let math = |op: UnaryOp| calls.math && math_op(op).is_some();
+    let mut staged = Vec::new();
+    let mut stack_bytes = 0;
+    for (n, node) in k.nodes.iter().enumerate() {
+        let (a, shift) = match node.kind {
+            NodeKind::Unary(op, a) if math(op) => match k.nodes[a].kind {
+                NodeKind::Binary(BinaryOp::Sub, x, c)
+                    if calls.shifted && !variant[c] && k.nodes[a].dtype == node.dtype =>
+                {
+                    (x, Some(c))
+                }
+                _ => (a, None),
+            },
+            NodeKind::Binary(op, a, c)
+                if calls.scalar && !variant[c] && scalar_op(op).is_some() =>
+            {
+                (a, None)
+            }
+            _ => continue,
+        };
+        let lanes_ok = width.is_none_or(|w| lane_dtype(w, node.dtype));
+        if !node.dtype.is_float() || !used[n] || !variant[n] || !lanes_ok {
+            continue;
+        }
+        let store = k
+            .stores
+            .iter()
+            .position(|st| st.value == n && !loaded(st.buf))
+            .filter(|_| pointwise);
+        let block = match store {
+            Some(i) => StagedBlock::Store(i),
+            None => {
+                let bytes = WINDOW as u32 * node.dtype.size_bytes() as u32;
+                if stack_bytes + bytes > STAGING_STACK_BYTES {
+                    continue;
+                }
+                stack_bytes += bytes;
+                StagedBlock::Stack { bytes }
+            }
+        };
+        let direct_operand = matches!(&k.nodes[a].kind,
+            NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1));
+        staged.push(StagedNode {
+            node: n,
+            block,
+            direct_operand,
+            operand: a,
+            shift,
+        });
+    }
+    staged
+}

@@ -1,0 +1,309 @@
+//! Plans of kernels read from kernel-IR text (as the CPU compiles them, after its target
+//! passes where a test says so).
+
+use super::*;
+use crate::cranelift::schedule::{function_list, CPU_CAPS};
+use crate::kernel::parse_program;
+
+/// A CPU with vector code and block math.
+const FULL: TargetFacts = TargetFacts {
+    vector: true,
+    block_math: true,
+};
+/// A CPU with neither.
+const PLAIN: TargetFacts = TargetFacts {
+    vector: false,
+    block_math: false,
+};
+
+/// The plan of every function of `src`'s program, in [`function_list`] order.
+fn plans(src: &str, facts: TargetFacts) -> Vec<KernelPlan> {
+    let p = parse_program(src).expect("parses");
+    function_list(&p)
+        .into_iter()
+        .map(|(i, part)| plan_kernel(&p, &p.kernels[i], part, facts))
+        .collect()
+}
+
+/// [`plans`] as their text.
+fn texts(src: &str, facts: TargetFacts) -> Vec<String> {
+    plans(src, facts).iter().map(ToString::to_string).collect()
+}
+
+/// A row-fused softmax over rows of 1024.
+const SOFTMAX: &str = "program @c
+  inputs (f32[6,1024])
+  outputs (f32[6,1024])
+  temps (f32[6], f32[6,1024], f32[6])
+kernel @k0 space=[6] reduce_max(i1 < 1024) of v0 {
+  v0 = load in0[(i0*1024 + i1)] : f32
+  v1 = reduce_result : f32
+  store tmp0, v1
+}
+kernel @k1 space=[6,1024] {
+  v0 = load in0[(i0*1024 + i1)] : f32
+  v1 = load tmp0[i0] : f32
+  v2 = sub v0, v1 : f32
+  v3 = exp v2 : f32
+  store tmp1, v3
+}
+kernel @k2 space=[6] reduce_sum(i1 < 1024) of v0 {
+  v0 = load tmp1[(i0*1024 + i1)] : f32
+  v1 = reduce_result : f32
+  store tmp2, v1
+}
+kernel @k3 space=[6,1024] {
+  v0 = load tmp1[(i0*1024 + i1)] : f32
+  v1 = load tmp2[i0] : f32
+  v2 = div v0, v1 : f32
+  store out0, v2
+}
+";
+
+#[test]
+fn softmax_rows_stage_their_math_and_pin_the_row_values() {
+    assert_eq!(
+        texts(SOFTMAX, FULL),
+        [
+            "vector=4 form=reduce acc=vector extremum calls=[extremum]",
+            "vector=4 form=rows calls=[math,shifted] staged=[3] pinned@1=[1]",
+            "vector=4 form=reduce acc=vector",
+            "vector=4 form=rows calls=[scalar] staged=[2] pinned@1=[1]",
+        ]
+    );
+    // `exp(x - max)` is one shifted call from the input into the stored row itself.
+    let exp = &plans(SOFTMAX, FULL)[1];
+    assert_eq!(
+        exp.staged,
+        [StagedNode {
+            node: 3,
+            block: StagedBlock::Store(0),
+            direct_operand: true,
+            operand: 0,
+            shift: Some(1),
+        }]
+    );
+    // Without vectors or block math: scalar loops, nothing staged; invariants still pinned.
+    assert_eq!(
+        texts(SOFTMAX, PLAIN),
+        [
+            "vector=none form=reduce",
+            "vector=none form=rows pinned@1=[1]",
+            "vector=none form=reduce",
+            "vector=none form=rows pinned@1=[1]",
+        ]
+    );
+}
+
+#[test]
+fn short_rows_emit_their_math_inline() {
+    // Windows of 8 elements: a host call would cost more than it saves.
+    let src = SOFTMAX.replace("1024", "8");
+    assert_eq!(
+        texts(&src, FULL),
+        [
+            "vector=4 form=reduce acc=vector",
+            "vector=4 form=rows pinned@1=[1]",
+            "vector=4 form=reduce acc=vector",
+            "vector=4 form=rows pinned@1=[1]",
+        ]
+    );
+}
+
+#[test]
+fn reductions_of_math_stage_through_stack_blocks_while_they_fit() {
+    let chain = |n: usize, dt: &str| {
+        let mut s = format!(
+            "program @c\n  inputs ({dt}[4,4096])\n  outputs ({dt}[4])\n  temps ()\n\
+             kernel @k0 space=[4] reduce_sum(i1 < 4096) of v{n} {{\n\
+             \x20 v0 = load in0[(i0*4096 + i1)] : {dt}\n"
+        );
+        for i in 1..=n {
+            s += &format!("  v{i} = tanh v{} : {dt}\n", i - 1);
+        }
+        s += &format!(
+            "  v{} = reduce_result : {dt}\n  store out0, v{}\n}}\n",
+            n + 1,
+            n + 1
+        );
+        s
+    };
+    let p = &plans(&chain(2, "f32"), FULL)[0];
+    assert_eq!(
+        p.to_string(),
+        "vector=4 form=reduce acc=vector calls=[math] staged=[1,2]"
+    );
+    // The first reads the input directly; the second reads the first's block.
+    let stack = StagedBlock::Stack {
+        bytes: WINDOW as u32 * 4,
+    };
+    assert_eq!(
+        p.staged,
+        [
+            StagedNode {
+                node: 1,
+                block: stack,
+                direct_operand: true,
+                operand: 0,
+                shift: None,
+            },
+            StagedNode {
+                node: 2,
+                block: stack,
+                direct_operand: false,
+                operand: 1,
+                shift: None,
+            },
+        ]
+    );
+    // f64 blocks are 4 KiB: 128 of them fill the staging stack, the rest run inline.
+    let p = &plans(&chain(130, "f64"), FULL)[0];
+    assert_eq!(p.vector, Some(2));
+    let staged: Vec<usize> = p.staged.iter().map(|s| s.node).collect();
+    assert_eq!(staged, (1..=128).collect::<Vec<_>>());
+}
+
+#[test]
+fn sums_down_columns_run_in_tiles() {
+    let src = "program @c
+  inputs (f32[6,8])
+  outputs (f32[8])
+  temps ()
+kernel @k0 space=[8] reduce_sum(i1 < 6) of v0 {
+  v0 = load in0[(i1*8 + i0)] : f32
+  v1 = reduce_result : f32
+  store out0, v1
+}
+";
+    assert_eq!(
+        texts(src, FULL),
+        ["vector=4 form=columns tile=64 acc=vector"]
+    );
+    assert_eq!(texts(src, PLAIN), ["vector=none form=columns tile=64"]);
+}
+
+#[test]
+fn long_sums_split_into_partials_and_their_combination() {
+    let src = "program @c
+  inputs (DT[100000])
+  outputs (DT[])
+  temps ()
+kernel @k0 space=[] reduce_sum(i0 < 100000) of v0 {
+  v0 = load in0[i0] : DT
+  v1 = reduce_result : DT
+  store out0, v1
+}
+";
+    // The partials buffer is the argument slot after the input and the output.
+    assert_eq!(
+        texts(&src.replace("DT", "f32"), FULL),
+        [
+            "vector=4 form=combine slot=2 acc=vector",
+            "vector=4 form=partials slot=2 acc=vector",
+        ]
+    );
+    // The combination reloads `f64` partials one lane at a time.
+    assert_eq!(
+        texts(&src.replace("DT", "f64"), FULL),
+        [
+            "vector=2 form=combine slot=2",
+            "vector=2 form=partials slot=2 acc=vector",
+        ]
+    );
+}
+
+#[test]
+fn vector_width_follows_the_dtypes() {
+    let unary = |dt: &str, op: &str, out: &str| {
+        format!(
+            "program @c
+  inputs ({dt}[64])
+  outputs ({out}[64])
+  temps ()
+kernel @k0 space=[64] {{
+  v0 = load in0[i0] : {dt}
+  v1 = {op} v0 : {out}
+  store out0, v1
+}}
+"
+        )
+    };
+    let width = |src: &str| plans(src, FULL)[0].vector;
+    assert_eq!(width(&unary("f32", "neg", "f32")), Some(4));
+    assert_eq!(width(&unary("i32", "neg", "i32")), Some(4));
+    assert_eq!(width(&unary("f64", "neg", "f64")), Some(2));
+    assert_eq!(width(&unary("i32", "convert", "f32")), Some(4));
+    // No lanes for 64-bit integers, f64 conversions, or bool stores.
+    assert_eq!(width(&unary("i64", "neg", "i64")), None);
+    assert_eq!(width(&unary("f64", "convert", "f32")), None);
+    assert_eq!(width(&unary("f32", "convert", "bool")), None);
+    // A float remainder calls the host's `fmod`, one lane at a time.
+    let rem = "program @c
+  inputs (f32[64], f32[64])
+  outputs (f32[64])
+  temps ()
+kernel @k0 space=[64] {
+  v0 = load in0[i0] : f32
+  v1 = load in1[i0] : f32
+  v2 = rem v0, v1 : f32
+  store out0, v2
+}
+";
+    assert_eq!(texts(rem, FULL), ["vector=none form=rows calls=[fmod]"]);
+}
+
+#[test]
+fn random_seeds_keep_the_vector_form_and_nothing_is_staged() {
+    let src = "program @c
+  inputs (f32[4773], i64[2])
+  outputs (f32[4773])
+  temps ()
+kernel @k0 space=[4773] {
+  v0 = load in1[0] : i64
+  v1 = load in1[1] : i64
+  v2 = random_uniform seed=(v0, v1), alg=philox, at i0 : f32
+  v3 = tanh v2 : f32
+  v4 = load in0[i0] : f32
+  v5 = mul v3, v4 : f32
+  store out0, v5
+}
+";
+    // The i64 seeds are evaluated once as scalars; random nodes keep per-loop caches, so
+    // the tanh is computed inline although block math is imported.
+    assert_eq!(
+        texts(src, FULL),
+        ["vector=4 form=rows calls=[math] seed_only=[0,1]"]
+    );
+}
+
+#[test]
+fn a_kernel_of_one_point_has_no_loop_decisions() {
+    let src = "program @c
+  inputs (f32[])
+  outputs (f32[])
+  temps ()
+kernel @k0 space=[] {
+  v0 = load in0[0] : f32
+  v1 = exp v0 : f32
+  store out0, v1
+}
+";
+    assert_eq!(texts(src, FULL), ["vector=4 form=point"]);
+}
+
+#[test]
+fn narrow_math_is_flattened_then_staged_in_one_window() {
+    // The kernel-pass test's input, through the CPU's target passes: `[100,3]` becomes
+    // `[300]`, long enough for block math.
+    let mut p = parse_program(include_str!(
+        "../../../tests/kernels/narrow_math_flattens.kir"
+    ))
+    .expect("parses");
+    crate::kernel::pipeline::run_target_passes(&mut p, &CPU_CAPS).expect("valid");
+    let plan = plan_kernel(&p, &p.kernels[0], Part::Whole, FULL);
+    assert_eq!(
+        plan.to_string(),
+        "vector=4 form=rows calls=[math] staged=[1]"
+    );
+    assert_eq!(plan.staged[0].block, StagedBlock::Store(0));
+}

@@ -1,0 +1,46 @@
+//! The Cranelift types of a kernel's values: one lane ([`ValueEmitter::scalar_type`]) or
+//! a vector at the kernel's width ([`ValueEmitter::vtype`]).
+
+use super::ValueEmitter;
+use crate::cranelift::lanes::Lanes;
+use cranelift_codegen::ir::{types, Type};
+use kiln_ir::DType;
+
+impl ValueEmitter<'_> {
+    /// The Cranelift scalar type holding a dtype.
+    pub fn scalar_type(&self, dt: DType) -> Type {
+        match dt {
+            DType::F32 => types::F32,
+            DType::F64 => types::F64,
+            DType::I32 | DType::U32 => types::I32,
+            DType::I64 => types::I64,
+            DType::Bool => types::I8,
+        }
+    }
+
+    /// A dtype of the given scalar type (for reduction partials: float or signed int).
+    pub fn dtype_of_type(&self, t: Type) -> DType {
+        match t {
+            types::F32 => DType::F32,
+            types::F64 => DType::F64,
+            types::I64 => DType::I64,
+            types::I8 => DType::Bool,
+            _ => self
+                .k
+                .reduce
+                .as_ref()
+                .map_or(DType::I32, |r| self.dtype(r.value)),
+        }
+    }
+
+    /// The Cranelift type of a `dt` value at `lanes` (vectors of the kernel's width).
+    pub(super) fn vtype(&self, dt: DType, lanes: Lanes) -> Type {
+        match (lanes, dt, self.width) {
+            (Lanes::One, _, _) => self.scalar_type(dt),
+            (Lanes::Vector, DType::F32, _) => types::F32X4,
+            (Lanes::Vector, DType::F64, _) => types::F64X2,
+            (Lanes::Vector, _, 2) => types::I64X2,
+            (Lanes::Vector, _, _) => types::I32X4,
+        }
+    }
+}

@@ -48,7 +48,7 @@ fn depthwise_with_batch_norm_epilogue_and_computed_input() {
   %c = convolution %r6, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], stride=[2, 2], low=[0, 0], high=[1, 1], feature_groups=8 : f32[1,6,6,8]
   %gb = broadcast_in_dim %g, dims=[3] : f32[1,6,6,8]
   %hb = broadcast_in_dim %h, dims=[3] : f32[1,6,6,8]
-  %m = multiply %c, %gb : f32[1,6,6,8]
+  %m = mul %c, %gb : f32[1,6,6,8]
   %y = add %m, %hb : f32[1,6,6,8]
   return %y
 }";

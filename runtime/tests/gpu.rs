@@ -274,8 +274,10 @@ fn gpu_test_sources_lower_and_emit_without_a_gpu() {
                 kiln_compiler::kernel::BufRef::Temp(i) => p.temps[i].shape.clone(),
                 other => panic!("dot operand {other:?}"),
             };
-            kiln_ptx::plan_dot(p.temps[d.out].dtype, &shape(d.lhs), &shape(d.rhs), &d.dims)
-                .unwrap();
+            let kiln_compiler::kernel::Contraction::Dot(dims) = &d.op else {
+                panic!("a convolution step in {src}");
+            };
+            kiln_ptx::plan_dot(p.temps[d.out].dtype, &shape(d.lhs), &shape(d.rhs), dims).unwrap();
         }
     }
 }

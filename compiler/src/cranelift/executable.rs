@@ -527,7 +527,8 @@ impl CpuExecutable {
         }
     }
 
-    /// A matrix product through the interpreter's GEMM path (same routine, same threads).
+    /// A matrix product or a convolution through the interpreter (the same GEMM routine,
+    /// the same threads).
     fn run_dot(
         &self,
         d: &crate::kernel::DotCall,
@@ -547,7 +548,7 @@ impl CpuExecutable {
         let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);
         let ty = &self.program.temps[d.out];
         interp
-            .eval(&kiln_ir::Op::DotGeneral(d.dims.clone()), &[a, b], ty)
+            .eval(&d.op.to_op(), &[a, b], ty)
             .map_err(|e| e.to_string())
     }
 

@@ -405,9 +405,10 @@ pub struct RandomFill {
     pub out: usize,
 }
 
-/// A `dot_general` step: `out = dot(lhs, rhs)`, computed by the same GEMM routine as the
-/// interpreter (so the bits match it for the same thread count); its elementwise epilogue
-/// is fused into the kernels that read `out`.
+/// A contraction step: `out = dot_general(lhs, rhs)` or `out = convolution(lhs, rhs)`,
+/// computed by the same routine as the interpreter (its GEMM, or its convolution built on
+/// that GEMM), so the bits match it for the same thread count; its elementwise epilogue
+/// (bias, activation, batch norm) is fused into the kernels that read `out`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DotCall {
     /// Runs before kernel number `before`.
@@ -416,10 +417,29 @@ pub struct DotCall {
     pub lhs: BufRef,
     /// Right operand (an input or a scratch buffer).
     pub rhs: BufRef,
-    /// Dimension numbers.
-    pub dims: kiln_ir::DotDims,
+    /// The contraction and its dimension numbers.
+    pub op: Contraction,
     /// The scratch buffer receiving the product.
     pub out: usize,
+}
+
+/// What a [`DotCall`] computes: the two ops the interpreter runs through its GEMM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Contraction {
+    /// `dot_general` with these dimension numbers.
+    Dot(kiln_ir::DotDims),
+    /// A float `convolution` (im2col + the GEMM, or the depthwise loop).
+    Convolution(Box<kiln_ir::Convolution>),
+}
+
+impl Contraction {
+    /// The IR op this step evaluates.
+    pub fn to_op(&self) -> kiln_ir::Op {
+        match self {
+            Contraction::Dot(d) => kiln_ir::Op::DotGeneral(d.clone()),
+            Contraction::Convolution(c) => kiln_ir::Op::Convolution(c.clone()),
+        }
+    }
 }
 
 /// Row fusion: when every kernel iterates over the same leading dimension (`rows` ≥ 2) and

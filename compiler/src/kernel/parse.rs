@@ -10,6 +10,9 @@
 //!   constI : f32[3] = [1.0, -0.0, nan]
 //! fill outO = random_uniform inI, alg=philox : f32[4]
 //! dot tmpT = inA, tmpB, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0]
+//! conv tmpT = inA, constB, lhs_dims=[0,3,1,2], rhs_dims=[2,3,0,1], out_dims=[0,3,1,2],
+//!      size=[3,3], stride=[1,1], low=[1,1], high=[1,1], lhs_dilate=[1,1], rhs_dilate=[1,1],
+//!      reversal=[0,0], feature_groups=1, batch_groups=1          (on one line)
 //! kernel @k0 space=[4,8] reduce_sum(i2 < 16) of v3 {
 //!   vN = load BUF[IEXPR] | const 0xBITS | index IEXPR | in_range IEXPR, LO, HI
 //!      | UNARY vA | BINARY vA, vB | compare vA, vB, dir=lt | select vP, vA, vB
@@ -18,20 +21,20 @@
 //! }
 //! ```
 //! Buffers are `inI outI tmpI constI`; an `IEXPR` is `iV`, an integer, `(a + b)`,
-//! `clamp(a, lo, hi)`, each followed by any of `*c`, `/c`, `%c`. A `dot` runs before the
-//! kernel that follows it.
+//! `clamp(a, lo, hi)`, each followed by any of `*c`, `/c`, `%c`. A `dot` or `conv` runs
+//! before the kernel that follows it.
 //!
 //! The derived lines the printer adds (`row-fused over N rows`, `tmpT shares outO`) are
 //! checked against the parsed program when present, not required. Errors name the line
 //! and column (`3:14: expected ']'`). Not here: any check of meaning beyond what parsing
 //! needs; [`super::verify_program`] does that.
 
-use super::{
-    BufRef, DotCall, IExpr, Kernel, Node, NodeId, NodeKind, Program, RandomFill, Reduction, Store,
-};
+mod contraction;
+
+use super::{BufRef, IExpr, Kernel, Node, NodeId, NodeKind, Program, RandomFill, Reduction, Store};
 use kiln_ir::{
-    BinaryOp, Buffer, CompareDir, DType, DotDims, RandomAlg, RandomDist, ReduceKind, Scalar,
-    Tensor, TensorType, UnaryOp,
+    BinaryOp, Buffer, CompareDir, DType, RandomAlg, RandomDist, ReduceKind, Scalar, Tensor,
+    TensorType, UnaryOp,
 };
 use std::sync::Arc;
 
@@ -101,7 +104,8 @@ pub fn parse_program(src: &str) -> PResult<Program> {
                 derived.push((at, Derived::Rows(rows)));
             }
             "fill" => p.fills.push(fill(&mut c, &p)?),
-            "dot" => p.dots.push(dot(&mut c, p.kernels.len())?),
+            "dot" => p.dots.push(contraction::dot(&mut c, p.kernels.len())?),
+            "conv" => p.dots.push(contraction::conv(&mut c, p.kernels.len())?),
             "kernel" => open = Some(kernel_head(&mut c)?),
             w if w.starts_with("const") => p.consts.push(Arc::new(constant(&mut c, w)?)),
             w if w.starts_with("tmp") => {
@@ -219,37 +223,6 @@ fn fill(c: &mut Cursor, p: &Program) -> PResult<RandomFill> {
         dist,
         alg,
         seed,
-        out,
-    })
-}
-
-/// `dot tmpN = BUF, BUF, lhs_batch=[..], rhs_batch=[..], lhs_contract=[..],
-/// rhs_contract=[..]`, after `dot`; it runs before kernel `before`.
-fn dot(c: &mut Cursor, before: usize) -> PResult<DotCall> {
-    let out = c.prefixed("tmp")?;
-    c.expect("=")?;
-    let lhs = c.buf()?;
-    c.expect(",")?;
-    let rhs = c.buf()?;
-    let mut lists = Vec::with_capacity(4);
-    for name in ["lhs_batch", "rhs_batch", "lhs_contract", "rhs_contract"] {
-        c.expect(",")?;
-        c.keyword(name)?;
-        c.expect("=")?;
-        lists.push(c.usize_list()?);
-    }
-    let mut lists = lists.into_iter();
-    let mut next = || lists.next().unwrap_or_default();
-    Ok(DotCall {
-        before,
-        lhs,
-        rhs,
-        dims: DotDims {
-            lhs_batch: next(),
-            rhs_batch: next(),
-            lhs_contract: next(),
-            rhs_contract: next(),
-        },
         out,
     })
 }

@@ -2,7 +2,7 @@
 //! complete (two programs with equal text compute the same thing), and read back by
 //! [`super::parse_program`].
 
-use super::{BufRef, IExpr, Kernel, NodeKind, Program};
+use super::{BufRef, Contraction, DotCall, IExpr, Kernel, NodeKind, Program};
 use std::fmt::Write;
 
 /// Prints a whole program.
@@ -48,29 +48,49 @@ pub fn print_program(p: &Program) -> String {
     }
     for i in 0..=p.kernels.len() {
         for d in p.dots.iter().filter(|d| d.before == i) {
-            let list = |v: &[usize]| {
-                v.iter()
-                    .map(|x| x.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            let _ = writeln!(
-                s,
-                "dot tmp{} = {}, {}, lhs_batch=[{}], rhs_batch=[{}], lhs_contract=[{}], rhs_contract=[{}]",
-                d.out,
-                buf(d.lhs),
-                buf(d.rhs),
-                list(&d.dims.lhs_batch),
-                list(&d.dims.rhs_batch),
-                list(&d.dims.lhs_contract),
-                list(&d.dims.rhs_contract)
-            );
+            let _ = writeln!(s, "{}", contraction(d));
         }
         if let Some(k) = p.kernels.get(i) {
             print_kernel(&mut s, k);
         }
     }
     s
+}
+
+/// A `dot` or `conv` line (`parse.rs`'s grammar).
+fn contraction(d: &DotCall) -> String {
+    fn list<T: ToString>(v: impl IntoIterator<Item = T>) -> String {
+        let items: Vec<String> = v.into_iter().map(|x| x.to_string()).collect();
+        format!("[{}]", items.join(","))
+    }
+    let (out, lhs, rhs) = (d.out, buf(d.lhs), buf(d.rhs));
+    match &d.op {
+        Contraction::Dot(dims) => format!(
+            "dot tmp{out} = {lhs}, {rhs}, lhs_batch={}, rhs_batch={}, lhs_contract={}, rhs_contract={}",
+            list(&dims.lhs_batch),
+            list(&dims.rhs_batch),
+            list(&dims.lhs_contract),
+            list(&dims.rhs_contract)
+        ),
+        Contraction::Convolution(c) => {
+            let w = |f: fn(&kiln_ir::WindowDim) -> i64| list(c.window.iter().map(f));
+            format!(
+                "conv tmp{out} = {lhs}, {rhs}, lhs_dims={}, rhs_dims={}, out_dims={}, size={}, stride={}, low={}, high={}, lhs_dilate={}, rhs_dilate={}, reversal={}, feature_groups={}, batch_groups={}",
+                list(c.dims.lhs()),
+                list(c.dims.rhs()),
+                list(c.dims.out()),
+                w(|d| d.size as i64),
+                w(|d| d.stride as i64),
+                w(|d| d.low),
+                w(|d| d.high),
+                w(|d| d.lhs_dilate as i64),
+                w(|d| d.rhs_dilate as i64),
+                w(|d| i64::from(d.reversal)),
+                c.feature_groups,
+                c.batch_groups
+            )
+        }
+    }
 }
 
 fn buf(b: BufRef) -> String {

@@ -198,12 +198,12 @@ mod tests {
                     before: 1,
                     lhs: BufRef::Temp(1),
                     rhs: BufRef::Input(0),
-                    dims: kiln_ir::DotDims {
+                    op: crate::kernel::Contraction::Dot(kiln_ir::DotDims {
                         lhs_batch: vec![],
                         rhs_batch: vec![],
                         lhs_contract: vec![1],
                         rhs_contract: vec![0],
-                    },
+                    }),
                     out: 0,
                 })
             }),

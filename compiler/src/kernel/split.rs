@@ -320,7 +320,7 @@ mod tests {
             before,
             lhs: BufRef::Input(0),
             rhs: BufRef::Input(0),
-            dims: kiln_ir::DotDims::default(),
+            op: super::super::Contraction::Dot(kiln_ir::DotDims::default()),
             out: 0,
         };
         p.dots = vec![dot(1), dot(2)];

@@ -217,7 +217,7 @@ impl<'a> KernelBuilder<'a> {
                     dt,
                 )
             }
-            Op::Reduce { .. } | Op::DotGeneral(_) | Op::Cluster(_) => {
+            Op::Reduce { .. } | Op::DotGeneral(_) | Op::Convolution(_) | Op::Cluster(_) => {
                 return unsupported(format!("{} inside a fused expression", inst.op.name()))
             }
             Op::Reverse { .. }
@@ -226,7 +226,6 @@ impl<'a> KernelBuilder<'a> {
             | Op::PadGeneral { .. }
             | Op::Gather(_)
             | Op::Scatter { .. }
-            | Op::Convolution(_)
             | Op::ReduceWindow { .. }
             | Op::SelectAndScatter { .. }
             | Op::While(_)

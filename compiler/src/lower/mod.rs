@@ -6,8 +6,9 @@
 //! becomes its own kernel (its operand fused in as the reduction body) writing a scratch
 //! buffer; the cluster outputs are written by one kernel per distinct output shape.
 //!
-//! `dot_general` becomes a [`DotCall`] (the interpreter's GEMM) writing a scratch buffer
-//! that later kernels read, so its elementwise epilogue is fused into them.
+//! `dot_general` and float `convolution` become a [`DotCall`] (the interpreter's GEMM, or
+//! its convolution built on it) writing a scratch buffer that later kernels read, so their
+//! elementwise epilogue (bias, activation, batch norm) is fused into them.
 //!
 //! A stateless random op becomes a [`NodeKind::Random`] node per element: its seed's two
 //! elements (loop-invariant nodes) and the element's flat row-major index in the op's shape,
@@ -16,7 +17,7 @@
 //! Deliberately not here: any choice of vector width or threading (the backend's business).
 
 use crate::kernel::{
-    BufRef, DotCall, IExpr, Kernel, NodeKind, Program, RandomFill, Reduction, Store,
+    BufRef, Contraction, DotCall, IExpr, Kernel, NodeKind, Program, RandomFill, Reduction, Store,
 };
 use kiln_ir::{
     row_major_strides, BinaryOp, Cluster, DType, Func, Op, RandomAlg, RandomDist, UnaryOp, Value,
@@ -99,11 +100,16 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
         let Some(&r) = inst.results.first() else {
             continue;
         };
-        if shared.contains(&r) && !matches!(inst.op, Op::DotGeneral(_)) {
+        let contraction = match &inst.op {
+            Op::DotGeneral(dims) => Some(Contraction::Dot(dims.clone())),
+            Op::Convolution(c) => Some(Contraction::Convolution(c.clone())),
+            _ => None,
+        };
+        if shared.contains(&r) && contraction.is_none() {
             materialise(f, r, &mut prog, &mut temps)?;
             continue;
         }
-        if let Op::DotGeneral(dims) = &inst.op {
+        if let Some(op) = contraction {
             let mut operand = |v: Value, prog: &mut Program| -> Result<BufRef, LowerError> {
                 if let ValueDef::Param(i) = f.value(v).def {
                     return Ok(BufRef::Input(i));
@@ -128,7 +134,7 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
                 before: prog.kernels.len(),
                 lhs,
                 rhs,
-                dims: dims.clone(),
+                op,
                 out,
             });
             continue;
@@ -350,7 +356,11 @@ fn expensive(
                 || expensive(f, inst.args[0], depth + 1, done, memo)
         }
         Op::Binary(BinaryOp::Div | BinaryOp::Rem | BinaryOp::Pow) | Op::Random { .. } => true,
-        Op::Reduce { .. } | Op::DotGeneral(_) | Op::Constant(_) | Op::Iota { .. } => false,
+        Op::Reduce { .. }
+        | Op::DotGeneral(_)
+        | Op::Convolution(_)
+        | Op::Constant(_)
+        | Op::Iota { .. } => false,
         _ => inst
             .args
             .iter()
@@ -372,7 +382,11 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
     match &inst.op {
         Op::Unary(u) if is_transcendental(*u) => true,
         Op::Binary(BinaryOp::Pow) | Op::Random { .. } => true,
-        Op::Reduce { .. } | Op::DotGeneral(_) | Op::Constant(_) | Op::Iota { .. } => false,
+        Op::Reduce { .. }
+        | Op::DotGeneral(_)
+        | Op::Convolution(_)
+        | Op::Constant(_)
+        | Op::Iota { .. } => false,
         _ => inst
             .args
             .iter()
@@ -382,12 +396,18 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
 
 /// Why `op` (first operand of dtype `operand`) has no compiled code yet, if it has none:
 /// the data-movement ops XLA defines (`reverse`, `dynamic_slice`, `gather`, …), the windowed
-/// ones (`convolution`, `reduce_window`, `select_and_scatter`), control flow, and the
+/// ones (`reduce_window`, `select_and_scatter`, integer `convolution`; a float one is a
+/// [`DotCall`]), control flow, and the
 /// elementwise ops [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on
 /// the interpreter until the backends gain them. `mark_for_compilation` keeps them out of
 /// clusters with this reason, and lowering refuses them with it, so they never reach a
 /// backend.
 pub fn no_compiled_code(op: &Op, operand: Option<kiln_ir::DType>) -> Option<String> {
+    if let Op::Convolution(_) = op {
+        // A contraction step like `dot_general` (the interpreter's GEMM): floats only.
+        return (!operand.is_some_and(|d| d.is_float()))
+            .then(|| "convolution: no compiled code for integer operands yet".to_string());
+    }
     if op.category() == kiln_ir::OpCategory::Control {
         return Some(format!(
             "{}: control flow is never clustered (the runtime runs it; its regions have clusters of their own)",

@@ -41,6 +41,14 @@ pub const AUTO_CLUSTERABLE: &[OpCategory] = &[
     OpCategory::Random,
 ];
 
+/// Whether auto-clustering (levels 1 and 2) may take `op`: its category is in
+/// [`AUTO_CLUSTERABLE`], or it is a `convolution` (a window op that compiles as a
+/// contraction step beside `dot_general`, `lower`'s `DotCall`). Neither is in [`FUSIBLE`]:
+/// XLA does not count convolution or dot as fusible.
+pub fn auto_clusterable(op: &Op) -> bool {
+    AUTO_CLUSTERABLE.contains(&op.category()) || matches!(op, Op::Convolution(_))
+}
+
 /// Categories of "XLA Lite" (`--tf_xla_auto_jit=fusible`): no dot, no convolution. Seeded
 /// random ops are in, as in TF's fusible set, so dropout fuses with its mask arithmetic.
 pub const FUSIBLE: &[OpCategory] = &[
@@ -92,7 +100,7 @@ pub fn plan(f: &Func, opts: &Options) -> Clustering {
             AutoJit::Off => false,
             AutoJit::ManualOnly | AutoJit::SingleGpu(_) => inst.scope.is_some(),
             AutoJit::On | AutoJit::OnAggressive => {
-                inst.scope.is_some() || AUTO_CLUSTERABLE.contains(&cat)
+                inst.scope.is_some() || auto_clusterable(&inst.op)
             }
             AutoJit::Fusible => inst.scope.is_some() || FUSIBLE.contains(&cat),
         };

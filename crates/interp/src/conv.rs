@@ -10,12 +10,22 @@
 //! feature `o` reads input batch `(o / (O / B)) * (N / B) + b` for output batch `b`.
 //! (StableHLO's definition by splitting and concatenating.)
 //!
-//! Each result element is a sum of products, computed in the operand dtype, one multiply
-//! and one add per term (never fused), starting from `+0`: over the kernel's window
-//! elements in row-major order of the window (those that fall on padding or a dilation hole
-//! are skipped, as XLA's evaluator does), and for each, over the group's input features in
-//! increasing order. Every result element is computed by one thread in that order, so the
-//! result does not depend on the thread count.
+//! Each result element is a sum of products in the operand dtype: for each of the kernel's
+//! window elements (row-major order of the window) and, within one, each of the group's
+//! input features.
+//!
+//! - **Floats: as `dot_general`, the GEMM's order, deterministic per machine** (design.md,
+//!   Invariant 2). The terms are gathered into matrices (im2col, `conv/gemm.rs`) and summed
+//!   by the same GEMM as `dot_general`, whose microkernel (FMA or not) depends on the CPU; a
+//!   window element on padding or a dilation hole is a `+0` term (so an infinite or NaN
+//!   weight there gives NaN, as in XLA:CPU's Eigen convolution). Depthwise convolutions
+//!   (one input feature per group, `conv/depthwise.rs`) keep the direct order below.
+//! - **Integers, and the reference** ([`direct_convolution`]): one multiply and one add per
+//!   term (never fused), starting from `+0`, in the order above, window elements on padding
+//!   or dilation holes skipped (as XLA's evaluator does).
+//!
+//! Either way every result element is computed by one thread, with the same operations at
+//! every split of the output, so the result does not depend on the thread count.
 
 use crate::movement::next_index;
 use crate::scalar::Elem;
@@ -23,6 +33,11 @@ use crate::shape::slice_of;
 use crate::window::Taps;
 use kiln_ir::{row_major_strides, Buffer, Convolution, DType, Tensor};
 use rayon::prelude::*;
+
+mod depthwise;
+mod gemm;
+#[cfg(test)]
+mod tests;
 
 /// `acc + a * b`, rounded twice for floats, wrapping for integers.
 trait MulAdd: Elem {
@@ -52,8 +67,51 @@ macro_rules! int_mul_add {
 float_mul_add!(f32, f64);
 int_mul_add!(i32, i64, u32);
 
-/// `convolution` of `lhs` with `rhs` into a result of `out_shape`.
+/// `convolution` of `lhs` with `rhs` into a result of `out_shape`: floats through the GEMM
+/// or the depthwise loop, integers through the direct loop.
 pub(crate) fn convolution(
+    lhs: &Tensor,
+    rhs: &Tensor,
+    c: &Convolution,
+    out_shape: &[usize],
+) -> Result<Buffer, String> {
+    fn fast<T: MulAdd + crate::dot::Gemm>(
+        lhs: &Tensor,
+        rhs: &Tensor,
+        c: &Convolution,
+        out_shape: &[usize],
+    ) -> Result<Buffer, String> {
+        let x = slice_of::<T>(lhs.data())?;
+        let w = slice_of::<T>(rhs.data())?;
+        let plan = Plan::new(lhs.shape(), rhs.shape(), c, out_shape);
+        let rows = if depthwise::applies(&plan) {
+            depthwise::rows(&plan, x, w)
+        } else {
+            gemm::rows(&plan, x, w)
+        };
+        Ok(T::into_buffer(plan.place(rows)))
+    }
+    match lhs.dtype() {
+        DType::F32 => fast::<f32>(lhs, rhs, c, out_shape),
+        DType::F64 => fast::<f64>(lhs, rhs, c, out_shape),
+        _ => direct(lhs, rhs, c, out_shape),
+    }
+}
+
+/// `convolution` by the direct loop for every dtype: one multiply and one add per term in
+/// the documented order (see the module doc). The reference the fast float paths are
+/// tested and measured against; `out_shape` must be the result shape of the typing rule.
+pub fn direct_convolution(
+    lhs: &Tensor,
+    rhs: &Tensor,
+    c: &Convolution,
+    out_shape: &[usize],
+) -> Result<Tensor, String> {
+    let data = direct(lhs, rhs, c, out_shape)?;
+    Tensor::new(out_shape.to_vec(), data).map_err(|e| e.to_string())
+}
+
+fn direct(
     lhs: &Tensor,
     rhs: &Tensor,
     c: &Convolution,
@@ -177,7 +235,7 @@ impl<'a> Plan<'a> {
                     self.row(x, w, b, list, row);
                 },
             );
-        self.place(&rows)
+        self.place(rows)
     }
 
     /// The output features of output batch `b` at the position whose taps are `list`.
@@ -204,8 +262,15 @@ impl<'a> Plan<'a> {
     }
 
     /// `rows` (`[batch, spatial…, feature]`) at the result's dimension roles.
-    fn place<T: MulAdd>(&self, rows: &[T]) -> Vec<T> {
+    fn place<T: Elem>(&self, rows: Vec<T>) -> Vec<T> {
         let d = &self.c.dims;
+        let r = self.positions.len();
+        if d.out_batch == 0
+            && d.out_feature == r + 1
+            && d.out_spatial.iter().enumerate().all(|(i, &s)| s == i + 1)
+        {
+            return rows; // the result is `[batch, spatial…, feature]` already
+        }
         let strides = row_major_strides(self.out_shape);
         let mut out = vec![T::default(); rows.len()];
         let mut pos = vec![0; self.positions.len()];

@@ -20,13 +20,13 @@ use std::borrow::Cow;
 
 /// Granularity of the output split: matrixmultiply's own row blocking (and a multiple of
 /// its microkernel's width), so tiles do not cut its blocks.
-const BLOCK: usize = 64;
+pub(crate) const BLOCK: usize = 64;
 
 /// Below this many multiply-adds a product runs as one call per batch on the calling thread.
 pub(crate) const PAR_FLOPS: usize = 1 << 20;
 
-/// A float type with a GEMM.
-trait Gemm: Elem {
+/// A float type with a GEMM (also convolution's, `conv/gemm.rs`).
+pub(crate) trait Gemm: Elem {
     /// `C = A·B` for an `m×k` A and a `k×n` B with arbitrary strides (row, column).
     ///
     /// # Safety
@@ -244,11 +244,11 @@ fn tiles(batch: usize, m: usize, n: usize, k: usize) -> Vec<Tile> {
 
 /// The output buffer, shared by the tasks that write its disjoint tiles.
 #[derive(Clone, Copy)]
-struct OutPtr<T>(*mut T);
+pub(crate) struct OutPtr<T>(pub(crate) *mut T);
 
 impl<T> OutPtr<T> {
     /// The pointer (a method, so closures capture the `Send` wrapper, not the raw field).
-    fn get(self) -> *mut T {
+    pub(crate) fn get(self) -> *mut T {
         self.0
     }
 }

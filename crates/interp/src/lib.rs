@@ -40,6 +40,7 @@ mod xla_elementwise;
 #[cfg(target_arch = "x86_64")]
 mod ymm;
 
+pub use conv::direct_convolution;
 pub use elementwise::{
     math_f32, math_f64, math_shifted_f32, math_shifted_f64, scalar_f32, scalar_f64, MATH_OPS,
     SCALAR_OPS,

@@ -6,7 +6,7 @@ use super::sim::{Memory, Program as SimProgram};
 use kiln_compiler::kernel::analysis::buffer_slot;
 use kiln_compiler::kernel::{BufRef, Program};
 use kiln_interp::Interpreter;
-use kiln_ir::{Buffer, Cluster, DType, Op, Tensor, TensorType};
+use kiln_ir::{Buffer, Cluster, DType, Tensor, TensorType};
 use kiln_ptx::emit::{Mapping, PtxProgram};
 // Not every test binary that includes `common` uses each of these.
 #[allow(unused_imports)]
@@ -149,7 +149,7 @@ pub fn simulate(
                 .ok_or_else(|| format!("dot {n}: no scratch {}", d.out))?;
             let out = Interpreter::new(1)
                 .map_err(|e| e.to_string())?
-                .eval(&Op::DotGeneral(d.dims.clone()), &[&a, &b], ty)
+                .eval(&d.op.to_op(), &[&a, &b], ty)
                 .map_err(|e| format!("dot {n}: {e}"))?;
             let k = buffer_slot(p, BufRef::Temp(d.out));
             let bytes = to_bytes(out.data());

@@ -169,4 +169,22 @@ mod tests {
             "sm_80 driver=11040 jit_opt=default autotune=0"
         );
     }
+
+    #[test]
+    fn a_convolution_step_is_refused_with_a_reason() {
+        // The PTX for the epilogue is emitted; the convolution step itself has no GPU code,
+        // which `plan_dots` says (-> CompileFailure::Unsupported -> the CPU fallback).
+        let c = kiln_testkit::cluster(
+            "func @f(%x: f32[1,6,6,4], %w: f32[3,3,4,8]) -> f32[1,4,4,8] {
+  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3] : f32[1,4,4,8]
+  %y = tanh %c : f32[1,4,4,8]
+  return %y
+}",
+        );
+        let target = Target::from_sm(90).expect("sm_90");
+        let PtxArtifact { program, .. } =
+            compile_cluster(&c, &PtxOptions { target }).expect("the epilogue compiles");
+        let why = plan_dots(&program).expect_err("refused");
+        assert!(why.contains("convolution"), "{why}");
+    }
 }

@@ -5,7 +5,7 @@
 use super::entry::{buf_exists, GpuEntry, LaunchRecord};
 use super::memory::{buffer_bytes, drv, type_bytes, GpuMemory, GpuTensor};
 use crate::backend::{DeviceTensor, Executable};
-use kiln_compiler::kernel::{BufRef, Program};
+use kiln_compiler::kernel::{BufRef, Contraction, Program};
 use kiln_ir::{Tensor, TensorType};
 use kiln_ptx::driver::{DeviceBuffer, Gpu, GpuKernel};
 use kiln_ptx::{plan_dot, GemmPlan};
@@ -40,8 +40,14 @@ pub(super) fn plan_dots(p: &Program) -> Result<Vec<Option<GemmPlan>>, String> {
             if !buf_exists(p, d.lhs) || !buf_exists(p, d.rhs) || d.out >= p.temps.len() {
                 return Err("a dot names a missing buffer".to_string());
             }
+            let dims = match &d.op {
+                Contraction::Dot(dims) => dims,
+                Contraction::Convolution(_) => {
+                    return Err("convolution: no GPU code yet (runs on the CPU)".to_string())
+                }
+            };
             let dt = p.temps[d.out].dtype;
-            plan_dot(dt, &shape_of(p, d.lhs), &shape_of(p, d.rhs), &d.dims)
+            plan_dot(dt, &shape_of(p, d.lhs), &shape_of(p, d.rhs), dims)
                 .and_then(|plan| {
                     if plan.out_elems * dt.size_bytes() != type_bytes(&p.temps[d.out]) {
                         Err("a dot's output buffer has the wrong size".to_string())

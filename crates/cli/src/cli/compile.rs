@@ -156,8 +156,12 @@ fn ptx_text(
     // The module holds the fused kernels; matrix products run through cuBLAS at run time.
     for d in &p.dots {
         text += &format!(
-            "// dot before kernel {}: {:?} x {:?} -> Temp({}) (cuBLAS, not in this module)\n",
-            d.before, d.lhs, d.rhs, d.out
+            "// {} before kernel {}: {:?} x {:?} -> Temp({}) (cuBLAS, not in this module)\n",
+            d.op.to_op().name(),
+            d.before,
+            d.lhs,
+            d.rhs,
+            d.out
         );
     }
     for k in &ptx.kernels {

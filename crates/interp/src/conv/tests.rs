@@ -1,0 +1,267 @@
+//! The fast float paths against the direct loop over many shapes: every spatial size 1–9,
+//! odd and even kernels, strides, padding (negative too), lhs/rhs dilation, reversal,
+//! feature groups, depthwise, batch groups and every assignment of dimension roles; and
+//! their bits at 1, 2 and 7 threads.
+//!
+//! Tolerance of the GEMM path: it sums the same terms in another order (and may fuse), so
+//! each element is compared with the direct loop within `(K + 2)·ε·Σ|x·w|`, where `K` is the
+//! number of terms and `Σ|x·w|` is the direct convolution of `|x|` and `|w|` (the classic
+//! bound of a recursive sum). The depthwise loop promises the direct loop's bits.
+
+use super::{convolution, direct};
+use kiln_ir::{typecheck, Buffer, ConvDims, Convolution, DType, Op, Tensor, TensorType, WindowDim};
+use kiln_testkit::{first_difference, random_tensor, Rng};
+
+/// A random convolution with `r` spatial dimensions of sizes 1–9, random roles and groups,
+/// with operands of `dtype`; `None` when the drawn window does not fit.
+fn random_case(
+    rng: &mut Rng,
+    r: usize,
+    dtype: DType,
+) -> Option<(Convolution, Tensor, Tensor, Vec<usize>)> {
+    let rank = r + 2;
+    let roles = |rng: &mut Rng| {
+        let mut p: Vec<usize> = (0..rank).collect();
+        for i in (1..rank).rev() {
+            p.swap(i, rng.below(i + 1));
+        }
+        p
+    };
+    let (lhs_roles, rhs_roles, out_roles) = (roles(rng), roles(rng), roles(rng));
+    let dims = ConvDims::from_roles(&lhs_roles, &rhs_roles, &out_roles)?;
+    let window: Vec<WindowDim> = (0..r)
+        .map(|_| WindowDim {
+            size: [1, 3, 5, 2][rng.below(4)],
+            stride: 1 + rng.below(3),
+            low: rng.below(4) as i64 - 1,
+            high: rng.below(4) as i64 - 1,
+            lhs_dilate: 1 + rng.below(2),
+            rhs_dilate: 1 + rng.below(2),
+            reversal: rng.below(2) == 1,
+        })
+        .collect();
+    let cg = 1 + rng.below(4);
+    let (fg, bg) = match rng.below(4) {
+        0 => (1 + rng.below(3), 1),
+        1 => (2 + rng.below(6), 1), // depthwise when cg == 1 below
+        2 => (1, 1 + rng.below(3)),
+        _ => (1, 1),
+    };
+    let cg = if rng.below(2) == 0 && bg == 1 { 1 } else { cg };
+    let out_features = fg.max(bg) * (1 + rng.below(5));
+    let batch = bg * (1 + rng.below(2));
+    let mut xs = vec![0; rank];
+    let mut ws = vec![0; rank];
+    xs[dims.lhs_batch] = batch;
+    xs[dims.lhs_feature] = if bg > 1 { cg } else { cg * fg };
+    ws[dims.rhs_input] = cg;
+    ws[dims.rhs_output] = out_features;
+    for i in 0..r {
+        xs[dims.lhs_spatial[i]] = 1 + rng.below(9);
+        ws[dims.rhs_spatial[i]] = window[i].size;
+    }
+    let c = Convolution {
+        dims,
+        window,
+        feature_groups: fg,
+        batch_groups: bg,
+    };
+    let (xt, wt) = (TensorType::new(dtype, xs), TensorType::new(dtype, ws));
+    let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None).ok()?;
+    let finite = |t: Tensor| finite_values(t);
+    Some((
+        c,
+        finite(random_tensor(&xt, rng)),
+        finite(random_tensor(&wt, rng)),
+        out.shape,
+    ))
+}
+
+/// `t` with every infinity or NaN replaced by 1.5 (the GEMM path multiplies holes by the
+/// weight, which the direct loop skips: equal only for finite weights).
+fn finite_values(t: Tensor) -> Tensor {
+    let data = match t.data() {
+        Buffer::F32(v) => Buffer::F32(
+            v.iter()
+                .map(|&x| if x.is_finite() { x } else { 1.5 })
+                .collect(),
+        ),
+        Buffer::F64(v) => Buffer::F64(
+            v.iter()
+                .map(|&x| if x.is_finite() { x } else { 1.5 })
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    Tensor::new(t.shape().to_vec(), data).expect("same size")
+}
+
+fn abs(t: &Tensor) -> Tensor {
+    let data = match t.data() {
+        Buffer::F32(v) => Buffer::F32(v.iter().map(|x| x.abs()).collect()),
+        Buffer::F64(v) => Buffer::F64(v.iter().map(|x| x.abs()).collect()),
+        other => other.clone(),
+    };
+    Tensor::new(t.shape().to_vec(), data).expect("same size")
+}
+
+fn as_f64(b: &Buffer) -> Vec<f64> {
+    match b {
+        Buffer::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Buffer::F64(v) => v.clone(),
+        _ => unreachable!("float cases only"),
+    }
+}
+
+/// Checks the fast path against the direct loop on one case (see the module doc).
+fn check(c: &Convolution, x: &Tensor, w: &Tensor, out: &[usize]) -> Result<(), String> {
+    let fast = convolution(x, w, c, out)?;
+    let reference = direct(x, w, c, out)?;
+    if super::depthwise::applies(&super::Plan::new(x.shape(), w.shape(), c, out)) {
+        let t = |b: Buffer| Tensor::new(out.to_vec(), b).expect("sizes");
+        return match first_difference(&[t(fast)], &[t(reference)]) {
+            None => Ok(()),
+            Some(d) => Err(format!("depthwise not bit-identical: {d}")),
+        };
+    }
+    let eps = match x.dtype() {
+        DType::F32 => f64::from(f32::EPSILON),
+        _ => f64::EPSILON,
+    };
+    let terms = w.shape().iter().product::<usize>() / w.shape()[c.dims.rhs_output];
+    let bound = as_f64(&direct(&abs(x), &abs(w), c, out)?);
+    let (fast, reference) = (as_f64(&fast), as_f64(&reference));
+    for i in 0..fast.len() {
+        let tol = (terms + 2) as f64 * eps * bound[i] + f64::MIN_POSITIVE;
+        if (fast[i] - reference[i]).abs() > tol {
+            return Err(format!(
+                "element {i}: fast {} direct {} (tolerance {tol})",
+                fast[i], reference[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn fast_paths_agree_with_the_direct_loop() {
+    let mut rng = Rng(38);
+    let mut checked = [0usize; 2];
+    for case in 0..1500 {
+        let r = [1, 2, 2, 3][case % 4];
+        let dtype = [DType::F32, DType::F64][case % 2];
+        let Some((c, x, w, out)) = random_case(&mut rng, r, dtype) else {
+            continue;
+        };
+        let depthwise =
+            super::depthwise::applies(&super::Plan::new(x.shape(), w.shape(), &c, &out));
+        checked[usize::from(depthwise)] += 1;
+        if let Err(e) = check(&c, &x, &w, &out) {
+            panic!(
+                "case {case}: {c:?} lhs {:?} rhs {:?}: {e}",
+                x.shape(),
+                w.shape()
+            );
+        }
+    }
+    // Both paths were exercised many times.
+    assert!(checked.iter().all(|&n| n > 100), "{checked:?}");
+}
+
+#[test]
+fn every_spatial_size_one_to_nine_with_odd_kernels() {
+    // NHWC / HWIO / NHWC, the layout of the corpus' Flax models, 3x3 and 5x5, 'SAME'-like
+    // and 'VALID' padding, strides 1 and 2.
+    let mut rng = Rng(9);
+    let dims = ConvDims::from_roles(&[0, 3, 1, 2], &[2, 3, 0, 1], &[0, 3, 1, 2]).expect("roles");
+    for size in 1..=9 {
+        for k in [1, 3, 5] {
+            for (stride, pad) in [(1, 0), (1, (k / 2) as i64), (2, (k / 2) as i64)] {
+                for groups in [1, 4] {
+                    let wd = WindowDim {
+                        stride,
+                        low: pad,
+                        high: pad,
+                        ..WindowDim::new(k)
+                    };
+                    let c = Convolution {
+                        dims: dims.clone(),
+                        window: vec![wd.clone(), wd],
+                        feature_groups: groups,
+                        batch_groups: 1,
+                    };
+                    let xt = TensorType::new(DType::F32, [2, size, size, 4]);
+                    let wt = TensorType::new(DType::F32, [k, k, 4 / groups, 8]);
+                    let op = Op::Convolution(Box::new(c.clone()));
+                    let Ok(out) = typecheck::infer(&op, &[&xt, &wt], None) else {
+                        continue;
+                    };
+                    let x = finite_values(random_tensor(&xt, &mut rng));
+                    let w = finite_values(random_tensor(&wt, &mut rng));
+                    check(&c, &x, &w, &out.shape)
+                        .unwrap_or_else(|e| panic!("{size} {k} {stride}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f` on a pool of `threads` threads.
+fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    crate::shared_pool(threads).expect("pool").install(f)
+}
+
+#[test]
+fn bits_do_not_depend_on_the_thread_count() {
+    // Large enough to split into many GEMM calls (rows and, for the late layer, columns);
+    // special values included (the paths are compared with themselves).
+    let mut rng = Rng(5);
+    let nhwc = ConvDims::from_roles(&[0, 3, 1, 2], &[2, 3, 0, 1], &[0, 3, 1, 2]).expect("roles");
+    let nchw = ConvDims::from_roles(&[0, 1, 2, 3], &[1, 0, 2, 3], &[0, 1, 2, 3]).expect("roles");
+    let same = |k: usize, stride| WindowDim {
+        stride,
+        low: (k / 2) as i64,
+        high: (k / 2) as i64,
+        ..WindowDim::new(k)
+    };
+    let cases = [
+        // (dims, lhs, rhs, window, feature groups)
+        (nhwc.clone(), [2, 28, 28, 16], [3, 3, 16, 32], same(3, 1), 1),
+        (
+            nhwc.clone(),
+            [1, 7, 7, 320],
+            [1, 1, 320, 1280],
+            same(1, 1),
+            1,
+        ),
+        (nhwc.clone(), [2, 30, 30, 24], [3, 3, 1, 24], same(3, 2), 24),
+        (nchw, [2, 8, 20, 20], [16, 4, 5, 5], same(5, 1), 2),
+    ];
+    for (dims, xs, ws, wd, groups) in cases {
+        let c = Convolution {
+            dims,
+            window: vec![wd.clone(), wd],
+            feature_groups: groups,
+            batch_groups: 1,
+        };
+        let (xt, wt) = (
+            TensorType::new(DType::F32, xs),
+            TensorType::new(DType::F32, ws),
+        );
+        let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None)
+            .expect("typed");
+        let (x, w) = (random_tensor(&xt, &mut rng), random_tensor(&wt, &mut rng));
+        let run = |threads| {
+            let b = on_threads(threads, || convolution(&x, &w, &c, &out.shape)).expect("runs");
+            Tensor::new(out.shape.clone(), b).expect("sizes")
+        };
+        let one = run(1);
+        for threads in [2, 7] {
+            assert_eq!(
+                first_difference(&[run(threads)], std::slice::from_ref(&one)),
+                None,
+                "{xs:?} at {threads} threads"
+            );
+        }
+    }
+}

@@ -206,14 +206,28 @@ pub(crate) fn reduce_window(
         let x = slice_of::<T>(a.data())?;
         let init = scalar::<T>(init)?;
         let op = T::combiner(kind);
-        let taps = Taps::new(window, a.shape(), &row_major_strides(a.shape()), out_shape);
-        let n: usize = out_shape.iter().product();
-        let mut out = Vec::with_capacity(n);
-        let (mut pos, mut counter, mut list) = (vec![0; out_shape.len()], vec![0; out_shape.len()], Vec::new());
+        // Trailing dimensions the window leaves alone (pooling's channels): one run of
+        // `inner` contiguous elements per window position, each element folded over the
+        // same taps in the same order as it would be alone — the same bits, without
+        // walking the taps once per channel.
+        let lead = window.len() - window.iter().rev().take_while(|w| w.is_identity()).count();
+        let inner: usize = out_shape[lead..].iter().product();
+        let strides = row_major_strides(a.shape());
+        let taps = Taps::new(&window[..lead], &a.shape()[..lead], &strides[..lead], &out_shape[..lead]);
+        let n: usize = out_shape[..lead].iter().product();
+        let mut out = Vec::with_capacity(n * inner);
+        let (mut pos, mut counter, mut list) = (vec![0; lead], vec![0; lead], Vec::new());
         for _ in 0..n {
             taps.collect(&pos, &mut counter, &mut list);
-            out.push(list.iter().fold(init, |acc, &(_, off)| op(acc, x[off])));
-            next_index(&mut pos, out_shape);
+            let row = out.len();
+            out.resize(row + inner, init);
+            let acc = &mut out[row..];
+            for &(_, off) in &list {
+                for (a, &v) in acc.iter_mut().zip(&x[off..off + inner]) {
+                    *a = op(*a, v);
+                }
+            }
+            next_index(&mut pos, &out_shape[..lead]);
         }
         Ok(T::into_buffer(out))
     })

@@ -31,6 +31,17 @@ pub struct WindowDim {
 }
 
 impl WindowDim {
+    /// Whether the window leaves its dimension alone: one element, stride 1, no padding,
+    /// no dilation (each output element is its operand element).
+    pub fn is_identity(&self) -> bool {
+        self.size == 1
+            && self.stride == 1
+            && self.low == 0
+            && self.high == 0
+            && self.lhs_dilate == 1
+            && self.rhs_dilate == 1
+    }
+
     /// A window of `size` with stride 1, no padding, no dilation, no reversal.
     pub fn new(size: usize) -> WindowDim {
         WindowDim {

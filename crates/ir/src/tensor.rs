@@ -393,9 +393,15 @@ mod tests {
         assert_eq!(Scalar::from_int(DType::U8, 255), Some(Scalar::U8(255)));
         assert_eq!(Scalar::from_int(DType::U8, 256), None);
         assert_eq!(Scalar::from_int(DType::I8, -129), None);
-        assert_eq!(Scalar::from_int(DType::I16, -32768), Some(Scalar::I16(i16::MIN)));
+        assert_eq!(
+            Scalar::from_int(DType::I16, -32768),
+            Some(Scalar::I16(i16::MIN))
+        );
         let max = i128::from(u64::MAX);
-        assert_eq!(Scalar::from_int(DType::U64, max), Some(Scalar::U64(u64::MAX)));
+        assert_eq!(
+            Scalar::from_int(DType::U64, max),
+            Some(Scalar::U64(u64::MAX))
+        );
         assert_eq!(Scalar::from_int(DType::F32, 1), None);
         for d in DType::ALL.into_iter().filter(|d| d.is_int()) {
             let (lo, hi) = d.int_range().unwrap();

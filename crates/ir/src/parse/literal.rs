@@ -81,7 +81,10 @@ fn int(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
         .map_err(|_| (loc, format!("'{text}' is not a valid {dtype} literal")))?;
     Scalar::from_int(dtype, value).ok_or_else(|| {
         let (lo, hi) = dtype.int_range().unwrap_or_default();
-        (loc, format!("'{text}' is out of range for {dtype} ({lo} to {hi})"))
+        (
+            loc,
+            format!("'{text}' is out of range for {dtype} ({lo} to {hi})"),
+        )
     })
 }
 

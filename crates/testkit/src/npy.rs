@@ -22,13 +22,7 @@ pub fn read_npy(path: &Path) -> Tensor {
         "|u1" | "<u1" => Buffer::U8(npy.into_vec().unwrap()),
         "<i2" => Buffer::I16(npy.into_vec().unwrap()),
         "<u2" => Buffer::U16(npy.into_vec().unwrap()),
-        "|b1" => Buffer::Bool(
-            npy.into_vec::<u8>()
-                .unwrap()
-                .into_iter()
-                .map(|b| b != 0)
-                .collect(),
-        ),
+        "|b1" => Buffer::Bool(npy.into_vec().unwrap()),
         other => panic!("{}: dtype {other}", path.display()),
     };
     Tensor::new(shape, data).unwrap()

@@ -124,6 +124,10 @@ impl<'a> Emitter<'a> {
                 let w = self.def(RegClass::B32, "mov.b32", &[&u32::from(bits != 0)]);
                 self.def(RegClass::Pred, "setp.ne.u32", &[&w, &0])
             }
+            // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
+            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => {
+                self.constant(DType::U32, 0)
+            }
         }
     }
 
@@ -132,6 +136,7 @@ impl<'a> Emitter<'a> {
             DType::F32 => float_unary::<Single>(&mut self.b, u, x),
             DType::F64 => float_unary::<Double>(&mut self.b, u, x),
             DType::Bool => (u == UnaryOp::Not).then(|| self.def(RegClass::Pred, "not.pred", &[&x])),
+            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => None, // not compiled yet
             DType::I32 | DType::U32 | DType::I64 => {
                 let (s, bt) = int_types(dt);
                 let c = class(dt);
@@ -181,6 +186,7 @@ impl<'a> Emitter<'a> {
                 let &(_, opcode) = BOOL_BINARY.iter().find(|(o, _)| *o == op)?;
                 Some(self.def(RegClass::Pred, opcode, &[&x, &y]))
             }
+            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => None, // not compiled yet
             DType::I32 | DType::U32 | DType::I64 => {
                 let (s, bt) = int_types(dt);
                 if let Some(&(_, pattern)) = INT_BINARY.iter().find(|(o, _)| *o == op) {
@@ -239,6 +245,8 @@ impl<'a> Emitter<'a> {
             DType::F32 => (fcc, "f32", x, y),
             DType::F64 => (fcc, "f64", x, y),
             DType::I32 | DType::U32 | DType::I64 => (icc, int_types(dt).0, x, y),
+            // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
+            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => (icc, "u64", x, y),
             DType::Bool => {
                 // false < true: compare as 0/1.
                 let a = self.def(RegClass::B32, "selp.u32", &[&1, &0, &x]);
@@ -319,6 +327,8 @@ impl<'a> Emitter<'a> {
             (Bool, I64) => self.def(RegClass::B64, "selp.u64", &[&1, &0, &x]),
             // Same-dtype pairs are the first arm; listed so that the match is exhaustive.
             (F32, F32) | (F64, F64) | (I32, I32) | (I64, I64) | (U32, U32) | (Bool, Bool) => x,
+            // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
+            (U64 | I8 | U8 | I16 | U16, _) | (_, U64 | I8 | U8 | I16 | U16) => x,
         }
     }
 

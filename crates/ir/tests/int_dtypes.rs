@@ -32,7 +32,11 @@ fn every_integer_dtype_round_trips_types_and_extreme_literals() {
         let got: Vec<Option<i128>> = (0..c.num_elements())
             .map(|i| c.data().get(i).to_int())
             .collect();
-        assert_eq!(got, values.iter().map(|&v| Some(v)).collect::<Vec<_>>(), "{d}");
+        assert_eq!(
+            got,
+            values.iter().map(|&v| Some(v)).collect::<Vec<_>>(),
+            "{d}"
+        );
         assert_eq!(c.dtype(), d);
         let text = print_func(&f);
         assert_eq!(text, src, "{d}: prints as written");
@@ -67,7 +71,8 @@ fn out_of_range_literals_name_the_value_the_dtype_and_the_place() {
         ("true", "i8", "t.kir:2:17: 'true' is not a valid i8 literal"),
     ];
     for (lit, d, want) in cases {
-        let src = format!("func @f() -> {d}[] {{\n  %c = constant {lit} : {d}[]\n  return %c\n}}\n");
+        let src =
+            format!("func @f() -> {d}[] {{\n  %c = constant {lit} : {d}[]\n  return %c\n}}\n");
         let e = parse_func(&src, "t.kir").unwrap_err().to_string();
         assert_eq!(e, want, "{lit} : {d}");
     }
@@ -98,4 +103,32 @@ fn typing_rules_take_the_new_integers_where_they_take_i32() {
     let diags = verify_func(&parse_func(bad, "t.kir").unwrap());
     assert_eq!(diags.len(), 1);
     assert!(format!("{diags:?}").contains("u8"), "{diags:?}");
+}
+
+#[test]
+fn the_tracer_records_the_new_dtypes_and_xla_bitcast_shapes() {
+    use kiln_ir::{trace, TensorType, Tracer};
+    let f = trace(
+        "f",
+        &[TensorType::new(DType::F32, [3])],
+        |a: &[Tracer]| {
+            let bytes = a[0].bitcast_convert(DType::U8);
+            let back = bytes.bitcast_convert(DType::F32);
+            let q = a[0].cast(DType::I16);
+            let q = &q + &q.scalar_like(-32768.0);
+            (bytes, back, q)
+        },
+    )
+    .unwrap();
+    assert!(verify_func(&f).is_empty(), "{:?}", verify_func(&f));
+    let text = print_func(&f);
+    assert!(text.contains("bitcast_convert %0 : u8[3,4]"), "{text}");
+    assert!(text.contains(": f32[3]\n"), "{text}");
+    assert!(text.contains("constant -32768 : i16[]"), "{text}");
+    // A weakly typed literal outside the dtype's range is an error, not a wrap.
+    let e = trace("f", &[TensorType::new(DType::U8, [2])], |a: &[Tracer]| {
+        &a[0] + &a[0].scalar_like(256.0)
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("256 is out of range for u8"), "{e}");
 }

@@ -597,7 +597,12 @@ fn run_passes_u8_tensors_between_compiled_clusters_and_the_interpreter() {
         .arg(format!("p={}", pix.display()))
         .arg("--input")
         .arg(format!("s={}", scale.display()))
-        .args(["--output", out_h.to_str().unwrap(), "--output", out_r.to_str().unwrap()])
+        .args([
+            "--output",
+            out_h.to_str().unwrap(),
+            "--output",
+            out_r.to_str().unwrap(),
+        ])
         .env(
             "TF_XLA_FLAGS",
             "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit --tf_xla_min_cluster_size=1",

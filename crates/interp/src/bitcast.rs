@@ -37,7 +37,7 @@ fn from_le_bytes(bytes: &[u8], to: DType) -> Result<Buffer, String> {
             .map(|c| f(c.try_into().expect("chunks of N bytes")))
             .collect()
     }
-    if bytes.len() % to.size_bytes() != 0 {
+    if !bytes.len().is_multiple_of(to.size_bytes()) {
         return Err(format!(
             "{} bytes are not a whole number of {to} elements",
             bytes.len()

@@ -223,7 +223,7 @@ pub unsafe fn filled_buffers(
             Buffer::U32(v) => v.as_mut_ptr() as *mut u8,
             Buffer::U64(v) => v.as_mut_ptr() as *mut u8,
             Buffer::I8(v) => v.as_mut_ptr() as *mut u8,
-            Buffer::U8(v) => v.as_mut_ptr() as *mut u8,
+            Buffer::U8(v) => v.as_mut_ptr(),
             Buffer::I16(v) => v.as_mut_ptr() as *mut u8,
             Buffer::U16(v) => v.as_mut_ptr() as *mut u8,
             Buffer::Bool(v) => v.as_mut_ptr() as *mut u8,

@@ -9,7 +9,7 @@ use common::*;
 use kiln_compiler::kernel::{parse_program, print_program, Contraction};
 use kiln_compiler::lower::{lower_cluster, no_compiled_code};
 use kiln_compiler::{run_pipeline, Options};
-use kiln_ir::{parse_func, DType, Op};
+use kiln_ir::{parse_func, Op};
 
 /// NHWC 3×3 'SAME' convolution, + bias, relu.
 const CONV_BIAS_RELU: &str = "func @f(%x: f32[2,9,7,5], %w: f32[3,3,5,6], %b: f32[6]) -> f32[2,9,7,6] {
@@ -105,10 +105,10 @@ fn integer_convolution_stays_on_the_interpreter() {
   return %c
 }";
     let f = parse_func(src, "int_conv.kir").expect("parses");
-    let op = &f.insts[0].op;
-    let why = no_compiled_code(op, Some(DType::I32)).expect("refused");
+    let why = no_compiled_code(&f, &f.insts[0]).expect("refused");
     assert!(why.contains("integer"), "{why}");
-    assert_eq!(no_compiled_code(op, Some(DType::F32)), None);
+    let float = parse_func(&src.replace("i32", "f32"), "conv.kir").expect("parses");
+    assert_eq!(no_compiled_code(&float, &float.insts[0]), None);
     assert!(lower_cluster(&cluster(src)).is_err());
 }
 

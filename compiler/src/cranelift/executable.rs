@@ -192,6 +192,11 @@ fn buffer_ptr(b: &Buffer) -> *mut u8 {
         Buffer::I64(v) => v.as_ptr() as *mut u8,
         Buffer::U32(v) => v.as_ptr() as *mut u8,
         Buffer::Bool(v) => v.as_ptr() as *mut u8,
+        Buffer::U64(v) => v.as_ptr() as *mut u8,
+        Buffer::I8(v) => v.as_ptr() as *mut u8,
+        Buffer::U8(v) => v.as_ptr() as *mut u8,
+        Buffer::I16(v) => v.as_ptr() as *mut u8,
+        Buffer::U16(v) => v.as_ptr() as *mut u8,
     }
 }
 

@@ -196,10 +196,8 @@ fn scalar(text: &str, dt: DType) -> Option<Scalar> {
             t => t.parse().ok()?,
         }),
         DType::F64 => Scalar::F64(float(text)?),
-        DType::I32 => Scalar::I32(text.parse().ok()?),
-        DType::I64 => Scalar::I64(text.parse().ok()?),
-        DType::U32 => Scalar::U32(text.parse().ok()?),
         DType::Bool => Scalar::Bool(text.parse().ok()?),
+        int => Scalar::from_int(int, text.parse().ok()?)?,
     })
 }
 

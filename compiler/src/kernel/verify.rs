@@ -7,6 +7,9 @@
 //! left behind by an inserted kernel once returned zeros.
 //!
 //! Checked:
+//! - every buffer and node has a dtype the backends compile
+//!   ([`kiln_ir::DType::has_compiled_code`]; not `u8`, `u64`, …: those run on the
+//!   interpreter, and the backends' per-dtype tables have no rows for them);
 //! - every buffer reference is in range, and nothing is stored into an input or a constant;
 //! - every node's operands are earlier nodes of its kernel, every store's value a node, a
 //!   reduction's value a node, [`NodeKind::ReduceResult`] only in a kernel that reduces;
@@ -50,6 +53,13 @@ pub fn verify_program(p: &Program) -> Result<(), VerifyError> {
         BufRef::Temp(i) => i < p.temps.len(),
         BufRef::Const(i) => i < p.consts.len(),
     };
+    let buffers = p.inputs.iter().chain(&p.outputs).chain(&p.temps);
+    if let Some(ty) = buffers.into_iter().find(|t| !t.dtype.has_compiled_code()) {
+        return Err(error(
+            "buffers",
+            format!("a {ty} buffer: dtype {} is not compiled", ty.dtype),
+        ));
+    }
     let mut written = vec![false; p.temps.len()];
     for (i, f) in p.fills.iter().enumerate() {
         if f.out >= p.outputs.len() || !exists(f.seed) {
@@ -111,6 +121,9 @@ fn verify_kernel(k: &Kernel, exists: &dyn Fn(BufRef) -> bool) -> Result<(), Stri
     let vars = k.space.len() + usize::from(k.reduce.is_some());
     let index_ok = |e: &IExpr| max_var(e).is_none_or(|v| v < vars);
     for (n, node) in k.nodes.iter().enumerate() {
+        if !node.dtype.has_compiled_code() {
+            return Err(format!("node {n}: dtype {} is not compiled", node.dtype));
+        }
         if let Some(&o) = operands(&node.kind).iter().find(|&&o| o >= n) {
             return Err(format!("node {n} uses node {o}, not an earlier one"));
         }
@@ -217,6 +230,14 @@ mod tests {
             .unwrap_err()
             .reason
             .contains("not an earlier one"));
+        let mut q = p.clone();
+        q.kernels[0].nodes[0].dtype = kiln_ir::DType::U8;
+        let e = verify_program(&q).unwrap_err();
+        assert_eq!(e.reason, "node 0: dtype u8 is not compiled");
+        let mut q = p.clone();
+        q.temps[0].dtype = kiln_ir::DType::U64;
+        let e = verify_program(&q).unwrap_err().to_string();
+        assert!(e.contains("dtype u64 is not compiled"), "{e}");
         let mut q = p;
         q.kernels[0].nodes[0].kind = NodeKind::Load {
             buf: BufRef::Input(0),

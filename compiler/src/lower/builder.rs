@@ -235,7 +235,7 @@ impl<'a> KernelBuilder<'a> {
             | Op::Sort { .. }
             | Op::ArgReduce { .. } => {
                 return unsupported(
-                    crate::lower::no_compiled_code(&inst.op, None)
+                    crate::lower::no_compiled_code(self.f, inst)
                         .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),
                 )
             }

@@ -21,6 +21,7 @@ pub(super) fn splat_bits(t: &kiln_ir::Tensor) -> Option<u64> {
         Buffer::I64(v) => same(v, |x| x),
         Buffer::U32(v) => same(v, |x| x),
         Buffer::Bool(v) => same(v, |x| x),
+        _ => t.is_splat(), // the dtypes without compiled code
     };
     ok.then(|| Scalar::bits(t.data().get(0)))
 }

@@ -394,17 +394,27 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
     }
 }
 
-/// Why `op` (first operand of dtype `operand`) has no compiled code yet, if it has none:
-/// the data-movement ops XLA defines (`reverse`, `dynamic_slice`, `gather`, …), the windowed
-/// ones (`reduce_window`, `select_and_scatter`, integer `convolution`; a float one is a
-/// [`DotCall`]), control flow, and the
-/// elementwise ops [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on
-/// the interpreter until the backends gain them. `mark_for_compilation` keeps them out of
-/// clusters with this reason, and lowering refuses them with it, so they never reach a
-/// backend.
-pub fn no_compiled_code(op: &Op, operand: Option<kiln_ir::DType>) -> Option<String> {
+/// Why instruction `inst` of `f` has no compiled code yet, if it has none: an operand or
+/// result of a dtype the backends do not compile ([`kiln_ir::DType::has_compiled_code`]:
+/// `u8`, `u64`, …), the data-movement ops XLA defines (`reverse`, `dynamic_slice`,
+/// `gather`, …), the windowed ones (`reduce_window`, `select_and_scatter`, integer
+/// `convolution`; a float one is a [`DotCall`]), control flow, and the elementwise ops
+/// [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on the interpreter
+/// until the backends gain them. `mark_for_compilation` keeps them out of clusters with
+/// this reason, and lowering refuses them with it, so they never reach a backend.
+pub fn no_compiled_code(f: &Func, inst: &kiln_ir::Inst) -> Option<String> {
+    let op = &inst.op;
+    let dtypes = inst
+        .args
+        .iter()
+        .chain(&inst.results)
+        .map(|&v| f.ty(v).dtype);
+    if let Some(d) = dtypes.into_iter().find(|d| !d.has_compiled_code()) {
+        return Some(format!("{}: dtype {d} is not compiled", op.name()));
+    }
     if let Op::Convolution(_) = op {
         // A contraction step like `dot_general` (the interpreter's GEMM): floats only.
+        let operand = inst.args.first().map(|&a| f.ty(a).dtype);
         return (!operand.is_some_and(|d| d.is_float()))
             .then(|| "convolution: no compiled code for integer operands yet".to_string());
     }
@@ -414,6 +424,7 @@ pub fn no_compiled_code(op: &Op, operand: Option<kiln_ir::DType>) -> Option<Stri
             op.name()
         ));
     }
+    let operand = inst.args.first().map(|&a| f.ty(a).dtype);
     (!op.has_compiled_code(operand))
         .then(|| format!("{}: no compiled code for this op yet", op.name()))
 }
@@ -421,8 +432,7 @@ pub fn no_compiled_code(op: &Op, operand: Option<kiln_ir::DType>) -> Option<Stri
 /// Rejects what the kernel IR cannot express, before any work is done.
 fn check_supported(f: &Func) -> Result<(), LowerError> {
     for inst in &f.insts {
-        let operand = inst.args.first().map(|&a| f.ty(a).dtype);
-        if let Some(why) = no_compiled_code(&inst.op, operand) {
+        if let Some(why) = no_compiled_code(f, inst) {
             return unsupported(why);
         }
         match &inst.op {

@@ -5,7 +5,7 @@
 //!    manual `jit_scope` (unless `--tf_xla_auto_jit=-1`), plus, when auto-clustering is on,
 //!    ops whose category is auto-clusterable (`fusible` mode: pointwise, reduction, shape,
 //!    seeded random ops and constants only — no `dot_general`). Ops with no compiled code yet
-//!    (`crate::lower::no_compiled_code`: `reverse`, `gather`, …) are never candidates, even
+//!    (`crate::lower::no_compiled_code`: `reverse`, `gather`, `u8` operands, …) are never candidates, even
 //!    in a manual scope; each is logged as a refusal and runs on the interpreter.
 //! 2. **Edge contraction in post order** over a cycle-detection graph (one node per cluster):
 //!    a merge is refused — with the reason recorded — when both sides have different manual
@@ -106,10 +106,7 @@ pub fn plan(f: &Func, opts: &Options) -> Clustering {
         };
         // Ops with no compiled code yet stay on the interpreter, even in a jit_scope.
         let refused = wanted
-            .then(|| {
-                let operand = inst.args.first().map(|&a| f.ty(a).dtype);
-                crate::lower::no_compiled_code(&inst.op, operand)
-            })
+            .then(|| crate::lower::no_compiled_code(f, inst))
             .flatten();
         if let Some(why) = refused {
             let name = inst.results.first().map(|&r| f.value(r).name.as_str());

@@ -101,10 +101,8 @@ fn is_one(s: Scalar) -> bool {
     match s {
         Scalar::F32(x) => x == 1.0,
         Scalar::F64(x) => x == 1.0,
-        Scalar::I32(x) => x == 1,
-        Scalar::I64(x) => x == 1,
-        Scalar::U32(x) => x == 1,
         Scalar::Bool(_) => false,
+        int => int.to_int() == Some(1),
     }
 }
 
@@ -113,10 +111,8 @@ fn is_additive_identity(s: Scalar) -> bool {
     match s {
         Scalar::F32(x) => x == 0.0 && x.is_sign_negative(),
         Scalar::F64(x) => x == 0.0 && x.is_sign_negative(),
-        Scalar::I32(x) => x == 0,
-        Scalar::I64(x) => x == 0,
-        Scalar::U32(x) => x == 0,
         Scalar::Bool(_) => false,
+        int => int.to_int() == Some(0),
     }
 }
 
@@ -125,10 +121,8 @@ fn is_subtractive_identity(s: Scalar) -> bool {
     match s {
         Scalar::F32(x) => x.to_bits() == 0,
         Scalar::F64(x) => x.to_bits() == 0,
-        Scalar::I32(x) => x == 0,
-        Scalar::I64(x) => x == 0,
-        Scalar::U32(x) => x == 0,
         Scalar::Bool(_) => false,
+        int => int.to_int() == Some(0),
     }
 }
 

@@ -569,3 +569,57 @@ fn compile_rejects_bad_target_file_and_directory() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot write there"), "{}", stderr(&o));
 }
+
+#[test]
+fn run_passes_u8_tensors_between_compiled_clusters_and_the_interpreter() {
+    // The f32 ops are compiled; the u8 converts and the u8 add (no compiled code for u8)
+    // run on the interpreter, which takes and returns the u8 tensors unchanged.
+    let p = write_temp(
+        "u8_pipeline.kir",
+        "func @main(%p: u8[2,3], %s: f32[2,3]) -> (f32[2,3], u8[2,3]) {
+  %f = convert %p : f32[2,3]
+  %g = mul %f, %s : f32[2,3]
+  %h = add %g, %s : f32[2,3]
+  %q = convert %h : u8[2,3]
+  %r = add %q, %p : u8[2,3]
+  return %h, %r
+}
+",
+    );
+    let (pix, scale) = (temp("pixels_u8.npy"), temp("scale_f32.npy"));
+    let u8s = kiln::Buffer::U8(vec![0, 1, 2, 100, 200, 255]);
+    kiln::npy::write_npy(&pix, &kiln::Tensor::new([2, 3], u8s).unwrap()).unwrap();
+    let f32s = kiln::Buffer::F32(vec![1.5, 2.0, -1.0, 2.0, 1.0, 0.5]);
+    kiln::npy::write_npy(&scale, &kiln::Tensor::new([2, 3], f32s).unwrap()).unwrap();
+    let (out_h, out_r) = (temp("h.npy"), temp("r.npy"));
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["run", &p, "--device", "cpu", "--input"])
+        .arg(format!("p={}", pix.display()))
+        .arg("--input")
+        .arg(format!("s={}", scale.display()))
+        .args([
+            "--output",
+            out_h.to_str().unwrap(),
+            "--output",
+            out_r.to_str().unwrap(),
+        ])
+        .env(
+            "TF_XLA_FLAGS",
+            "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit --tf_xla_min_cluster_size=1",
+        )
+        .env("TF_CPP_VMODULE", "mark_for_compilation_pass=4")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(
+        log.contains("Not clustering %q because convert: dtype u8 is not compiled."),
+        "{log}"
+    );
+    let h = kiln::npy::read_npy(&out_h).unwrap();
+    assert_eq!(h.as_f32().unwrap(), [1.5, 4.0, -3.0, 202.0, 201.0, 128.0]);
+    // convert saturates (-3 -> 0) and truncates (1.5 -> 1); the add wraps modulo 256.
+    let r = kiln::npy::read_npy(&out_r).unwrap();
+    assert_eq!(r.data(), &kiln::Buffer::U8(vec![1, 5, 2, 46, 145, 127]));
+}

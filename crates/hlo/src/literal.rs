@@ -13,9 +13,14 @@ pub(crate) fn dtype(name: &str) -> Result<DType, String> {
         "s32" => DType::I32,
         "s64" => DType::I64,
         "u32" => DType::U32,
+        "s8" => DType::I8,
+        "s16" => DType::I16,
+        "u8" => DType::U8,
+        "u16" => DType::U16,
+        "u64" => DType::U64,
         other => {
             return Err(format!(
-                "unsupported dtype '{other}' (Kiln has pred, f32, f64, s32, s64, u32)"
+                "unsupported dtype '{other}' (Kiln has pred, f32, f64, s8, s16, s32, s64, u8, u16, u32, u64)"
             ))
         }
     })
@@ -121,14 +126,17 @@ fn scalar(text: &str, dtype: DType) -> Result<kiln_ir::Scalar, String> {
         // Decimals, `inf`, `-inf`, `nan`, `-nan`: Rust reads them correctly rounded.
         DType::F32 => S::F32(text.parse().map_err(|_| bad())?),
         DType::F64 => S::F64(text.parse().map_err(|_| bad())?),
-        DType::I32 => S::I32(text.parse().map_err(|_| bad())?),
-        DType::I64 => S::I64(text.parse().map_err(|_| bad())?),
-        DType::U32 => S::U32(text.parse().map_err(|_| bad())?),
         DType::Bool => match text {
             "true" | "1" => S::Bool(true),
             "false" | "0" => S::Bool(false),
             _ => return Err(bad()),
         },
+        // Every integer dtype: decimal, within the dtype's range.
+        d => text
+            .parse::<i128>()
+            .ok()
+            .and_then(|v| S::from_int(d, v))
+            .ok_or_else(bad)?,
     })
 }
 
@@ -163,6 +171,18 @@ mod tests {
         assert_eq!(err.1, "expected 2 elements in this literal list, found 3");
         let err = tensor(&lit("4294967296"), &TensorType::scalar(DType::U32)).unwrap_err();
         assert_eq!(err.1, "'4294967296' is not a u32 value");
+        let err = tensor(&lit("{1, 256}"), &TensorType::new(DType::U8, [2])).unwrap_err();
+        assert_eq!(err.1, "'256' is not a u8 value");
+        let err = tensor(&lit("-129"), &TensorType::scalar(DType::I8)).unwrap_err();
+        assert_eq!(err.1, "'-129' is not a i8 value");
+        let u = tensor(
+            &lit("18446744073709551615"),
+            &TensorType::scalar(DType::U64),
+        )
+        .unwrap();
+        assert_eq!(u.data().get(0), kiln_ir::Scalar::U64(u64::MAX));
+        let s = tensor(&lit("{-32768, 32767}"), &TensorType::new(DType::I16, [2])).unwrap();
+        assert_eq!(s.data(), &Buffer::I16(vec![i16::MIN, i16::MAX]));
         let err = tensor(&lit("{...}"), &TensorType::new(DType::F32, [9])).unwrap_err();
         assert!(err.1.contains("print_large_constants"), "{}", err.1);
         assert!(tensor(&lit("{}"), &TensorType::new(DType::F32, [0])).is_ok());

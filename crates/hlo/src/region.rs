@@ -29,7 +29,8 @@ const MAX_INSTRUCTIONS: usize = 256;
 #[derive(Debug, Clone, Copy)]
 enum Val {
     F(f64),
-    I(i64),
+    /// Any integer, widened (u64 included).
+    I(i128),
     B(bool),
 }
 
@@ -47,9 +48,8 @@ impl Val {
         match (self, dtype) {
             (Val::F(x), DType::F32) => Scalar::F32(x as f32),
             (Val::F(x), _) => Scalar::F64(x),
-            (Val::I(x), DType::I32) => Scalar::I32(x as i32),
-            (Val::I(x), DType::U32) => Scalar::U32(x as u32),
-            (Val::I(x), _) => Scalar::I64(x),
+            // Probes and parsed constants are values of `dtype`.
+            (Val::I(x), d) => Scalar::from_int(d, x).unwrap_or(Scalar::I64(x as i64)),
             (Val::B(b), _) => Scalar::Bool(b),
         }
     }
@@ -72,7 +72,7 @@ fn probes(dtype: DType) -> Vec<Val> {
         ]
         .map(Val::F)
         .to_vec(),
-        DType::U32 => [0, 1, 2, 3].map(Val::I).to_vec(),
+        d if d.is_unsigned_int() => [0, 1, 2, 3].map(Val::I).to_vec(),
         DType::Bool => vec![Val::B(false), Val::B(true)],
         _ => [-2, -1, 0, 1, 2].map(Val::I).to_vec(),
     }
@@ -138,10 +138,8 @@ fn eval_at(
             one(match t.data().get(0) {
                 Scalar::F32(x) => Val::F(x as f64),
                 Scalar::F64(x) => Val::F(x),
-                Scalar::I32(x) => Val::I(x as i64),
-                Scalar::I64(x) => Val::I(x),
-                Scalar::U32(x) => Val::I(x as i64),
                 Scalar::Bool(b) => Val::B(b),
+                s => Val::I(s.to_int().unwrap_or_default()),
             })
         }
         ("compare", _, &[a, b]) => one(Val::B(compare(inst, a, b)?)),

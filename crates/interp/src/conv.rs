@@ -65,7 +65,7 @@ macro_rules! int_mul_add {
     )*};
 }
 float_mul_add!(f32, f64);
-int_mul_add!(i32, i64, u32);
+int_mul_add!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// `convolution` of `lhs` with `rhs` into a result of `out_shape`: floats through the GEMM
 /// or the depthwise loop, integers through the direct loop.
@@ -135,6 +135,11 @@ fn direct(
         DType::I32 => run::<i32>(lhs, rhs, c, out_shape),
         DType::I64 => run::<i64>(lhs, rhs, c, out_shape),
         DType::U32 => run::<u32>(lhs, rhs, c, out_shape),
+        DType::U64 => run::<u64>(lhs, rhs, c, out_shape),
+        DType::I8 => run::<i8>(lhs, rhs, c, out_shape),
+        DType::U8 => run::<u8>(lhs, rhs, c, out_shape),
+        DType::I16 => run::<i16>(lhs, rhs, c, out_shape),
+        DType::U16 => run::<u16>(lhs, rhs, c, out_shape),
         DType::Bool => Err("convolution of bool".into()),
     }
 }

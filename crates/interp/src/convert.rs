@@ -4,100 +4,68 @@
 //! - int -> float and f64 -> f32: round to nearest even (Rust `as`);
 //! - int <-> int: wrapping (two's complement reinterpretation of the low bits, Rust `as`);
 //! - to bool: `x != 0` (so NaN -> true); from bool: 0 or 1.
+//!
+//! One generic kernel: [`CastTo`] is Rust `as` for every pair of numeric types, which is
+//! exactly XLA's rule above.
 
 use crate::par::map1;
+use crate::scalar::{for_dtype, Elem};
 use kiln_ir::{Buffer, DType};
 
-/// A value convertible to every dtype.
-trait Cast: Copy + Sync {
-    fn to_f32(self) -> f32;
-    fn to_f64(self) -> f64;
-    fn to_i32(self) -> i32;
-    fn to_i64(self) -> i64;
-    fn to_u32(self) -> u32;
-    fn to_bool(self) -> bool;
+/// A value convertible to `U` by XLA's `convert`.
+pub(crate) trait CastTo<U> {
+    fn cast(self) -> U;
 }
 
-macro_rules! impl_cast_numeric {
-    ($t:ty, $zero:expr) => {
-        impl Cast for $t {
+macro_rules! casts_from {
+    ($from:ty => $($to:ty),*) => {
+        $(impl CastTo<$to> for $from {
             #[inline(always)]
-            fn to_f32(self) -> f32 {
-                self as f32
+            fn cast(self) -> $to {
+                self as $to
             }
+        })*
+        impl CastTo<bool> for $from {
             #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn to_i32(self) -> i32 {
-                self as i32
-            }
-            #[inline(always)]
-            fn to_i64(self) -> i64 {
-                self as i64
-            }
-            #[inline(always)]
-            fn to_u32(self) -> u32 {
-                self as u32
-            }
-            #[inline(always)]
-            fn to_bool(self) -> bool {
-                self != $zero
+            fn cast(self) -> bool {
+                self != 0 as $from
             }
         }
     };
 }
 
-impl_cast_numeric!(f32, 0.0);
-impl_cast_numeric!(f64, 0.0);
-impl_cast_numeric!(i32, 0);
-impl_cast_numeric!(i64, 0);
-impl_cast_numeric!(u32, 0);
-
-impl Cast for bool {
-    fn to_f32(self) -> f32 {
-        u8::from(self).into()
-    }
-    fn to_f64(self) -> f64 {
-        u8::from(self).into()
-    }
-    fn to_i32(self) -> i32 {
-        self.into()
-    }
-    fn to_i64(self) -> i64 {
-        self.into()
-    }
-    fn to_u32(self) -> u32 {
-        self.into()
-    }
-    fn to_bool(self) -> bool {
-        self
-    }
+macro_rules! numeric_casts {
+    ($($t:ty),*) => {
+        numeric_casts!(@each [$($t),*] $($t),*);
+    };
+    (@each $all:tt $($from:ty),*) => {
+        $(numeric_casts!(@one $from $all);)*
+    };
+    (@one $from:ty [$($to:ty),*]) => {
+        casts_from!($from => $($to),*);
+    };
 }
 
-fn convert_slice<T: Cast>(v: &[T], to: DType) -> Buffer {
-    match to {
-        DType::F32 => Buffer::F32(map1(v, T::to_f32)),
-        DType::F64 => Buffer::F64(map1(v, T::to_f64)),
-        DType::I32 => Buffer::I32(map1(v, T::to_i32)),
-        DType::I64 => Buffer::I64(map1(v, T::to_i64)),
-        DType::U32 => Buffer::U32(map1(v, T::to_u32)),
-        DType::Bool => Buffer::Bool(map1(v, T::to_bool)),
+numeric_casts!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// `bool` converts as the integer 0 or 1.
+impl<U> CastTo<U> for bool
+where
+    u8: CastTo<U>,
+{
+    #[inline(always)]
+    fn cast(self) -> U {
+        u8::from(self).cast()
     }
 }
 
 /// Converts every element of `a` to `to`.
-pub(crate) fn convert(a: &Buffer, to: DType) -> Buffer {
+pub(crate) fn convert(a: &Buffer, to: DType) -> Result<Buffer, String> {
     if a.dtype() == to {
-        return crate::hw::copy_buffer(a);
+        return Ok(crate::hw::copy_buffer(a));
     }
-    match a {
-        Buffer::F32(v) => convert_slice(v, to),
-        Buffer::F64(v) => convert_slice(v, to),
-        Buffer::I32(v) => convert_slice(v, to),
-        Buffer::I64(v) => convert_slice(v, to),
-        Buffer::U32(v) => convert_slice(v, to),
-        Buffer::Bool(v) => convert_slice(v, to),
-    }
+    for_dtype!(a.dtype(), T => {
+        let v = crate::shape::slice_of::<T>(a)?;
+        Ok(for_dtype!(to, U => U::into_buffer(map1(v, <T as CastTo<U>>::cast))))
+    })
 }

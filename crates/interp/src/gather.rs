@@ -17,6 +17,15 @@ fn index_values(t: &Tensor) -> Result<Vec<i64>, String> {
         Buffer::I32(v) => v.iter().map(|&x| i64::from(x)).collect(),
         Buffer::I64(v) => v.clone(),
         Buffer::U32(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        // Beyond i64::MAX is out of bounds either way: saturate.
+        Buffer::U64(v) => v
+            .iter()
+            .map(|&x| i64::try_from(x).unwrap_or(i64::MAX))
+            .collect(),
+        Buffer::I8(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        Buffer::U8(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        Buffer::I16(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        Buffer::U16(v) => v.iter().map(|&x| i64::from(x)).collect(),
         _ => return Err(format!("the indices must be integers, got {}", t.ty())),
     })
 }

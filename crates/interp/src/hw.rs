@@ -176,6 +176,11 @@ pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
         DType::I32 => Buffer::I32(zeroed(len)),
         DType::I64 => Buffer::I64(zeroed(len)),
         DType::U32 => Buffer::U32(zeroed(len)),
+        DType::U64 => Buffer::U64(zeroed(len)),
+        DType::I8 => Buffer::I8(zeroed(len)),
+        DType::U8 => Buffer::U8(zeroed(len)),
+        DType::I16 => Buffer::I16(zeroed(len)),
+        DType::U16 => Buffer::U16(zeroed(len)),
         DType::Bool => Buffer::Bool(zeroed(len)),
     }
 }
@@ -200,6 +205,11 @@ pub unsafe fn filled_buffers(
             DType::I32 => Buffer::I32(with_capacity_advised(len)),
             DType::I64 => Buffer::I64(with_capacity_advised(len)),
             DType::U32 => Buffer::U32(with_capacity_advised(len)),
+            DType::U64 => Buffer::U64(with_capacity_advised(len)),
+            DType::I8 => Buffer::I8(with_capacity_advised(len)),
+            DType::U8 => Buffer::U8(with_capacity_advised(len)),
+            DType::I16 => Buffer::I16(with_capacity_advised(len)),
+            DType::U16 => Buffer::U16(with_capacity_advised(len)),
             DType::Bool => Buffer::Bool(with_capacity_advised(len)),
         })
         .collect();
@@ -211,6 +221,11 @@ pub unsafe fn filled_buffers(
             Buffer::I32(v) => v.as_mut_ptr() as *mut u8,
             Buffer::I64(v) => v.as_mut_ptr() as *mut u8,
             Buffer::U32(v) => v.as_mut_ptr() as *mut u8,
+            Buffer::U64(v) => v.as_mut_ptr() as *mut u8,
+            Buffer::I8(v) => v.as_mut_ptr() as *mut u8,
+            Buffer::U8(v) => v.as_mut_ptr(),
+            Buffer::I16(v) => v.as_mut_ptr() as *mut u8,
+            Buffer::U16(v) => v.as_mut_ptr() as *mut u8,
             Buffer::Bool(v) => v.as_mut_ptr() as *mut u8,
         })
         .collect();
@@ -224,6 +239,11 @@ pub unsafe fn filled_buffers(
                 Buffer::I32(v) => v.set_len(len),
                 Buffer::I64(v) => v.set_len(len),
                 Buffer::U32(v) => v.set_len(len),
+                Buffer::U64(v) => v.set_len(len),
+                Buffer::I8(v) => v.set_len(len),
+                Buffer::U8(v) => v.set_len(len),
+                Buffer::I16(v) => v.set_len(len),
+                Buffer::U16(v) => v.set_len(len),
                 Buffer::Bool(v) => v.set_len(len),
             }
         }
@@ -245,6 +265,11 @@ pub(crate) fn copy_buffer(b: &kiln_ir::Buffer) -> kiln_ir::Buffer {
         Buffer::I32(v) => Buffer::I32(copy(v)),
         Buffer::I64(v) => Buffer::I64(copy(v)),
         Buffer::U32(v) => Buffer::U32(copy(v)),
+        Buffer::U64(v) => Buffer::U64(copy(v)),
+        Buffer::I8(v) => Buffer::I8(copy(v)),
+        Buffer::U8(v) => Buffer::U8(copy(v)),
+        Buffer::I16(v) => Buffer::I16(copy(v)),
+        Buffer::U16(v) => Buffer::U16(copy(v)),
         Buffer::Bool(v) => Buffer::Bool(copy(v)),
     }
 }

@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+mod bitcast;
 mod control;
 mod conv;
 mod convert;
@@ -232,7 +233,7 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Binary(b) => elementwise::binary(*b, data(0), data(1))?,
         Op::Compare(dir) => elementwise::compare(*dir, data(0), data(1))?,
         Op::CompareTotalOrder(dir) => xla_elementwise::compare_total_order(*dir, data(0), data(1))?,
-        Op::BitcastConvert => xla_elementwise::bitcast_convert(data(0), result.dtype)?,
+        Op::BitcastConvert => bitcast::bitcast_convert(data(0), result.dtype)?,
         Op::Sort {
             dim,
             keys,
@@ -242,7 +243,7 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         } => sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
         Op::ArgReduce { kind, axes, output } => sorting::arg_reduce(args, *kind, axes, *output)?,
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
-        Op::Convert => convert::convert(data(0), result.dtype),
+        Op::Convert => convert::convert(data(0), result.dtype)?,
         Op::BroadcastInDim { dims } => shape::broadcast_in_dim(args[0], dims, &result.shape)?,
         Op::Reshape => hw::copy_buffer(data(0)),
         Op::Transpose { perm } => shape::transpose(args[0], perm)?,

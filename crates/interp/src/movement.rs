@@ -68,6 +68,15 @@ pub(crate) fn scalar_index(t: &Tensor) -> Result<i64, String> {
         Buffer::I32(v) => v.first().map(|&x| i64::from(x)).ok_or_else(err),
         Buffer::I64(v) => v.first().copied().ok_or_else(err),
         Buffer::U32(v) => v.first().map(|&x| i64::from(x)).ok_or_else(err),
+        // Beyond i64::MAX clamps to the last start either way: saturate.
+        Buffer::U64(v) => v
+            .first()
+            .map(|&x| i64::try_from(x).unwrap_or(i64::MAX))
+            .ok_or_else(err),
+        Buffer::I8(v) => v.first().map(|&x| i64::from(x)).ok_or_else(err),
+        Buffer::U8(v) => v.first().map(|&x| i64::from(x)).ok_or_else(err),
+        Buffer::I16(v) => v.first().map(|&x| i64::from(x)).ok_or_else(err),
+        Buffer::U16(v) => v.first().map(|&x| i64::from(x)).ok_or_else(err),
         _ => Err(err()),
     }
 }

@@ -112,6 +112,11 @@ pub(crate) fn reduce(
         (Buffer::I32(v), Scalar::I32(id)) => Buffer::I32(reduce_int(kind, id, v, shape, axes)),
         (Buffer::I64(v), Scalar::I64(id)) => Buffer::I64(reduce_int(kind, id, v, shape, axes)),
         (Buffer::U32(v), Scalar::U32(id)) => Buffer::U32(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::U64(v), Scalar::U64(id)) => Buffer::U64(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::I8(v), Scalar::I8(id)) => Buffer::I8(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::U8(v), Scalar::U8(id)) => Buffer::U8(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::I16(v), Scalar::I16(id)) => Buffer::I16(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::U16(v), Scalar::U16(id)) => Buffer::U16(reduce_int(kind, id, v, shape, axes)),
         (Buffer::Bool(v), Scalar::Bool(id)) => Buffer::Bool(match kind {
             ReduceKind::Max => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a | b)),
             _ => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a & b)),

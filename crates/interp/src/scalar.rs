@@ -207,7 +207,7 @@ pub(crate) fn fsign<T: Float>(x: T) -> T {
     }
 }
 
-/// `i32`, `i64` or `u32`: wrapping arithmetic and XLA's division rules.
+/// Any integer type: wrapping arithmetic and XLA's division rules.
 pub(crate) trait Int: Elem + Ord {
     fn add(self, b: Self) -> Self;
     fn sub(self, b: Self) -> Self;
@@ -294,7 +294,12 @@ macro_rules! impl_int {
 
 impl_int!(i32, |x| x.wrapping_abs(), |x| x.signum());
 impl_int!(i64, |x| x.wrapping_abs(), |x| x.signum());
+impl_int!(i8, |x| x.wrapping_abs(), |x| x.signum());
+impl_int!(i16, |x| x.wrapping_abs(), |x| x.signum());
+impl_int!(u8, |x| x, |x| u8::from(x != 0));
+impl_int!(u16, |x| x, |x| u16::from(x != 0));
 impl_int!(u32, |x| x, |x| u32::from(x != 0));
+impl_int!(u64, |x| x, |x| u64::from(x != 0));
 
 /// Any element type: how to view a [`Buffer`] as a slice of it and wrap a vector back.
 pub(crate) trait Elem: Copy + Send + Sync + Default + 'static {
@@ -320,7 +325,12 @@ macro_rules! impl_elem {
     )*};
 }
 
-impl_elem!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u32 => U32, bool => Bool);
+macro_rules! impl_elem_for_each {
+    ($($V:ident $t:ident),*) => {
+        impl_elem!($($t => $V),*);
+    };
+}
+kiln_ir::for_each_dtype!(impl_elem_for_each);
 
 /// Runs `$body` with `$T` bound to the Rust type of dtype `$dt`, so generic code is
 /// monomorphised once per dtype.
@@ -349,6 +359,26 @@ macro_rules! for_dtype {
             }
             kiln_ir::DType::Bool => {
                 type $T = bool;
+                $body
+            }
+            kiln_ir::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            kiln_ir::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            kiln_ir::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            kiln_ir::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            kiln_ir::DType::U16 => {
+                type $T = u16;
                 $body
             }
         }
@@ -383,5 +413,15 @@ mod tests {
         assert_eq!(Int::rem(i32::MIN, -1), 0);
         assert_eq!(Int::div(-7i32, 2), -3);
         assert_eq!(Int::rem(-7i32, 2), -1);
+        assert_eq!(Int::div(7u8, 0), u8::MAX);
+        assert_eq!(Int::div(-7i8, 0), -1);
+        assert_eq!(Int::rem(-7i16, 0), -7);
+        assert_eq!(Int::div(i8::MIN, -1), i8::MIN);
+        assert_eq!(Int::rem(i16::MIN, -1), 0);
+        assert_eq!(Int::div(u64::MAX, 0), u64::MAX);
+        assert_eq!(Int::add(250u8, 10), 4);
+        assert_eq!(Int::mul(i8::MAX, 2), -2);
+        assert_eq!(Int::abs(i8::MIN), i8::MIN);
+        assert_eq!(Int::sign(-5i16), -1);
     }
 }

@@ -72,6 +72,11 @@ pub(crate) fn scatter(
         (Buffer::I32(x), Buffer::I32(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
         (Buffer::I64(x), Buffer::I64(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
         (Buffer::U32(x), Buffer::U32(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
+        (Buffer::U64(x), Buffer::U64(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
+        (Buffer::I8(x), Buffer::I8(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
+        (Buffer::U8(x), Buffer::U8(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
+        (Buffer::I16(x), Buffer::I16(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
+        (Buffer::U16(x), Buffer::U16(u)) => plan.run(x, u, int_fn(c).ok_or_else(undefined)?),
         (Buffer::Bool(x), Buffer::Bool(u)) => plan.run(x, u, bool_fn(c).ok_or_else(undefined)?),
         _ => {
             return Err(format!(

@@ -348,6 +348,11 @@ pub(crate) fn iota(ty: &TensorType, dim: usize) -> Result<Buffer, String> {
         DType::I32 => fill!(i32, I32),
         DType::I64 => fill!(i64, I64),
         DType::U32 => fill!(u32, U32),
+        DType::U64 => fill!(u64, U64),
+        DType::I8 => fill!(i8, I8),
+        DType::U8 => fill!(u8, U8),
+        DType::I16 => fill!(i16, I16),
+        DType::U16 => fill!(u16, U16),
         DType::Bool => return Err("iota is not defined for bool".into()),
     })
 }

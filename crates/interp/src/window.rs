@@ -149,21 +149,16 @@ impl Combine for f64 {
         float_combiner(kind)
     }
 }
-impl Combine for i32 {
-    fn combiner(kind: ReduceKind) -> fn(i32, i32) -> i32 {
-        int_combiner(kind)
-    }
+macro_rules! int_combine {
+    ($($t:ty),*) => {$(
+        impl Combine for $t {
+            fn combiner(kind: ReduceKind) -> fn($t, $t) -> $t {
+                int_combiner(kind)
+            }
+        }
+    )*};
 }
-impl Combine for i64 {
-    fn combiner(kind: ReduceKind) -> fn(i64, i64) -> i64 {
-        int_combiner(kind)
-    }
-}
-impl Combine for u32 {
-    fn combiner(kind: ReduceKind) -> fn(u32, u32) -> u32 {
-        int_combiner(kind)
-    }
-}
+int_combine!(i8, i16, i32, i64, u8, u16, u32, u64);
 impl Combine for bool {
     /// Sum and product of bool are refused by the typing rule; max is or, min is and.
     fn combiner(kind: ReduceKind) -> fn(bool, bool) -> bool {

@@ -1,5 +1,5 @@
 //! The elementwise ops XLA has beyond Kiln's core arithmetic: shifts, bit counts, integer
-//! `pow`, total-order `compare`, `bitcast_convert`, and `tan`, `cbrt`, `atan2` and
+//! `pow`, total-order `compare`, and `tan`, `cbrt`, `atan2` and
 //! `round_afz` from `kiln_math` (Invariant 1). Each element is computed on its own, so the
 //! results never depend on the thread count; nothing here accumulates.
 //!
@@ -35,6 +35,11 @@ pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
         (Popcnt | Clz, Buffer::I32(v)) => Some(Buffer::I32(bit_count(op, v))),
         (Popcnt | Clz, Buffer::I64(v)) => Some(Buffer::I64(bit_count(op, v))),
         (Popcnt | Clz, Buffer::U32(v)) => Some(Buffer::U32(bit_count(op, v))),
+        (Popcnt | Clz, Buffer::U64(v)) => Some(Buffer::U64(bit_count(op, v))),
+        (Popcnt | Clz, Buffer::I8(v)) => Some(Buffer::I8(bit_count(op, v))),
+        (Popcnt | Clz, Buffer::U8(v)) => Some(Buffer::U8(bit_count(op, v))),
+        (Popcnt | Clz, Buffer::I16(v)) => Some(Buffer::I16(bit_count(op, v))),
+        (Popcnt | Clz, Buffer::U16(v)) => Some(Buffer::U16(bit_count(op, v))),
         _ => None,
     };
     out.ok_or_else(|| format!("{} is not defined for {}", op.name(), a.dtype()))
@@ -52,6 +57,11 @@ pub(crate) fn binary(op: BinaryOp, a: &Buffer, b: &Buffer) -> Result<Buffer, Str
         (_, Buffer::I32(x), Buffer::I32(y)) => int_binary(op, x, y).map(Buffer::I32),
         (_, Buffer::I64(x), Buffer::I64(y)) => int_binary(op, x, y).map(Buffer::I64),
         (_, Buffer::U32(x), Buffer::U32(y)) => int_binary(op, x, y).map(Buffer::U32),
+        (_, Buffer::U64(x), Buffer::U64(y)) => int_binary(op, x, y).map(Buffer::U64),
+        (_, Buffer::I8(x), Buffer::I8(y)) => int_binary(op, x, y).map(Buffer::I8),
+        (_, Buffer::U8(x), Buffer::U8(y)) => int_binary(op, x, y).map(Buffer::U8),
+        (_, Buffer::I16(x), Buffer::I16(y)) => int_binary(op, x, y).map(Buffer::I16),
+        (_, Buffer::U16(x), Buffer::U16(y)) => int_binary(op, x, y).map(Buffer::U16),
         _ => None,
     };
     out.ok_or_else(|| {
@@ -85,6 +95,11 @@ pub(crate) fn compare_total_order(
         (Buffer::I32(x), Buffer::I32(y)) => ordered(dir, x, y),
         (Buffer::I64(x), Buffer::I64(y)) => ordered(dir, x, y),
         (Buffer::U32(x), Buffer::U32(y)) => ordered(dir, x, y),
+        (Buffer::U64(x), Buffer::U64(y)) => ordered(dir, x, y),
+        (Buffer::I8(x), Buffer::I8(y)) => ordered(dir, x, y),
+        (Buffer::U8(x), Buffer::U8(y)) => ordered(dir, x, y),
+        (Buffer::I16(x), Buffer::I16(y)) => ordered(dir, x, y),
+        (Buffer::U16(x), Buffer::U16(y)) => ordered(dir, x, y),
         (Buffer::Bool(x), Buffer::Bool(y)) => ordered(dir, x, y),
         _ => {
             return Err(format!(
@@ -107,22 +122,6 @@ fn ordered<T: Ord + Copy + Sync>(dir: CompareDir, x: &[T], y: &[T]) -> Vec<bool>
         Eq => map2(x, y, |a: T, b: T| a == b),
         Ne => map2(x, y, |a: T, b: T| a != b),
     }
-}
-
-/// The same bits read as `to` (of the same width: the typing rule checked it).
-pub(crate) fn bitcast_convert(a: &Buffer, to: DType) -> Result<Buffer, String> {
-    Ok(match (a, to) {
-        (Buffer::F32(v), DType::I32) => Buffer::I32(map1(v, |x: f32| x.to_bits() as i32)),
-        (Buffer::F32(v), DType::U32) => Buffer::U32(map1(v, f32::to_bits)),
-        (Buffer::I32(v), DType::F32) => Buffer::F32(map1(v, |x: i32| f32::from_bits(x as u32))),
-        (Buffer::U32(v), DType::F32) => Buffer::F32(map1(v, f32::from_bits)),
-        (Buffer::I32(v), DType::U32) => Buffer::U32(map1(v, |x: i32| x as u32)),
-        (Buffer::U32(v), DType::I32) => Buffer::I32(map1(v, |x: u32| x as i32)),
-        (Buffer::F64(v), DType::I64) => Buffer::I64(map1(v, |x: f64| x.to_bits() as i64)),
-        (Buffer::I64(v), DType::F64) => Buffer::F64(map1(v, |x: i64| f64::from_bits(x as u64))),
-        (b, d) if b.dtype() == d => crate::hw::copy_buffer(b),
-        (b, d) => return Err(format!("cannot bitcast {} to {d}", b.dtype())),
-    })
 }
 
 /// The integer types' bit-level operations, as XLA defines them.
@@ -184,7 +183,10 @@ macro_rules! xla_int {
     )*};
 }
 
-xla_int!(i32, u32, Some(-1); i64, u64, Some(-1); u32, u32, None);
+xla_int!(
+    i8, u8, Some(-1); i16, u16, Some(-1); i32, u32, Some(-1); i64, u64, Some(-1);
+    u8, u8, None; u16, u16, None; u32, u32, None; u64, u64, None
+);
 
 fn bit_count<T: XlaInt>(op: UnaryOp, v: &[T]) -> Vec<T> {
     match op {
@@ -303,21 +305,5 @@ mod tests {
         }
         assert!(total_order_key_f64(-0.0) < total_order_key_f64(0.0));
         assert!(total_order_key_f64(f64::INFINITY) < total_order_key_f64(f64::NAN));
-    }
-
-    #[test]
-    fn bitcast_keeps_the_bits() {
-        let v = Buffer::F32(vec![1.0, -0.0, f32::NAN]);
-        let i = bitcast_convert(&v, DType::I32).unwrap();
-        assert_eq!(
-            i,
-            Buffer::I32(vec![0x3f80_0000, i32::MIN, f32::NAN.to_bits() as i32])
-        );
-        let back = bitcast_convert(&i, DType::F32).unwrap();
-        let Buffer::F32(b) = back else { panic!() };
-        assert_eq!(b[0].to_bits(), 0x3f80_0000);
-        assert_eq!(b[1].to_bits(), 0x8000_0000);
-        let d = bitcast_convert(&Buffer::F64(vec![1.0]), DType::I64).unwrap();
-        assert_eq!(d, Buffer::I64(vec![0x3ff0_0000_0000_0000]));
     }
 }

@@ -18,16 +18,33 @@ pub enum DType {
     U32,
     /// Boolean (one byte per element in host buffers).
     Bool,
+    // The dtypes below run on the interpreter only ([`DType::has_compiled_code`]). They come
+    // after `Bool` so that serialized dtypes (bincode numbers variants) keep their numbers.
+    /// 64-bit unsigned integer (JAX's Threefry counters and keys).
+    U64,
+    /// 8-bit two's-complement integer.
+    I8,
+    /// 8-bit unsigned integer.
+    U8,
+    /// 16-bit two's-complement integer.
+    I16,
+    /// 16-bit unsigned integer.
+    U16,
 }
 
 impl DType {
     /// Every dtype, in the order the text format lists them.
-    pub const ALL: [DType; 6] = [
+    pub const ALL: [DType; 11] = [
         DType::F32,
         DType::F64,
+        DType::I8,
+        DType::I16,
         DType::I32,
         DType::I64,
+        DType::U8,
+        DType::U16,
         DType::U32,
+        DType::U64,
         DType::Bool,
     ];
 
@@ -40,6 +57,11 @@ impl DType {
             DType::I64 => "i64",
             DType::U32 => "u32",
             DType::Bool => "bool",
+            DType::U64 => "u64",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::I16 => "i16",
+            DType::U16 => "u16",
         }
     }
 
@@ -51,10 +73,16 @@ impl DType {
     /// Bytes per element in a host buffer.
     pub fn size_bytes(self) -> usize {
         match self {
-            DType::F64 | DType::I64 => 8,
+            DType::F64 | DType::I64 | DType::U64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::Bool => 1,
+            DType::I16 | DType::U16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
         }
+    }
+
+    /// Bits per element (8 for `bool`, as stored).
+    pub fn bits(self) -> u32 {
+        8 * self.size_bytes() as u32
     }
 
     /// `f32` or `f64`.
@@ -62,9 +90,44 @@ impl DType {
         matches!(self, DType::F32 | DType::F64)
     }
 
-    /// `i32`, `i64` or `u32`.
+    /// Any integer dtype, signed or unsigned (not `bool`).
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I32 | DType::I64 | DType::U32)
+        self.is_signed_int() || self.is_unsigned_int()
+    }
+
+    /// `i8`, `i16`, `i32` or `i64`.
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+
+    /// `u8`, `u16`, `u32` or `u64`.
+    pub fn is_unsigned_int(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// The smallest and largest value of an integer dtype; `None` for floats and `bool`.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        Some(match self {
+            DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+            DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+            DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+            DType::U8 => (0, u8::MAX.into()),
+            DType::U16 => (0, u16::MAX.into()),
+            DType::U32 => (0, u32::MAX.into()),
+            DType::U64 => (0, u64::MAX.into()),
+            DType::F32 | DType::F64 | DType::Bool => return None,
+        })
+    }
+
+    /// Whether the compiled backends (CPU and PTX) handle this dtype: `f32 f64 i32 i64 u32
+    /// bool`. An op with an operand or result of another dtype runs on the interpreter
+    /// (the one rule is `kiln_compiler::lower::no_compiled_code`).
+    pub fn has_compiled_code(self) -> bool {
+        matches!(
+            self,
+            DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U32 | DType::Bool
+        )
     }
 
     /// Float or integer (everything but `bool`).
@@ -169,6 +232,24 @@ pub fn collapse_axes(shape: &[usize], strides: &[usize], axes: &[usize]) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_dtype_has_a_distinct_name_that_parses_back() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_name(d.name()), Some(d));
+        }
+        assert_eq!(DType::from_name("u1"), None);
+        let ints: Vec<&str> = DType::ALL
+            .into_iter()
+            .filter(|d| d.is_int())
+            .map(DType::name)
+            .collect();
+        assert_eq!(ints, ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]);
+        assert!(DType::I8.is_signed_int() && !DType::U8.is_signed_int());
+        assert!(DType::U64.is_unsigned_int() && !DType::Bool.is_unsigned_int());
+        assert_eq!(DType::U16.bits(), 16);
+        assert!(!DType::U8.has_compiled_code() && DType::U32.has_compiled_code());
+    }
 
     #[test]
     fn prints_types() {

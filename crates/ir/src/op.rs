@@ -321,21 +321,20 @@ impl ReduceKind {
             (Max, D::F64) => S::F64(f64::NEG_INFINITY),
             (Min, D::F32) => S::F32(f32::INFINITY),
             (Min, D::F64) => S::F64(f64::INFINITY),
-            (Sum, D::I32) => S::I32(0),
-            (Prod, D::I32) => S::I32(1),
-            (Max, D::I32) => S::I32(i32::MIN),
-            (Min, D::I32) => S::I32(i32::MAX),
-            (Sum, D::I64) => S::I64(0),
-            (Prod, D::I64) => S::I64(1),
-            (Max, D::I64) => S::I64(i64::MIN),
-            (Min, D::I64) => S::I64(i64::MAX),
-            (Sum, D::U32) => S::U32(0),
-            (Prod, D::U32) => S::U32(1),
-            (Max, D::U32) => S::U32(0),
-            (Min, D::U32) => S::U32(u32::MAX),
             (Max, D::Bool) => S::Bool(false),
             (Min, D::Bool) => S::Bool(true),
             (Sum | Prod, D::Bool) => return None,
+            // Every integer dtype.
+            (kind, d) => {
+                let (min, max) = d.int_range()?;
+                let value = match kind {
+                    Sum => 0,
+                    Prod => 1,
+                    Max => min,
+                    Min => max,
+                };
+                S::from_int(d, value)?
+            }
         })
     }
 }

@@ -44,10 +44,12 @@ impl SortOrder {
             (Scalar::F64(x), _) if canonical && x == 0.0 => SortKey::Ordered(0),
             (Scalar::F32(x), _) => SortKey::Ordered(total_order_key_f32(x) as i64),
             (Scalar::F64(x), _) => SortKey::Ordered(total_order_key_f64(x)),
-            (Scalar::I32(x), _) => SortKey::Ordered(x as i64),
             (Scalar::I64(x), _) => SortKey::Ordered(x),
-            (Scalar::U32(x), _) => SortKey::Ordered(x as i64),
+            // Flipping the top bit maps u64's order onto i64's.
+            (Scalar::U64(x), _) => SortKey::Ordered((x ^ (1 << 63)) as i64),
             (Scalar::Bool(x), _) => SortKey::Ordered(x as i64),
+            // Every other integer fits in i64.
+            (s, _) => SortKey::Ordered(s.to_int().expect("an integer") as i64),
         }
     }
 }

@@ -4,151 +4,141 @@ use crate::dtype::{DType, TensorType};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A row-major host buffer, one variant per dtype.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Buffer {
-    /// `f32` elements.
-    F32(Vec<f32>),
-    /// `f64` elements.
-    F64(Vec<f64>),
-    /// `i32` elements.
-    I32(Vec<i32>),
-    /// `i64` elements.
-    I64(Vec<i64>),
-    /// `u32` elements.
-    U32(Vec<u32>),
-    /// `bool` elements.
-    Bool(Vec<bool>),
+/// Calls macro `$m` with every dtype as `Variant rust_type` pairs (`F32 f32, …, U16 u16`),
+/// the one list that [`Buffer`], [`Scalar`] and the interpreter's per-dtype dispatch expand.
+#[macro_export]
+macro_rules! for_each_dtype {
+    ($m:ident) => {
+        $m! {
+            F32 f32, F64 f64, I32 i32, I64 i64, U32 u32, Bool bool,
+            U64 u64, I8 i8, U8 u8, I16 i16, U16 u16
+        }
+    };
 }
 
+macro_rules! buffer_and_scalar {
+    ($($V:ident $t:ident),*) => {
+        /// A row-major host buffer, one variant per dtype (named as [`DType`]'s variants).
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub enum Buffer {
+            $(
+                #[doc = concat!("`", stringify!($t), "` elements.")]
+                $V(Vec<$t>),
+            )*
+        }
+
+        /// One value of some dtype (named as [`DType`]'s variants).
+        #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+        pub enum Scalar {
+            $(
+                #[doc = concat!("A `", stringify!($t), "`.")]
+                $V($t),
+            )*
+        }
+
+        impl Buffer {
+            /// The dtype of the elements.
+            pub fn dtype(&self) -> DType {
+                match self {
+                    $(Buffer::$V(_) => DType::$V,)*
+                }
+            }
+
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                match self {
+                    $(Buffer::$V(v) => v.len(),)*
+                }
+            }
+
+            /// A buffer of `n` zeros (`false` for bool).
+            pub fn zeros(dtype: DType, n: usize) -> Buffer {
+                match dtype {
+                    $(DType::$V => Buffer::$V(vec![<$t>::default(); n]),)*
+                }
+            }
+
+            /// Element `i` as a [`Scalar`].
+            pub fn get(&self, i: usize) -> Scalar {
+                match self {
+                    $(Buffer::$V(v) => Scalar::$V(v[i]),)*
+                }
+            }
+
+            /// A buffer of `n` copies of `s`.
+            pub fn splat(s: Scalar, n: usize) -> Buffer {
+                match s {
+                    $(Scalar::$V(x) => Buffer::$V(vec![x; n]),)*
+                }
+            }
+
+            /// Collects scalars of one dtype into a buffer; `None` if any scalar has another
+            /// dtype.
+            pub fn from_scalars(dtype: DType, items: &[Scalar]) -> Option<Buffer> {
+                Some(match dtype {
+                    $(DType::$V => Buffer::$V(
+                        items
+                            .iter()
+                            .map(|s| match *s {
+                                Scalar::$V(x) => Some(x),
+                                _ => None,
+                            })
+                            .collect::<Option<_>>()?,
+                    ),)*
+                })
+            }
+        }
+
+        impl Scalar {
+            /// The dtype of the value.
+            pub fn dtype(self) -> DType {
+                match self {
+                    $(Scalar::$V(_) => DType::$V,)*
+                }
+            }
+        }
+    };
+}
+
+for_each_dtype!(buffer_and_scalar);
+
 impl Buffer {
-    /// The dtype of the elements.
-    pub fn dtype(&self) -> DType {
-        match self {
-            Buffer::F32(_) => DType::F32,
-            Buffer::F64(_) => DType::F64,
-            Buffer::I32(_) => DType::I32,
-            Buffer::I64(_) => DType::I64,
-            Buffer::U32(_) => DType::U32,
-            Buffer::Bool(_) => DType::Bool,
-        }
-    }
-
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        match self {
-            Buffer::F32(v) => v.len(),
-            Buffer::F64(v) => v.len(),
-            Buffer::I32(v) => v.len(),
-            Buffer::I64(v) => v.len(),
-            Buffer::U32(v) => v.len(),
-            Buffer::Bool(v) => v.len(),
-        }
-    }
-
     /// True when the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    /// A buffer of `n` zeros (`false` for bool).
-    pub fn zeros(dtype: DType, n: usize) -> Buffer {
-        match dtype {
-            DType::F32 => Buffer::F32(vec![0.0; n]),
-            DType::F64 => Buffer::F64(vec![0.0; n]),
-            DType::I32 => Buffer::I32(vec![0; n]),
-            DType::I64 => Buffer::I64(vec![0; n]),
-            DType::U32 => Buffer::U32(vec![0; n]),
-            DType::Bool => Buffer::Bool(vec![false; n]),
-        }
-    }
-
-    /// Element `i` as a [`Scalar`].
-    pub fn get(&self, i: usize) -> Scalar {
-        match self {
-            Buffer::F32(v) => Scalar::F32(v[i]),
-            Buffer::F64(v) => Scalar::F64(v[i]),
-            Buffer::I32(v) => Scalar::I32(v[i]),
-            Buffer::I64(v) => Scalar::I64(v[i]),
-            Buffer::U32(v) => Scalar::U32(v[i]),
-            Buffer::Bool(v) => Scalar::Bool(v[i]),
-        }
-    }
-
-    /// A buffer of `n` copies of `s`.
-    pub fn splat(s: Scalar, n: usize) -> Buffer {
-        match s {
-            Scalar::F32(x) => Buffer::F32(vec![x; n]),
-            Scalar::F64(x) => Buffer::F64(vec![x; n]),
-            Scalar::I32(x) => Buffer::I32(vec![x; n]),
-            Scalar::I64(x) => Buffer::I64(vec![x; n]),
-            Scalar::U32(x) => Buffer::U32(vec![x; n]),
-            Scalar::Bool(x) => Buffer::Bool(vec![x; n]),
-        }
-    }
-
-    /// Collects scalars of one dtype into a buffer; `None` if any scalar has another dtype.
-    pub fn from_scalars(dtype: DType, items: &[Scalar]) -> Option<Buffer> {
-        fn collect<T>(items: &[Scalar], f: impl Fn(Scalar) -> Option<T>) -> Option<Vec<T>> {
-            items.iter().map(|s| f(*s)).collect()
-        }
-        Some(match dtype {
-            DType::F32 => Buffer::F32(collect(items, |s| match s {
-                Scalar::F32(x) => Some(x),
-                _ => None,
-            })?),
-            DType::F64 => Buffer::F64(collect(items, |s| match s {
-                Scalar::F64(x) => Some(x),
-                _ => None,
-            })?),
-            DType::I32 => Buffer::I32(collect(items, |s| match s {
-                Scalar::I32(x) => Some(x),
-                _ => None,
-            })?),
-            DType::I64 => Buffer::I64(collect(items, |s| match s {
-                Scalar::I64(x) => Some(x),
-                _ => None,
-            })?),
-            DType::U32 => Buffer::U32(collect(items, |s| match s {
-                Scalar::U32(x) => Some(x),
-                _ => None,
-            })?),
-            DType::Bool => Buffer::Bool(collect(items, |s| match s {
-                Scalar::Bool(x) => Some(x),
-                _ => None,
-            })?),
-        })
-    }
-}
-
-/// One value of some dtype.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub enum Scalar {
-    /// An `f32`.
-    F32(f32),
-    /// An `f64`.
-    F64(f64),
-    /// An `i32`.
-    I32(i32),
-    /// An `i64`.
-    I64(i64),
-    /// A `u32`.
-    U32(u32),
-    /// A `bool`.
-    Bool(bool),
 }
 
 impl Scalar {
-    /// The dtype of the value.
-    pub fn dtype(self) -> DType {
-        match self {
-            Scalar::F32(_) => DType::F32,
-            Scalar::F64(_) => DType::F64,
-            Scalar::I32(_) => DType::I32,
-            Scalar::I64(_) => DType::I64,
-            Scalar::U32(_) => DType::U32,
-            Scalar::Bool(_) => DType::Bool,
-        }
+    /// `value` as a scalar of integer dtype `dtype`; `None` when `dtype` is not an integer
+    /// dtype or `value` is outside its [range](DType::int_range).
+    pub fn from_int(dtype: DType, value: i128) -> Option<Scalar> {
+        Some(match dtype {
+            DType::I8 => Scalar::I8(value.try_into().ok()?),
+            DType::I16 => Scalar::I16(value.try_into().ok()?),
+            DType::I32 => Scalar::I32(value.try_into().ok()?),
+            DType::I64 => Scalar::I64(value.try_into().ok()?),
+            DType::U8 => Scalar::U8(value.try_into().ok()?),
+            DType::U16 => Scalar::U16(value.try_into().ok()?),
+            DType::U32 => Scalar::U32(value.try_into().ok()?),
+            DType::U64 => Scalar::U64(value.try_into().ok()?),
+            DType::F32 | DType::F64 | DType::Bool => return None,
+        })
+    }
+
+    /// The value of an integer scalar; `None` for floats and `bool`.
+    pub fn to_int(self) -> Option<i128> {
+        Some(match self {
+            Scalar::I8(x) => x.into(),
+            Scalar::I16(x) => x.into(),
+            Scalar::I32(x) => x.into(),
+            Scalar::I64(x) => x.into(),
+            Scalar::U8(x) => x.into(),
+            Scalar::U16(x) => x.into(),
+            Scalar::U32(x) => x.into(),
+            Scalar::U64(x) => x.into(),
+            Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => return None,
+        })
     }
 
     /// Bitwise equality (so NaN == NaN and -0 != +0), used to detect splats.
@@ -165,21 +155,31 @@ impl Scalar {
         match self {
             Scalar::F32(x) => u64::from(x.to_bits()),
             Scalar::F64(x) => x.to_bits(),
+            Scalar::I8(x) => u64::from(x as u8),
+            Scalar::I16(x) => u64::from(x as u16),
             Scalar::I32(x) => u64::from(x as u32),
             Scalar::I64(x) => x as u64,
+            Scalar::U8(x) => u64::from(x),
+            Scalar::U16(x) => u64::from(x),
             Scalar::U32(x) => u64::from(x),
+            Scalar::U64(x) => x,
             Scalar::Bool(x) => u64::from(x),
         }
     }
 
-    /// The value as f64 (exact for every dtype but i64 beyond 2^53).
+    /// The value as f64 (exact for every dtype but 64-bit integers beyond 2^53).
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::F32(x) => x as f64,
             Scalar::F64(x) => x,
+            Scalar::I8(x) => x as f64,
+            Scalar::I16(x) => x as f64,
             Scalar::I32(x) => x as f64,
             Scalar::I64(x) => x as f64,
+            Scalar::U8(x) => x as f64,
+            Scalar::U16(x) => x as f64,
             Scalar::U32(x) => x as f64,
+            Scalar::U64(x) => x as f64,
             Scalar::Bool(x) => x as u8 as f64,
         }
     }
@@ -200,9 +200,14 @@ impl fmt::Display for Scalar {
         match *self {
             Scalar::F32(x) => float(f, x as f64, format!("{x:?}")),
             Scalar::F64(x) => float(f, x, format!("{x:?}")),
+            Scalar::I8(x) => write!(f, "{x}"),
+            Scalar::I16(x) => write!(f, "{x}"),
             Scalar::I32(x) => write!(f, "{x}"),
             Scalar::I64(x) => write!(f, "{x}"),
+            Scalar::U8(x) => write!(f, "{x}"),
+            Scalar::U16(x) => write!(f, "{x}"),
             Scalar::U32(x) => write!(f, "{x}"),
+            Scalar::U64(x) => write!(f, "{x}"),
             Scalar::Bool(x) => write!(f, "{x}"),
         }
     }
@@ -333,9 +338,14 @@ impl Tensor {
         match &self.data {
             Buffer::F32(v) => same(v, f32::to_bits),
             Buffer::F64(v) => same(v, f64::to_bits),
+            Buffer::I8(v) => same(v, |x| x),
+            Buffer::I16(v) => same(v, |x| x),
             Buffer::I32(v) => same(v, |x| x),
             Buffer::I64(v) => same(v, |x| x),
+            Buffer::U8(v) => same(v, |x| x),
+            Buffer::U16(v) => same(v, |x| x),
             Buffer::U32(v) => same(v, |x| x),
+            Buffer::U64(v) => same(v, |x| x),
             Buffer::Bool(v) => same(v, |x| x),
         }
     }
@@ -349,11 +359,8 @@ impl Tensor {
             && match (&self.data, &other.data) {
                 (Buffer::F32(a), Buffer::F32(b)) => same(a, b, f32::to_bits),
                 (Buffer::F64(a), Buffer::F64(b)) => same(a, b, f64::to_bits),
-                (Buffer::I32(a), Buffer::I32(b)) => a == b,
-                (Buffer::I64(a), Buffer::I64(b)) => a == b,
-                (Buffer::U32(a), Buffer::U32(b)) => a == b,
-                (Buffer::Bool(a), Buffer::Bool(b)) => a == b,
-                _ => false,
+                // Integers and bools: `==` is bitwise (and false across dtypes).
+                (a, b) => a == b,
             }
     }
 }
@@ -379,6 +386,35 @@ mod tests {
         assert_eq!(Scalar::F64(f64::NAN).to_string(), "nan");
         let x = 0.1f32 + 0.2f32;
         assert_eq!(Scalar::F32(x).to_string().parse::<f32>().unwrap(), x);
+    }
+
+    #[test]
+    fn integers_convert_within_their_dtype_range_only() {
+        assert_eq!(Scalar::from_int(DType::U8, 255), Some(Scalar::U8(255)));
+        assert_eq!(Scalar::from_int(DType::U8, 256), None);
+        assert_eq!(Scalar::from_int(DType::I8, -129), None);
+        assert_eq!(
+            Scalar::from_int(DType::I16, -32768),
+            Some(Scalar::I16(i16::MIN))
+        );
+        let max = i128::from(u64::MAX);
+        assert_eq!(
+            Scalar::from_int(DType::U64, max),
+            Some(Scalar::U64(u64::MAX))
+        );
+        assert_eq!(Scalar::from_int(DType::F32, 1), None);
+        for d in DType::ALL.into_iter().filter(|d| d.is_int()) {
+            let (lo, hi) = d.int_range().unwrap();
+            for v in [lo, -1, 0, hi] {
+                match Scalar::from_int(d, v) {
+                    Some(s) => assert_eq!((s.dtype(), s.to_int()), (d, Some(v))),
+                    None => assert!(v < 0 && lo == 0, "{d} {v}"),
+                }
+            }
+            assert_eq!(Scalar::from_int(d, hi + 1), None, "{d}");
+        }
+        assert_eq!(Scalar::I8(-1).bits(), 0xff);
+        assert_eq!(Scalar::U16(7).to_string(), "7");
     }
 
     #[test]

@@ -376,10 +376,11 @@ impl Tracer {
             d if x.fract() != 0.0 || !x.is_finite() => {
                 return self.fail("constant", format!("{x} cannot be used with a {d} tensor"))
             }
-            DType::I32 => Scalar::I32(x as i32),
-            DType::I64 => Scalar::I64(x as i64),
-            DType::U32 => Scalar::U32(x as u32),
             DType::Bool => Scalar::Bool(x != 0.0),
+            d => match Scalar::from_int(d, x as i128) {
+                Some(s) => s,
+                None => return self.fail("constant", format!("{x} is out of range for {d}")),
+            },
         };
         self.lift(Tensor::splat(s, Vec::new()))
     }

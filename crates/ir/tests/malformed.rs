@@ -72,6 +72,7 @@ fn sources() -> Vec<&'static str> {
         program(include_str!("../../../tests/filetests/ops/select.kir")),
         program(include_str!("../../../tests/filetests/ops/compare.kir")),
         program(include_str!("../../../tests/filetests/ops/convert.kir")),
+        program(include_str!("../../../tests/filetests/ops/int_dtypes.kir")),
         program(include_str!("../../../tests/filetests/ops/reduce_prod.kir")),
         program(include_str!("../../../tests/filetests/ops/gather.kir")),
         program(include_str!("../../../tests/filetests/ops/scatter.kir")),

@@ -40,7 +40,7 @@ pub enum NpyError {
         problem: String,
     },
     /// The file's element type has no Kiln dtype.
-    #[error("{path}: unsupported .npy dtype '{descr}' (Kiln reads f32, f64, i32, i64, u32 and bool, little-endian)")]
+    #[error("{path}: unsupported .npy dtype '{descr}' (Kiln reads f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 and bool, little-endian)")]
     UnsupportedDType {
         /// The file.
         path: String,
@@ -94,6 +94,12 @@ fn dtype_of(descr: &str) -> Option<DType> {
         "<i8" => DType::I64,
         "<u4" => DType::U32,
         "|b1" => DType::Bool,
+        "<u8" => DType::U64,
+        // One-byte types have no byte order: numpy writes `|`, and reads `<` as the same.
+        "|i1" | "<i1" => DType::I8,
+        "|u1" | "<u1" => DType::U8,
+        "<i2" => DType::I16,
+        "<u2" => DType::U16,
         _ => return None,
     })
 }
@@ -181,6 +187,11 @@ fn decode(bytes: &[u8], path: &Path) -> Result<Tensor, NpyError> {
         DType::I32 => Buffer::I32(le(data, i32::from_le_bytes)),
         DType::I64 => Buffer::I64(le(data, i64::from_le_bytes)),
         DType::U32 => Buffer::U32(le(data, u32::from_le_bytes)),
+        DType::U64 => Buffer::U64(le(data, u64::from_le_bytes)),
+        DType::I8 => Buffer::I8(le(data, i8::from_le_bytes)),
+        DType::U8 => Buffer::U8(data.to_vec()),
+        DType::I16 => Buffer::I16(le(data, i16::from_le_bytes)),
+        DType::U16 => Buffer::U16(le(data, u16::from_le_bytes)),
         DType::Bool => Buffer::Bool(
             data.iter()
                 .enumerate()
@@ -279,6 +290,11 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
             Buffer::I64(v) => write(&mut *out, &shape, v),
             Buffer::U32(v) => write(&mut *out, &shape, v),
             Buffer::Bool(v) => write(&mut *out, &shape, v),
+            Buffer::U64(v) => write(&mut *out, &shape, v),
+            Buffer::I8(v) => write(&mut *out, &shape, v),
+            Buffer::U8(v) => write(&mut *out, &shape, v),
+            Buffer::I16(v) => write(&mut *out, &shape, v),
+            Buffer::U16(v) => write(&mut *out, &shape, v),
         }?;
         out.flush()
     })
@@ -305,7 +321,21 @@ mod tests {
             Tensor::new([2], Buffer::U32(vec![0, u32::MAX])).unwrap(),
             Tensor::new([2, 1], Buffer::Bool(vec![true, false])).unwrap(),
             Tensor::new(Vec::<usize>::new(), Buffer::F32(vec![3.5])).unwrap(),
+            Tensor::new([3], Buffer::U64(vec![0, 1 << 63, u64::MAX])).unwrap(),
+            Tensor::new([3], Buffer::I8(vec![i8::MIN, -1, i8::MAX])).unwrap(),
+            Tensor::new([3], Buffer::U8(vec![0, 128, u8::MAX])).unwrap(),
+            Tensor::new([3], Buffer::I16(vec![i16::MIN, -1, i16::MAX])).unwrap(),
+            Tensor::new([3], Buffer::U16(vec![0, 0x8001, u16::MAX])).unwrap(),
         ];
+        assert_eq!(
+            tensors
+                .iter()
+                .map(Tensor::dtype)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            DType::ALL.len(),
+            "every dtype is round-tripped"
+        );
         for (i, t) in tensors.iter().enumerate() {
             let p = dir.join(format!("t{i}.npy"));
             write_npy(&p, t).unwrap();
@@ -351,6 +381,39 @@ mod tests {
 
     fn decoded(bytes: &[u8]) -> Result<Tensor, String> {
         decode(bytes, Path::new("t.npy")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn reads_the_integer_descriptors_numpy_writes() {
+        let header = |descr: &str| {
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,), }}")
+        };
+        let cases = [
+            ("|u1", vec![0, 255], Buffer::U8(vec![0, 255])),
+            ("|i1", vec![0x80, 0xff], Buffer::I8(vec![i8::MIN, -1])),
+            (
+                "<i2",
+                vec![0, 0x80, 0xff, 0xff],
+                Buffer::I16(vec![i16::MIN, -1]),
+            ),
+            (
+                "<u2",
+                vec![1, 0, 0xff, 0xff],
+                Buffer::U16(vec![1, u16::MAX]),
+            ),
+        ];
+        for (descr, data, want) in cases {
+            let t = decoded(&npy_bytes(1, &header(descr), &data)).unwrap();
+            assert!(t.bit_eq(&Tensor::new([2], want).unwrap()), "{descr}");
+        }
+        let u64s: Vec<u8> = [7u64, u64::MAX]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let t = decoded(&npy_bytes(1, &header("<u8"), &u64s)).unwrap();
+        assert!(t.bit_eq(&Tensor::new([2], Buffer::U64(vec![7, u64::MAX])).unwrap()));
+        let e = decoded(&npy_bytes(1, &header(">u2"), &[0; 4])).unwrap_err();
+        assert!(e.contains("unsupported .npy dtype '>u2'"), "{e}");
     }
 
     #[test]
@@ -518,7 +581,7 @@ mod tests {
         assert!(h(&deep).contains("nests more than 32 levels"));
         assert_eq!(
             h("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}"),
-            "t.npy: unsupported .npy dtype '[('a', '<f4')]' (Kiln reads f32, f64, i32, i64, u32 and bool, little-endian)"
+            "t.npy: unsupported .npy dtype '[('a', '<f4')]' (Kiln reads f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 and bool, little-endian)"
         );
         assert!(h("{'descr': '>f4', 'fortran_order': False, 'shape': (1,)}")
             .contains("unsupported .npy dtype '>f4'"));

@@ -8,14 +8,9 @@ use kiln_rng::{Generator as Eager, RngError};
 
 /// Bit patterns of every element: "equal" below means bit-identical.
 fn bits(t: &Tensor) -> Vec<u64> {
-    match t.data() {
-        Buffer::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
-        Buffer::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
-        Buffer::I32(v) => v.iter().map(|&x| u64::from(x as u32)).collect(),
-        Buffer::I64(v) => v.iter().map(|&x| x as u64).collect(),
-        Buffer::U32(v) => v.iter().map(|&x| u64::from(x)).collect(),
-        Buffer::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
-    }
+    (0..t.num_elements())
+        .map(|i| t.data().get(i).bits())
+        .collect()
 }
 
 fn f32_bits(v: &[f32]) -> Vec<u64> {

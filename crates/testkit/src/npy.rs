@@ -17,13 +17,12 @@ pub fn read_npy(path: &Path) -> Tensor {
         "<i4" => Buffer::I32(npy.into_vec().unwrap()),
         "<i8" => Buffer::I64(npy.into_vec().unwrap()),
         "<u4" => Buffer::U32(npy.into_vec().unwrap()),
-        "|b1" => Buffer::Bool(
-            npy.into_vec::<u8>()
-                .unwrap()
-                .into_iter()
-                .map(|b| b != 0)
-                .collect(),
-        ),
+        "<u8" => Buffer::U64(npy.into_vec().unwrap()),
+        "|i1" | "<i1" => Buffer::I8(npy.into_vec().unwrap()),
+        "|u1" | "<u1" => Buffer::U8(npy.into_vec().unwrap()),
+        "<i2" => Buffer::I16(npy.into_vec().unwrap()),
+        "<u2" => Buffer::U16(npy.into_vec().unwrap()),
+        "|b1" => Buffer::Bool(npy.into_vec().unwrap()),
         other => panic!("{}: dtype {other}", path.display()),
     };
     Tensor::new(shape, data).unwrap()

@@ -70,6 +70,12 @@ pub fn random_tensor(ty: &TensorType, r: &mut Rng) -> Tensor {
         DType::I32 => Buffer::I32((0..n).map(|_| small_int(r) as i32).collect()),
         DType::I64 => Buffer::I64((0..n).map(|_| small_int(r)).collect()),
         DType::U32 => Buffer::U32((0..n).map(|_| small_int(r) as u32).collect()),
+        // The narrow and u64 dtypes take small_int's low bits (edges wrap to MIN, MAX, -1, 0).
+        DType::U64 => Buffer::U64((0..n).map(|_| small_int(r) as u64).collect()),
+        DType::I8 => Buffer::I8((0..n).map(|_| small_int(r) as i8).collect()),
+        DType::U8 => Buffer::U8((0..n).map(|_| small_int(r) as u8).collect()),
+        DType::I16 => Buffer::I16((0..n).map(|_| small_int(r) as i16).collect()),
+        DType::U16 => Buffer::U16((0..n).map(|_| small_int(r) as u16).collect()),
         DType::Bool => Buffer::Bool((0..n).map(|_| r.next() & 1 == 1).collect()),
     };
     Tensor::new(ty.shape.clone(), data).expect("sizes match")

@@ -111,6 +111,7 @@ impl<'a> Emitter<'a> {
                     DType::I32 | DType::U32 => x,
                     DType::I64 => self.def(RegClass::B64, "cvt.s64.s32", &[&x]),
                     DType::Bool => self.def(RegClass::Pred, "setp.ne.s32", &[&x, &0]),
+                    other => return self.unsupported(format!("dtype {other} is not compiled")),
                 }
             }
             NodeKind::Index(e) => {
@@ -121,6 +122,7 @@ impl<'a> Emitter<'a> {
                     DType::I32 | DType::U32 => self.def(RegClass::B32, "cvt.u32.u64", &[&x]),
                     DType::I64 => x,
                     DType::Bool => self.def(RegClass::Pred, "setp.ne.s64", &[&x, &0]),
+                    other => return self.unsupported(format!("dtype {other} is not compiled")),
                 }
             }
             NodeKind::InRange { e, lo, hi } => {

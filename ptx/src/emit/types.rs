@@ -28,6 +28,9 @@ pub(super) fn class(dt: DType) -> RegClass {
         DType::I32 | DType::U32 => RegClass::B32,
         DType::I64 => RegClass::B64,
         DType::Bool => RegClass::Pred,
+        // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 => RegClass::B32,
+        DType::U64 => RegClass::B64,
     }
 }
 
@@ -44,6 +47,8 @@ pub(super) fn mem_type(dt: DType) -> &'static str {
         DType::I32 | DType::U32 => "u32",
         DType::I64 => "u64",
         DType::Bool => "u8",
+        // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::U64 => "u8",
     }
 }
 

@@ -44,6 +44,11 @@ pub fn to_bytes(b: &Buffer) -> Vec<u8> {
         Buffer::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buffer::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buffer::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buffer::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buffer::I8(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buffer::U8(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buffer::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buffer::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
     }
 }
@@ -60,6 +65,11 @@ pub fn from_bytes(ty: &TensorType, bytes: &[u8]) -> Result<Tensor, String> {
         DType::I32 => Buffer::I32(chunks::<4>(bytes).map(i32::from_le_bytes).collect()),
         DType::I64 => Buffer::I64(chunks::<8>(bytes).map(i64::from_le_bytes).collect()),
         DType::U32 => Buffer::U32(chunks::<4>(bytes).map(u32::from_le_bytes).collect()),
+        DType::U64 => Buffer::U64(chunks::<8>(bytes).map(u64::from_le_bytes).collect()),
+        DType::I8 => Buffer::I8(chunks::<1>(bytes).map(i8::from_le_bytes).collect()),
+        DType::U8 => Buffer::U8(bytes.to_vec()),
+        DType::I16 => Buffer::I16(chunks::<2>(bytes).map(i16::from_le_bytes).collect()),
+        DType::U16 => Buffer::U16(chunks::<2>(bytes).map(u16::from_le_bytes).collect()),
         DType::Bool => Buffer::Bool(
             bytes
                 .iter()
@@ -75,11 +85,7 @@ pub fn from_bytes(ty: &TensorType, bytes: &[u8]) -> Result<Tensor, String> {
 }
 
 fn bytes_of(dt: DType) -> usize {
-    match dt {
-        DType::F32 | DType::I32 | DType::U32 => 4,
-        DType::F64 | DType::I64 => 8,
-        DType::Bool => 1,
-    }
+    dt.size_bytes()
 }
 
 /// How to launch each kernel in the simulator.

@@ -109,6 +109,11 @@ pub fn synth_input(t: &TensorType, salt: usize) -> Tensor {
         DType::I64 => Buffer::I64((0..n).map(int).collect()),
         DType::U32 => Buffer::U32((0..n).map(|i| int(i).unsigned_abs() as u32).collect()),
         DType::Bool => Buffer::Bool((0..n).map(|i| (i + salt).is_multiple_of(3)).collect()),
+        DType::U64 => Buffer::U64((0..n).map(|i| int(i).unsigned_abs()).collect()),
+        DType::I8 => Buffer::I8((0..n).map(|i| int(i) as i8).collect()),
+        DType::U8 => Buffer::U8((0..n).map(|i| int(i).unsigned_abs() as u8).collect()),
+        DType::I16 => Buffer::I16((0..n).map(|i| int(i) as i16).collect()),
+        DType::U16 => Buffer::U16((0..n).map(|i| int(i).unsigned_abs() as u16).collect()),
     };
     Tensor::new(t.shape.clone(), data).unwrap_or_else(|_| Tensor::zeros(t))
 }
@@ -139,7 +144,8 @@ fn same_outputs(a: &[Tensor], b: &[Tensor]) -> bool {
                     (Buffer::I64(p), Buffer::I64(q)) => p == q,
                     (Buffer::U32(p), Buffer::U32(q)) => p == q,
                     (Buffer::Bool(p), Buffer::Bool(q)) => p == q,
-                    _ => false,
+                    // The other integer dtypes; `false` across dtypes.
+                    (p, q) => p == q,
                 }
         })
 }

@@ -24,6 +24,11 @@ pub fn buffer_bytes(b: &Buffer) -> Vec<u8> {
         Buffer::I32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         Buffer::I64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         Buffer::U32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        Buffer::U64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        Buffer::I8(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        Buffer::U8(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        Buffer::I16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        Buffer::U16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
     }
 }
@@ -47,6 +52,11 @@ pub fn buffer_from_bytes(dt: DType, bytes: &[u8]) -> Buffer {
         DType::I32 => Buffer::I32(words(bytes, i32::from_ne_bytes)),
         DType::I64 => Buffer::I64(words(bytes, i64::from_ne_bytes)),
         DType::U32 => Buffer::U32(words(bytes, u32::from_ne_bytes)),
+        DType::U64 => Buffer::U64(words(bytes, u64::from_ne_bytes)),
+        DType::I8 => Buffer::I8(words(bytes, i8::from_ne_bytes)),
+        DType::U8 => Buffer::U8(bytes.to_vec()),
+        DType::I16 => Buffer::I16(words(bytes, i16::from_ne_bytes)),
+        DType::U16 => Buffer::U16(words(bytes, u16::from_ne_bytes)),
         DType::Bool => Buffer::Bool(bytes.iter().map(|&b| b != 0).collect()),
     }
 }

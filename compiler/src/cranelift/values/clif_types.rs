@@ -15,6 +15,10 @@ impl ValueEmitter<'_> {
             DType::I32 | DType::U32 => types::I32,
             DType::I64 => types::I64,
             DType::Bool => types::I8,
+            // Storage only: ops on these dtypes are never lowered (`lower::no_compiled_code`).
+            DType::I8 | DType::U8 => types::I8,
+            DType::I16 | DType::U16 => types::I16,
+            DType::U64 => types::I64,
         }
     }
 

@@ -269,6 +269,7 @@ impl<'a> ValueEmitter<'a> {
             Scalar::U32(v) => b.ins().iconst(types::I32, i64::from(v)),
             Scalar::I64(v) => b.ins().iconst(types::I64, v),
             Scalar::Bool(v) => b.ins().iconst(types::I8, i64::from(v)),
+            other => return Err(format!("dtype {} is not compiled", other.dtype())),
         };
         let t = self.vtype(dt, lanes);
         Ok(Self::splat(b, t, s, lanes))
@@ -586,6 +587,7 @@ impl<'a> ValueEmitter<'a> {
                         .ins()
                         .iconst(types::I32, if *bits != 0 { 0xffff_ffff } else { 0 }),
                     DType::Bool => b.ins().iconst(types::I8, (*bits != 0) as i64),
+                    other => return Err(format!("dtype {other} is not compiled")),
                 };
                 let t = self.vtype(dt, lanes);
                 Self::splat(b, t, s, lanes)
@@ -601,6 +603,7 @@ impl<'a> ValueEmitter<'a> {
                         DType::I32 | DType::U32 => b.ins().ireduce(types::I32, x),
                         DType::I64 => x,
                         DType::Bool => b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+                        other => return Err(format!("dtype {other} is not compiled")),
                     }
                 }
                 Lanes::Vector => {

@@ -171,6 +171,11 @@ pub fn random_tensor(ty: &TensorType, seed: u64) -> Tensor {
         DType::I32 => Buffer::I32((0..n).map(|_| (next() % 10) as i32).collect()),
         DType::I64 => Buffer::I64((0..n).map(|_| (next() % 10) as i64).collect()),
         DType::U32 => Buffer::U32((0..n).map(|_| (next() % 10) as u32).collect()),
+        DType::U64 => Buffer::U64((0..n).map(|_| next() % 10).collect()),
+        DType::I8 => Buffer::I8((0..n).map(|_| (next() % 10) as i8).collect()),
+        DType::U8 => Buffer::U8((0..n).map(|_| (next() % 10) as u8).collect()),
+        DType::I16 => Buffer::I16((0..n).map(|_| (next() % 10) as i16).collect()),
+        DType::U16 => Buffer::U16((0..n).map(|_| (next() % 10) as u16).collect()),
         DType::Bool => Buffer::Bool((0..n).map(|_| next() & 1 == 1).collect()),
     };
     Tensor::new(ty.shape.clone(), data).expect("buffer built with the type's element count")

@@ -57,14 +57,34 @@ fn scalar(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
             float(x.is_infinite(), x.is_nan() && x.is_sign_negative())?;
             Scalar::F64(x)
         }
-        DType::I32 => Scalar::I32(text.parse().map_err(|_| bad())?),
-        DType::I64 => Scalar::I64(text.parse().map_err(|_| bad())?),
-        DType::U32 => Scalar::U32(text.parse().map_err(|_| bad())?),
+        DType::I8
+        | DType::I16
+        | DType::I32
+        | DType::I64
+        | DType::U8
+        | DType::U16
+        | DType::U32
+        | DType::U64 => int(text, dtype, loc)?,
         DType::Bool => match text {
             "true" => Scalar::Bool(true),
             "false" => Scalar::Bool(false),
             _ => return Err(bad()),
         },
+    })
+}
+
+/// An integer literal of `dtype`: decimal, range-checked, so `256 : u8` is an error naming
+/// the value and the dtype's range rather than a silent wrap.
+fn int(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
+    let value: i128 = text
+        .parse()
+        .map_err(|_| (loc, format!("'{text}' is not a valid {dtype} literal")))?;
+    Scalar::from_int(dtype, value).ok_or_else(|| {
+        let (lo, hi) = dtype.int_range().unwrap_or_default();
+        (
+            loc,
+            format!("'{text}' is out of range for {dtype} ({lo} to {hi})"),
+        )
     })
 }
 

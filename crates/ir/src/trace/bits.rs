@@ -32,12 +32,21 @@ impl Tracer {
         self.broadcasting(Op::CompareTotalOrder(dir), rhs)
     }
 
-    /// The same bits read as `dtype` (of the same width), as `lax.bitcast_convert_type`.
+    /// The same bits read as `dtype`, as `lax.bitcast_convert_type`: a narrower `dtype` adds a
+    /// minor dimension of `wide / narrow` parts, a wider one removes it (little-endian).
     pub fn bitcast_convert(&self, dtype: DType) -> Tracer {
         let Some(ty) = self.ty() else {
             return self.poisoned();
         };
-        let out = TensorType::new(dtype, ty.shape.clone());
+        let mut shape = ty.shape.clone();
+        let (from, to) = (ty.dtype.size_bytes(), dtype.size_bytes());
+        if from > to {
+            shape.push(from / to);
+        } else if from < to {
+            // The typing rule checks that this dimension had `to / from` elements.
+            shape.pop();
+        }
+        let out = TensorType::new(dtype, shape);
         self.record(Op::BitcastConvert, &[self], Some(out))
     }
 

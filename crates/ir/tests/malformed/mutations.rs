@@ -12,6 +12,11 @@ pub(super) const EDGE_NUMBERS: &[&str] = &[
     "-1",
     "-0",
     "+1",
+    "128",
+    "-129",
+    "256",
+    "32768",
+    "65536",
     "2147483648",
     "4294967296",
     "9223372036854775808",
@@ -43,6 +48,11 @@ pub(super) const EDGE_INTEGERS: &[&str] = &[
     "255",
     "1000000",
     "2147483647",
+    "128",
+    "-129",
+    "256",
+    "32768",
+    "65536",
     "2147483648",
     "4294967295",
     "4294967296",
@@ -121,6 +131,11 @@ pub(super) fn words() -> Vec<&'static str> {
         "i64",
         "u32",
         "bool",
+        "i8",
+        "i16",
+        "u8",
+        "u16",
+        "u64",
         "f16",
         "F32",
         "func",
@@ -162,7 +177,9 @@ pub(super) fn words() -> Vec<&'static str> {
     w
 }
 
-pub(super) const DTYPES: &[&str] = &["f32", "f64", "i32", "i64", "u32", "bool"];
+pub(super) const DTYPES: &[&str] = &[
+    "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool",
+];
 
 /// Text inserted between two pieces.
 pub(super) const SNIPPETS: &[&str] = &[

@@ -32,7 +32,6 @@ use crate::scalar::Elem;
 use crate::shape::slice_of;
 use crate::window::Taps;
 use kiln_ir::{row_major_strides, Buffer, Convolution, DType, Tensor};
-use rayon::prelude::*;
 
 mod depthwise;
 mod gemm;
@@ -219,27 +218,27 @@ impl<'a> Plan<'a> {
         }
         let spatial: usize = self.positions.iter().product();
         let mut rows = vec![T::default(); total];
-        rows.par_chunks_mut(self.features)
-            .enumerate()
-            .for_each_init(
-                || {
-                    (
-                        vec![0; self.positions.len()],
-                        vec![0; self.positions.len()],
-                        Vec::new(),
-                    )
-                },
-                |(pos, counter, list), (p, row)| {
-                    let b = p / spatial;
-                    let mut rest = p % spatial;
-                    for i in (0..pos.len()).rev() {
-                        pos[i] = rest % self.positions[i];
-                        rest /= self.positions[i];
-                    }
-                    self.taps.collect(pos, counter, list);
-                    self.row(x, w, b, list, row);
-                },
-            );
+        crate::par::for_chunks(
+            &mut rows,
+            self.features,
+            || {
+                (
+                    vec![0; self.positions.len()],
+                    vec![0; self.positions.len()],
+                    Vec::new(),
+                )
+            },
+            |(pos, counter, list), (p, row)| {
+                let b = p / spatial;
+                let mut rest = p % spatial;
+                for i in (0..pos.len()).rev() {
+                    pos[i] = rest % self.positions[i];
+                    rest /= self.positions[i];
+                }
+                self.taps.collect(pos, counter, list);
+                self.row(x, w, b, list, row);
+            },
+        );
         self.place(rows)
     }
 

@@ -173,7 +173,8 @@ impl Interpreter {
 /// loaded machine), more than a small op costs — the per-call cost of small programs. Only
 /// ops whose every parallel path is gated below these sizes qualify (elementwise,
 /// movement and reductions below [`par::PAR_MIN`] elements, random numbers below one
-/// task of `kiln_rng`'s, products below [`dot::PAR_FLOPS`] multiply-adds), and ops whose
+/// task of `kiln_rng`'s, products and convolutions below [`dot::PAR_FLOPS`] multiply-adds,
+/// whose parallel loops run serially off the pool, see [`par::for_chunks`]), and ops whose
 /// code has no parallel path at all (gather, scatter, windows, sort, dynamic slices, …) at
 /// any size, so running them here never reaches another pool. The result is the same either way: no op's bits depend
 /// on the thread that computes them.
@@ -211,6 +212,13 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
         | Op::Sort { .. }
         | Op::ArgReduce { .. } => true,
         Op::Random { .. } => result.num_elements() <= 4096,
+        Op::Convolution(c) => {
+            // Multiply-adds: each output element sums the kernel's window times the
+            // input features of its group.
+            let features = result.shape.get(c.dims.out_feature).copied().unwrap_or(1);
+            let per_output = args[1].data().len() / features.max(1);
+            result.num_elements().saturating_mul(per_output) < dot::PAR_FLOPS
+        }
         Op::DotGeneral(d) => {
             let contracted: usize = d.lhs_contract.iter().map(|&i| args[0].shape()[i]).product();
             result.num_elements().saturating_mul(contracted) < dot::PAR_FLOPS

@@ -354,6 +354,28 @@ where
     }
 }
 
+/// `body` over the `size`-element chunks of `out` with their index, each task's state from
+/// `init`: in parallel on the pool, or one after another on the calling thread when it is
+/// not a pool thread (an op small enough to run inline, see `runs_inline` in lib.rs, which
+/// must not reach another pool). The chunks are the same either way.
+pub(crate) fn for_chunks<T: Send, S>(
+    out: &mut [T],
+    size: usize,
+    init: impl Fn() -> S + Sync + Send,
+    body: impl Fn(&mut S, (usize, &mut [T])) + Sync + Send,
+) {
+    if rayon::current_thread_index().is_none() {
+        let mut state = init();
+        out.chunks_mut(size.max(1))
+            .enumerate()
+            .for_each(|c| body(&mut state, c));
+    } else {
+        out.par_chunks_mut(size.max(1))
+            .enumerate()
+            .for_each_init(init, body);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

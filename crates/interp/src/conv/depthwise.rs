@@ -15,7 +15,6 @@
 
 use super::{MulAdd, Plan};
 use crate::hw::{simd, zeroed};
-use rayon::prelude::*;
 
 /// Output positions per task.
 const POSITIONS_PER_TASK: usize = 32;
@@ -40,18 +39,18 @@ pub(super) fn rows<T: MulAdd>(p: &Plan, x: &[T], w: &[T]) -> Vec<T> {
         .iter()
         .flat_map(|&off| (0..o_count).map(move |o| w[o * ro + off]))
         .collect();
-    out.par_chunks_mut(o_count * POSITIONS_PER_TASK)
-        .enumerate()
-        .for_each_init(
-            || {
-                let r = p.positions.len();
-                (vec![0; r], vec![0; r], Vec::new())
-            },
-            |(pos, counter, list), (task, block)| {
-                let first = task * POSITIONS_PER_TASK;
-                simd!(block_rows(p, x, &kernel, first, block, pos, counter, list))
-            },
-        );
+    crate::par::for_chunks(
+        &mut out,
+        o_count * POSITIONS_PER_TASK,
+        || {
+            let r = p.positions.len();
+            (vec![0; r], vec![0; r], Vec::new())
+        },
+        |(pos, counter, list), (task, block)| {
+            let first = task * POSITIONS_PER_TASK;
+            simd!(block_rows(p, x, &kernel, first, block, pos, counter, list))
+        },
+    );
     out
 }
 

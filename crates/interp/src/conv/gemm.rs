@@ -78,8 +78,11 @@ pub(super) fn rows<T: Gemm>(p: &Plan, x: &[T], w: &[T]) -> Vec<T> {
             )
         }
     };
-    if tasks.len() == 1 {
-        run(&mut Scratch::default(), &tasks[0]);
+    if tasks.len() == 1 || rayon::current_thread_index().is_none() {
+        // One task, or a convolution small enough to run on the calling thread (see
+        // `runs_inline` in lib.rs): every task here, one after another.
+        let mut scratch = Scratch::default();
+        tasks.iter().for_each(|t| run(&mut scratch, t));
     } else {
         tasks.par_iter().for_each_init(Scratch::default, run);
     }

@@ -80,83 +80,116 @@ fn probes(dtype: DType) -> Vec<Val> {
 
 /// Evaluates `c` with its parameters bound to `params`; the ROOT's values (a tuple
 /// flattened), or the first instruction it cannot evaluate.
-fn eval(c: &Computation, params: &[Val]) -> Result<Vec<Val>, String> {
-    if c.instructions.len() > MAX_INSTRUCTIONS {
-        return Err(format!("more than {MAX_INSTRUCTIONS} instructions"));
-    }
-    let index: HashMap<&str, usize> = c
-        .instructions
-        .iter()
-        .enumerate()
-        .map(|(i, inst)| (inst.name.as_str(), i))
-        .collect();
-    let mut memo: Vec<Option<Vec<Val>>> = vec![None; c.instructions.len()];
-    eval_at(c, &index, &mut memo, params, c.root, 0)
+/// A computation ready to evaluate many times: its names resolved and its constants
+/// parsed once (a comparator is evaluated on up to [`MAX_PROBES`] probes).
+struct Region<'c> {
+    c: &'c Computation,
+    index: HashMap<&'c str, usize>,
+    /// Each `constant`'s value (or why it has none), by instruction.
+    consts: Vec<Option<Result<Val, String>>>,
 }
 
-fn eval_at(
-    c: &Computation,
-    index: &HashMap<&str, usize>,
-    memo: &mut Vec<Option<Vec<Val>>>,
-    params: &[Val],
-    i: usize,
-    depth: usize,
-) -> Result<Vec<Val>, String> {
-    if let Some(v) = &memo[i] {
-        return Ok(v.clone());
-    }
-    let inst = &c.instructions[i];
-    if depth > c.instructions.len() {
-        return Err(format!("%{} depends on itself", inst.name));
-    }
-    let mut args = Vec::new();
-    for o in inst.operand_refs() {
-        let &k = index
-            .get(o.name.as_str())
-            .ok_or_else(|| format!("'{}' is not defined", o.name))?;
-        args.extend(eval_at(c, index, memo, params, k, depth + 1)?);
-    }
-    let op = inst.opcode.as_str();
-    let one = |v: Val| Ok(vec![v]);
-    let bad = || {
-        Err(format!(
-            "%{} is '{op}', not a scalar compare, select, and, or, xor, not, integer maximum / minimum or constant",
-            inst.name
-        ))
-    };
-    let out = match (op, &inst.operands, &args[..]) {
-        ("parameter", Operands::Parameter(n), _) => {
-            let p = usize::try_from(*n).ok().and_then(|n| params.get(n));
-            one(*p.ok_or_else(|| format!("parameter({n}) out of range"))?)
+impl<'c> Region<'c> {
+    fn new(c: &'c Computation) -> Result<Region<'c>, String> {
+        if c.instructions.len() > MAX_INSTRUCTIONS {
+            return Err(format!("more than {MAX_INSTRUCTIONS} instructions"));
         }
-        ("constant", Operands::Literal(lit), _) => {
-            let ty = match inst.shape.as_array().map(literal::array_type) {
-                Some(Ok(ty)) if ty.rank() == 0 => ty,
-                _ => return bad(),
-            };
-            let t = literal::tensor(lit, &ty).map_err(|(_, m)| m)?;
-            one(match t.data().get(0) {
-                Scalar::F32(x) => Val::F(x as f64),
-                Scalar::F64(x) => Val::F(x),
-                Scalar::Bool(b) => Val::B(b),
-                s => Val::I(s.to_int().unwrap_or_default()),
+        let index = c
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(i, inst)| (inst.name.as_str(), i))
+            .collect();
+        let consts = c
+            .instructions
+            .iter()
+            .map(|inst| match (inst.opcode.as_str(), &inst.operands) {
+                ("constant", Operands::Literal(lit)) => Some(constant(inst, lit)),
+                _ => None,
             })
+            .collect();
+        Ok(Region { c, index, consts })
+    }
+
+    /// The ROOT's values (a tuple flattened) with the parameters bound to `params`, or the
+    /// first instruction that cannot be evaluated.
+    fn eval(&self, params: &[Val]) -> Result<Vec<Val>, String> {
+        let mut memo: Vec<Option<Vec<Val>>> = vec![None; self.c.instructions.len()];
+        self.eval_at(&mut memo, params, self.c.root, 0)
+    }
+
+    fn eval_at(
+        &self,
+        memo: &mut Vec<Option<Vec<Val>>>,
+        params: &[Val],
+        i: usize,
+        depth: usize,
+    ) -> Result<Vec<Val>, String> {
+        let c = self.c;
+        if let Some(v) = &memo[i] {
+            return Ok(v.clone());
         }
-        ("compare", _, &[a, b]) => one(Val::B(compare(inst, a, b)?)),
-        ("select", _, &[Val::B(p), a, b]) => one(if p { a } else { b }),
-        ("and", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a & b)),
-        ("or", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a | b)),
-        ("xor", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a ^ b)),
-        ("not", _, &[Val::B(a)]) => one(Val::B(!a)),
-        // Integer extrema are order relations too (TF's argmax reducer takes the smaller
-        // index on ties with `minimum`); float ones are not recognised (NaN rules).
-        ("maximum", _, &[Val::I(a), Val::I(b)]) => one(Val::I(a.max(b))),
-        ("minimum", _, &[Val::I(a), Val::I(b)]) => one(Val::I(a.min(b))),
-        ("tuple", _, _) => Ok(args),
-        _ => bad(),
-    }?;
-    memo[i] = Some(out.clone());
-    Ok(out)
+        let inst = &c.instructions[i];
+        if depth > c.instructions.len() {
+            return Err(format!("%{} depends on itself", inst.name));
+        }
+        let mut args = Vec::new();
+        for o in inst.operand_refs() {
+            let &k = self
+                .index
+                .get(o.name.as_str())
+                .ok_or_else(|| format!("'{}' is not defined", o.name))?;
+            args.extend(self.eval_at(memo, params, k, depth + 1)?);
+        }
+        let op = inst.opcode.as_str();
+        let one = |v: Val| Ok(vec![v]);
+        let out = match (op, &inst.operands, &args[..]) {
+            ("parameter", Operands::Parameter(n), _) => {
+                let p = usize::try_from(*n).ok().and_then(|n| params.get(n));
+                one(*p.ok_or_else(|| format!("parameter({n}) out of range"))?)
+            }
+            ("constant", _, _) => match &self.consts[i] {
+                Some(v) => one(v.clone()?),
+                None => Err(not_recognised(inst)),
+            },
+            ("compare", _, &[a, b]) => one(Val::B(compare(inst, a, b)?)),
+            ("select", _, &[Val::B(p), a, b]) => one(if p { a } else { b }),
+            ("and", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a & b)),
+            ("or", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a | b)),
+            ("xor", _, &[Val::B(a), Val::B(b)]) => one(Val::B(a ^ b)),
+            ("not", _, &[Val::B(a)]) => one(Val::B(!a)),
+            // Integer extrema are order relations too (TF's argmax reducer takes the smaller
+            // index on ties with `minimum`); float ones are not recognised (NaN rules).
+            ("maximum", _, &[Val::I(a), Val::I(b)]) => one(Val::I(a.max(b))),
+            ("minimum", _, &[Val::I(a), Val::I(b)]) => one(Val::I(a.min(b))),
+            ("tuple", _, _) => Ok(args),
+            _ => Err(not_recognised(inst)),
+        }?;
+        memo[i] = Some(out.clone());
+        Ok(out)
+    }
+}
+
+fn not_recognised(inst: &crate::ast::Instruction) -> String {
+    format!(
+        "%{} is '{}', not a scalar compare, select, and, or, xor, not, integer maximum / minimum or constant",
+        inst.name, inst.opcode
+    )
+}
+
+/// A scalar `constant`'s value.
+fn constant(inst: &crate::ast::Instruction, lit: &crate::ast::Literal) -> Result<Val, String> {
+    let ty = match inst.shape.as_array().map(literal::array_type) {
+        Some(Ok(ty)) if ty.rank() == 0 => ty,
+        _ => return Err(not_recognised(inst)),
+    };
+    let t = literal::tensor(lit, &ty).map_err(|(_, m)| m)?;
+    Ok(match t.data().get(0) {
+        Scalar::F32(x) => Val::F(x as f64),
+        Scalar::F64(x) => Val::F(x),
+        Scalar::Bool(b) => Val::B(b),
+        s => Val::I(s.to_int().unwrap_or_default()),
+    })
 }
 
 fn compare(inst: &crate::ast::Instruction, a: Val, b: Val) -> Result<bool, String> {
@@ -241,8 +274,9 @@ pub(crate) fn sort_comparator(
         .iter()
         .flat_map(|&d| [probes(d), probes(d)])
         .collect();
+    let region = Region::new(c)?;
     for params in combinations(&sets) {
-        let got = match eval(c, &params)?[..] {
+        let got = match region.eval(&params)?[..] {
             [Val::B(b)] => b,
             _ => return Err("it does not return one pred".into()),
         };
@@ -267,8 +301,9 @@ pub(crate) fn sort_comparator(
 pub(crate) fn arg_reducer(c: &Computation, value: DType, index: DType) -> Result<ArgKind, String> {
     let sets = [probes(value), probes(index), probes(value), probes(index)];
     let mut candidates = ArgKind::ALL.to_vec();
+    let region = Region::new(c)?;
     for p in combinations(&sets) {
-        let got = eval(c, &p)?;
+        let got = region.eval(&p)?;
         candidates.retain(|&kind| {
             let want = match (p[0], p[1], p[2], p[3]) {
                 (Val::F(a), Val::I(i), Val::F(b), Val::I(j)) => {

@@ -294,4 +294,85 @@ mod tests {
         taps.collect(&[], &mut [], &mut out);
         assert_eq!(out, [(0, 0)]);
     }
+
+    /// The reduction over all window dimensions' taps, one output element at a time (the
+    /// definition `reduce_window` folds trailing identity dimensions out of).
+    fn reference(
+        x: &[f32],
+        shape: &[usize],
+        window: &[WindowDim],
+        out_shape: &[usize],
+    ) -> Vec<f32> {
+        let taps = Taps::new(window, shape, &row_major_strides(shape), out_shape);
+        let n: usize = out_shape.iter().product();
+        let (mut pos, mut counter, mut list) =
+            (vec![0; shape.len()], vec![0; shape.len()], Vec::new());
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            taps.collect(&pos, &mut counter, &mut list);
+            out.push(list.iter().fold(-0.0f32, |acc, &(_, off)| acc + x[off]));
+            next_index(&mut pos, out_shape);
+        }
+        out
+    }
+
+    #[test]
+    fn trailing_identity_dimensions_give_the_same_bits_at_every_size() {
+        // Pooling-like windows over [n, h, w, c] with sizes 1-9: the spatial dimensions
+        // windowed (padding, strides, dilation), the trailing ones (c, or w and c) left alone.
+        let (mut seed, mut checked) = (7u64, 0);
+        let mut next = |m: usize| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize % m
+        };
+        for case in 0..300 {
+            let shape: Vec<usize> = (0..4).map(|_| 1 + next(9)).collect();
+            let alone = 1 + case % 2; // trailing dimensions left alone
+            let window: Vec<WindowDim> = (0..4)
+                .map(|d| match d {
+                    d if d >= 4 - alone => WindowDim::new(1),
+                    0 => WindowDim::new(1 + next(2)),
+                    _ => WindowDim {
+                        stride: 1 + next(3),
+                        low: next(3) as i64 - 1,
+                        high: next(2) as i64,
+                        rhs_dilate: 1 + next(2),
+                        ..WindowDim::new(1 + next(3))
+                    },
+                })
+                .collect();
+            let Ok(out_shape) = window
+                .iter()
+                .zip(&shape)
+                .map(|(w, &n)| w.output_size(n))
+                .collect::<Result<Vec<usize>, String>>()
+            else {
+                continue;
+            };
+            let n: usize = shape.iter().product();
+            let x: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919 % 997) as f32 - 498.0) * 0.37)
+                .collect();
+            let a = Tensor::new(shape.clone(), Buffer::F32(x.clone())).unwrap();
+            let init = Tensor::new(Vec::<usize>::new(), Buffer::F32(vec![-0.0])).unwrap();
+            let got = reduce_window(ReduceKind::Sum, &a, &init, &window, &out_shape).unwrap();
+            let Buffer::F32(got) = got else { panic!("f32") };
+            let want = reference(&x, &shape, &window, &out_shape);
+            assert_eq!(got.len(), want.len(), "case {case}");
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    g.to_bits(),
+                    w.to_bits(),
+                    "case {case} {shape:?} {window:?} [{i}]"
+                );
+            }
+            checked += 1;
+        }
+        assert!(
+            checked >= 200,
+            "only {checked} of 300 windows fit their operands"
+        );
+    }
 }

@@ -41,7 +41,7 @@ pub const MAX_CPU_THREADS: usize = 1024;
 pub use error::{FlagsError, Location, Malformed, Suggestion, VModuleProblem};
 pub use logging::{init_logging, logger_builder};
 pub use provenance::{Origin, Provenance, Source, Variable};
-pub use render::{render_flags_markdown, render_flags_table};
+pub use render::{render_flags_markdown, render_flags_table, source_text};
 pub use spec::{find_flag, Effect, FlagSpec, FLAGS};
 pub use values::{AutoJit, Kind};
 pub use vmodule::VModule;

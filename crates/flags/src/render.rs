@@ -27,7 +27,7 @@ fn groups() -> [(&'static str, Vec<&'static FlagSpec>); 3] {
 
 /// Where `spec`'s value came from, for humans: `TF_XLA_FLAGS`, `file f (via XLA_FLAGS)`,
 /// `XLA_FLAGS as --xla_gpu_persistent_cache_dir`, `default`, `set in code`.
-fn source_text(spec: &FlagSpec, flags: &Flags) -> String {
+pub fn source_text(spec: &FlagSpec, flags: &Flags) -> String {
     match flags.provenance.origin(spec.name) {
         Some(origin) if origin.via != spec.name => format!("{} as --{}", origin.source, origin.via),
         Some(origin) => origin.source.to_string(),

@@ -20,9 +20,19 @@ pub fn enable_op_determinism() {
 /// `TF_DETERMINISTIC_OPS`, `TF_CPP_VMODULE`, `TF_CPP_MIN_LOG_LEVEL`) plus programmatic
 /// switches. Errors name the bad flag.
 pub fn flags() -> Result<Flags, KilnError> {
-    let mut flags = Flags::from_env()?;
+    Ok(with_switches(Flags::from_env()?))
+}
+
+/// The flags given by these variable texts (instead of the process environment) plus the
+/// programmatic switches: what a binding uses when its caller overrides a variable for one
+/// session (`kiln.jit(f, tf_xla_flags=…)` in Python). Errors name the bad flag.
+pub fn flags_from_sources(sources: &kiln_flags::Sources) -> Result<Flags, KilnError> {
+    Ok(with_switches(Flags::from_sources(sources)?))
+}
+
+fn with_switches(mut flags: Flags) -> Flags {
     if OP_DETERMINISM.load(Ordering::SeqCst) {
         flags.enable_op_determinism();
     }
-    Ok(flags)
+    flags
 }

@@ -1,0 +1,26 @@
+"""Arrays across the boundary: what the Rust extension takes and gives back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def as_input(x: Any, dtype: np.dtype | None = None) -> np.ndarray:
+    """A C-contiguous numpy array for ``x`` (a numpy or JAX array, or a Python scalar).
+
+    No copy is made when ``x`` already is a C-contiguous array of ``dtype``; a JAX array on
+    the CPU becomes a view of its buffer. ``dtype`` converts as ``jax.jit`` does when it
+    canonicalises an argument (float64 to float32 without x64, Python scalars).
+    """
+    a = np.asarray(x)
+    if dtype is not None and a.dtype != dtype:
+        a = a.astype(dtype)
+    return np.ascontiguousarray(a)
+
+
+def to_numpy(triple: tuple[bytearray, str, tuple[int, ...]]) -> np.ndarray:
+    """The numpy array for an extension result ``(bytes, dtype, shape)``: no second copy."""
+    data, dtype, shape = triple
+    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)

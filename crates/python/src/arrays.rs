@@ -1,0 +1,164 @@
+//! Arrays across the boundary. In: any object with the buffer protocol (numpy arrays; the
+//! Python layer turns JAX arrays into numpy views first), its dtype read from the buffer's
+//! format, copied once into the `Vec` a Kiln [`Tensor`] owns. Out: one copy of a tensor's
+//! bytes into a `bytearray`, which the Python layer wraps with `numpy.frombuffer` (no copy).
+//!
+//! Why the buffer protocol and not the `numpy` crate: it needs nothing beyond pyo3 (no
+//! ndarray, no numpy C-API capsule at import time), accepts any exporter, and is in the
+//! stable ABI from Python 3.11, which JAX requires anyway.
+//!
+//! Why one copy in rather than none: a Kiln [`Tensor`] owns its elements (`Buffer` is a
+//! `Vec` per dtype), so borrowing numpy's memory would need a borrowed buffer variant in
+//! `kiln-ir`; that copy is a plain `memcpy` made while the GIL is held, before Kiln runs.
+
+use crate::errors::ArgumentError;
+use kiln::{Buffer, DType, Tensor};
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyTuple};
+
+/// numpy's name for a Kiln dtype (`float32`, `int64`, `bool`, …).
+pub fn numpy_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+        DType::I32 => "int32",
+        DType::I64 => "int64",
+        DType::U32 => "uint32",
+        DType::U64 => "uint64",
+        DType::I8 => "int8",
+        DType::U8 => "uint8",
+        DType::I16 => "int16",
+        DType::U16 => "uint16",
+        DType::Bool => "bool",
+    }
+}
+
+/// The Kiln dtype of a buffer element, from its struct-module format (`f`, `<d`, `q`, `?`)
+/// and item size; an error names the format when Kiln has no such dtype.
+fn dtype_of(format: &str, item_size: usize, what: &str) -> PyResult<DType> {
+    let code = format.trim_start_matches(['@', '=', '<']);
+    let unsupported = |why: &str| {
+        ArgumentError::new_err(format!(
+            "{what}: element format '{format}' ({why}) is not a Kiln dtype; Kiln takes \
+             float32, float64, int8/16/32/64, uint8/16/32/64 and bool"
+        ))
+    };
+    let signed = |size| match size {
+        1 => Ok(DType::I8),
+        2 => Ok(DType::I16),
+        4 => Ok(DType::I32),
+        8 => Ok(DType::I64),
+        _ => Err(unsupported("a signed integer of an odd size")),
+    };
+    let unsigned = |size| match size {
+        1 => Ok(DType::U8),
+        2 => Ok(DType::U16),
+        4 => Ok(DType::U32),
+        8 => Ok(DType::U64),
+        _ => Err(unsupported("an unsigned integer of an odd size")),
+    };
+    match code {
+        "f" => Ok(DType::F32),
+        "d" => Ok(DType::F64),
+        "e" => Err(unsupported("float16")),
+        "?" => Ok(DType::Bool),
+        "b" | "h" | "i" | "l" | "q" | "n" => signed(item_size),
+        "B" | "H" | "I" | "L" | "Q" | "N" => unsigned(item_size),
+        c if c.starts_with(['>', '!']) => Err(unsupported("big-endian")),
+        c if c.starts_with('Z') => Err(unsupported("complex")),
+        _ => Err(unsupported("not a number type")),
+    }
+}
+
+/// A Kiln tensor holding a copy of `obj`'s elements (one copy). `what` names the argument
+/// in errors (`argument 2 of f`).
+pub fn tensor_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
+    let py = obj.py();
+    let buf = PyUntypedBuffer::get(obj).map_err(|e| {
+        ArgumentError::new_err(format!(
+            "{what}: expected an array (numpy, or anything with the buffer protocol), got {} ({e})",
+            obj.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())
+        ))
+    })?;
+    let format = buf.format().to_string_lossy().into_owned();
+    let dtype = dtype_of(&format, buf.item_size(), what)?;
+    let shape = buf.shape().to_vec();
+    fn typed<T: pyo3::buffer::Element>(buf: &PyUntypedBuffer, py: Python<'_>) -> PyResult<Vec<T>> {
+        buf.as_typed::<T>()?.to_vec(py)
+    }
+    let data = match dtype {
+        DType::F32 => Buffer::F32(typed(&buf, py)?),
+        DType::F64 => Buffer::F64(typed(&buf, py)?),
+        DType::I32 => Buffer::I32(typed(&buf, py)?),
+        DType::I64 => Buffer::I64(typed(&buf, py)?),
+        DType::U32 => Buffer::U32(typed(&buf, py)?),
+        DType::U64 => Buffer::U64(typed(&buf, py)?),
+        DType::I8 => Buffer::I8(typed(&buf, py)?),
+        DType::U8 => Buffer::U8(typed(&buf, py)?),
+        DType::I16 => Buffer::I16(typed(&buf, py)?),
+        DType::U16 => Buffer::U16(typed(&buf, py)?),
+        DType::Bool => Buffer::Bool(bool_elements(&buf, what)?),
+    };
+    Tensor::new(shape, data).map_err(|e| ArgumentError::new_err(format!("{what}: {e}")))
+}
+
+/// The elements of a `?` (bool) buffer: numpy stores them as bytes 0 / 1; any non-zero
+/// byte reads as true (no invalid `bool` is ever made).
+fn bool_elements(buf: &PyUntypedBuffer, what: &str) -> PyResult<Vec<bool>> {
+    if !buf.is_c_contiguous() || buf.item_size() != 1 {
+        return Err(ArgumentError::new_err(format!(
+            "{what}: a bool array must be C-contiguous with one byte per element"
+        )));
+    }
+    let n = buf.item_count();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the buffer is C-contiguous, holds `n` one-byte items and stays alive (and, as
+    // the GIL is held, unchanged by other Python code) while `buf` is borrowed.
+    let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr().cast::<u8>().cast_const(), n) };
+    Ok(bytes.iter().map(|&b| b != 0).collect())
+}
+
+/// The raw bytes of a buffer's elements (native endianness, as numpy stores them).
+fn buffer_bytes(b: &Buffer) -> &[u8] {
+    macro_rules! bytes_of {
+        ($($V:ident $t:ident),*) => {
+            match b {
+                // SAFETY: every element type is plain data (bool is one byte, 0 or 1), so
+                // viewing the vector's initialised elements as bytes is sound.
+                $(Buffer::$V(v) => unsafe {
+                    std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v.as_slice()))
+                },)*
+            }
+        };
+    }
+    kiln_ir::for_each_dtype!(bytes_of)
+}
+
+/// `(bytearray, dtype name, shape)` for a tensor: one copy of its bytes. The Python layer
+/// makes the numpy array from it without copying again.
+pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyTuple>> {
+    let bytes = PyByteArray::new(py, buffer_bytes(t.data()));
+    let shape = PyTuple::new(py, t.shape())?;
+    PyTuple::new(
+        py,
+        [
+            bytes.into_any(),
+            numpy_name(t.dtype()).into_pyobject(py)?.into_any(),
+            shape.into_any(),
+        ],
+    )
+}
+
+/// [`tensor_to_py`] for a buffer of the given shape (random numbers).
+pub fn buffer_to_py<'py>(
+    py: Python<'py>,
+    shape: &[usize],
+    data: Buffer,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let t = Tensor::new(shape.to_vec(), data)
+        .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?;
+    tensor_to_py(py, &t)
+}

@@ -75,12 +75,13 @@ fn dtype_of(format: &str, item_size: usize, what: &str) -> PyResult<DType> {
 /// in errors (`argument 2 of f`).
 pub fn tensor_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     let py = obj.py();
-    let buf = PyUntypedBuffer::get(obj).map_err(|e| {
-        ArgumentError::new_err(format!(
+    let buf =
+        PyUntypedBuffer::get(obj).map_err(|e| {
+            ArgumentError::new_err(format!(
             "{what}: expected an array (numpy, or anything with the buffer protocol), got {} ({e})",
             obj.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())
         ))
-    })?;
+        })?;
     let format = buf.format().to_string_lossy().into_owned();
     let dtype = dtype_of(&format, buf.item_size(), what)?;
     let shape = buf.shape().to_vec();

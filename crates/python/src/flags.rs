@@ -23,7 +23,10 @@ pub fn flags<'py>(
             d.set_item("default", spec.default)?;
             d.set_item("source", kiln_flags::source_text(spec, &flags))?;
             d.set_item("effect", spec.effect.summary())?;
-            d.set_item("variables", spec.variables.iter().map(|v| v.name()).collect::<Vec<_>>())?;
+            d.set_item(
+                "variables",
+                spec.variables.iter().map(|v| v.name()).collect::<Vec<_>>(),
+            )?;
             out.set_item(spec.name, d)?;
         }
         Ok(out)

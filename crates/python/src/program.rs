@@ -20,9 +20,7 @@ pub const FLAG_VARIABLES: [Variable; 5] = [
 /// The flags for a session: the environment when `variables` is `None`, else the given
 /// variable texts (a missing or `None` entry is an unset variable). The process-wide
 /// switches (`enable_op_determinism`) apply either way.
-pub fn session_flags(
-    variables: Option<&Bound<'_, PyDict>>,
-) -> PyResult<kiln::config::Flags> {
+pub fn session_flags(variables: Option<&Bound<'_, PyDict>>) -> PyResult<kiln::config::Flags> {
     let Some(vars) = variables else {
         return kiln::config::flags().map_err(to_py);
     };
@@ -125,7 +123,11 @@ fn load_entry(text: &str, file: &str) -> PyResult<Func> {
         .ok_or_else(|| crate::errors::ParseError::new_err(format!("{file}: no function")))
 }
 
-fn types_to_py<'py>(py: Python<'py>, f: &Func, values: &[kiln_ir::Value]) -> PyResult<Bound<'py, PyList>> {
+fn types_to_py<'py>(
+    py: Python<'py>,
+    f: &Func,
+    values: &[kiln_ir::Value],
+) -> PyResult<Bound<'py, PyList>> {
     let items = values
         .iter()
         .map(|&v| type_to_py(py, f.ty(v)))
@@ -192,7 +194,11 @@ impl Program {
     /// Runs the program on `args` (arrays, one per parameter, of the parameter's dtype and
     /// shape) and returns its results as `(bytearray, dtype, shape)` triples. The GIL is
     /// released while Kiln runs.
-    fn run<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         guard(|| {
             let f = &self.imported;
             if args.len() != f.params.len() {

@@ -202,7 +202,13 @@ impl TfGenerator {
     }
 
     /// `uniform` / `normal` / `truncated_normal` of a float dtype.
-    fn draw<'py>(&self, py: Python<'py>, dist: &str, shape: Vec<usize>, dtype: &str) -> PyResult<Bound<'py, PyTuple>> {
+    fn draw<'py>(
+        &self,
+        py: Python<'py>,
+        dist: &str,
+        shape: Vec<usize>,
+        dtype: &str,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         guard(|| {
             let data = self.with(|g| {
                 let g = std::cell::RefCell::new(g);

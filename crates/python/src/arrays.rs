@@ -75,6 +75,20 @@ fn dtype_of(format: &str, item_size: usize, what: &str) -> PyResult<DType> {
 /// in errors (`argument 2 of f`).
 pub fn tensor_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     let py = obj.py();
+    // numpy exports a 0-d array's buffer without a shape, which pyo3 refuses: read its
+    // one element through a (1,)-shaped view and give the tensor the empty shape.
+    let zero_d = obj
+        .getattr("ndim")
+        .ok()
+        .and_then(|n| n.extract::<usize>().ok())
+        == Some(0);
+    let flat;
+    let obj = if zero_d {
+        flat = obj.call_method1("reshape", (1,))?;
+        &flat
+    } else {
+        obj
+    };
     let buf =
         PyUntypedBuffer::get(obj).map_err(|e| {
             ArgumentError::new_err(format!(
@@ -84,7 +98,11 @@ pub fn tensor_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
         })?;
     let format = buf.format().to_string_lossy().into_owned();
     let dtype = dtype_of(&format, buf.item_size(), what)?;
-    let shape = buf.shape().to_vec();
+    let shape = if zero_d {
+        Vec::new()
+    } else {
+        buf.shape().to_vec()
+    };
     fn typed<T: pyo3::buffer::Element>(buf: &PyUntypedBuffer, py: Python<'_>) -> PyResult<Vec<T>> {
         buf.as_typed::<T>()?.to_vec(py)
     }

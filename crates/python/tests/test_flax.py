@@ -4,7 +4,6 @@ compiled and fallback modes."""
 
 import flax.linen as nn
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest

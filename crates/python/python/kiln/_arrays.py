@@ -17,7 +17,8 @@ def as_input(x: Any, dtype: np.dtype | None = None) -> np.ndarray:
     a = np.asarray(x)
     if dtype is not None and a.dtype != dtype:
         a = a.astype(dtype)
-    return np.ascontiguousarray(a)
+    # Not np.ascontiguousarray: it turns a 0-d array into shape (1,).
+    return a if a.flags.c_contiguous else a.copy(order="C")
 
 
 def to_numpy(triple: tuple[bytearray, str, tuple[int, ...]]) -> np.ndarray:

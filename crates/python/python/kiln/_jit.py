@@ -138,7 +138,7 @@ class JitFunction:
         self._last: _Trace | None = None
         self._lock = threading.Lock()
         self.trace_count = 0
-        functools.update_wrapper(self, frontend.fn)
+        functools.update_wrapper(self, frontend.fn, updated=())
 
     @property
     def session(self) -> _kiln.Session:

@@ -180,8 +180,13 @@ def _key(key: Any) -> tuple[int, int]:
 
 
 def PRNGKey(seed: int) -> np.ndarray:  # noqa: N802  (JAX's name)
-    """``jax.random.PRNGKey(seed)`` as ``uint32[2]``."""
-    return np.array(_kiln.jax_prng_key(int(seed)), dtype=np.uint32)
+    """``jax.random.PRNGKey(seed)`` as ``uint32[2]``. A negative seed that fits in int32 is
+    taken as JAX takes it without ``jax_enable_x64`` (``PRNGKey(-1)`` is ``[0, 0xffffffff]``);
+    other seeds as 64-bit integers (``[seed >> 32, seed & 0xffffffff]``)."""
+    seed = int(seed)
+    if -(2**31) <= seed < 0:
+        seed &= 0xFFFFFFFF
+    return np.array(_kiln.jax_prng_key(seed), dtype=np.uint32)
 
 
 def split(key: Any, num: int = 2) -> np.ndarray:

@@ -24,7 +24,12 @@ def _leaf_key(x: Any) -> Hashable:
     if dtype is None or shape is None:
         a = np.asarray(x)
         dtype, shape = a.dtype, a.shape
-    return (tuple(shape), str(dtype))
+    dtype = getattr(dtype, "as_numpy_dtype", dtype)  # a tf.DType keys as numpy's
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:  # JAX's extended dtypes (typed keys)
+        name = str(dtype)
+    return (tuple(shape), name)
 
 
 def _hashable(value: Any, what: str) -> Hashable:

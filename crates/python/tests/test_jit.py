@@ -199,3 +199,11 @@ def test_threads_can_call_concurrently():
     for t in ts:
         t.join()
     assert len(outs) == 4 and all(o.tobytes() == want.tobytes() for o in outs)
+
+
+def test_arrays_closed_over_become_constants():
+    w = jnp.arange(120.0, dtype=jnp.float32).reshape(12, 10)
+    b = np.linspace(-1, 1, 10, dtype=np.float32)
+    x = np.ones((2, 12), np.float32)
+    fn = lambda x: jnp.tanh(x @ w * 1e-3 + b)  # noqa: E731
+    assert_close(kiln.jit(fn)(x), np.asarray(jax.jit(fn)(x)))

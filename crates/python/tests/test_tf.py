@@ -81,3 +81,13 @@ def test_tf_function_matches_tf():
     assert g.trace_count == 1
     g(x[:2], w)
     assert g.trace_count == 2
+
+
+def test_tf_function_captured_constants_and_variables():
+    w = tf.constant(np.arange(120.0, dtype=np.float32).reshape(12, 10))
+    f = lambda x: tf.tanh(tf.matmul(x, w) * 1e-3)  # noqa: E731
+    x = np.ones((2, 12), np.float32)
+    assert_close(kiln.tf_function(f)(x), tf.function(f, jit_compile=True)(x).numpy())
+    v = tf.Variable(np.ones(3, np.float32))
+    with pytest.raises(kiln.ArgumentError, match="tf.Variable"):
+        kiln.tf_function(lambda x: x * v)(np.ones(3, np.float32))

@@ -50,6 +50,7 @@ class _Trace:
     param_dtypes: list[np.dtype]
     unflatten: Callable[[list[np.ndarray]], Any]
     hlo: str
+    captured: list[np.ndarray]  # trailing parameters the framework added (TF's captures)
 
 
 class _JaxFrontend:
@@ -91,11 +92,12 @@ class _JaxFrontend:
         key = (treedef, tuple(_leaf_key(x) for x in leaves), static, static_kw)
         return key, leaves
 
-    def lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Callable[[list[np.ndarray]], Any]]:
+    def lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Callable[[list[np.ndarray]], Any], list[np.ndarray]]:
         lowered = self.jitted.lower(*args, **kwargs)
-        hlo = lowered.compiler_ir("hlo").as_hlo_text()
+        # In full: arrays the function closes over are constants, elided as {...} otherwise.
+        hlo = lowered.compiler_ir("hlo").as_hlo_text(print_large_constants=True)
         out_tree = lowered.out_tree
-        return hlo, lambda outs: self.jax.tree_util.tree_unflatten(out_tree, outs)
+        return hlo, lambda outs: self.jax.tree_util.tree_unflatten(out_tree, outs), []
 
 
 class _TfFrontend:
@@ -123,11 +125,19 @@ class _TfFrontend:
         )
         return key, leaves
 
-    def lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Callable[[list[np.ndarray]], Any]]:
+    def lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Callable[[list[np.ndarray]], Any], list[np.ndarray]]:
         tf = self.tf
         hlo = self.tf_fn.experimental_get_compiler_ir(*args)(stage="hlo")
-        structure = self.tf_fn.get_concrete_function(*args).structured_outputs
-        return hlo, lambda outs: tf.nest.pack_sequence_as(structure, outs)
+        concrete = self.tf_fn.get_concrete_function(*args)
+        structure = concrete.structured_outputs
+        # Tensors the function closes over are trailing HLO parameters; their values are
+        # fixed at trace time. A tf.Variable (a resource handle) would change: refused.
+        captured = []
+        for c in concrete.captured_inputs:
+            if c.dtype == tf.resource:
+                raise ArgumentError("kiln.tf_function: functions that capture a tf.Variable are not supported")
+            captured.append(c.numpy())
+        return hlo, lambda outs: tf.nest.pack_sequence_as(structure, outs), captured
 
 
 class JitFunction:
@@ -167,17 +177,20 @@ class JitFunction:
     def _new_trace(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Trace:
         name = getattr(self._frontend.fn, "__name__", type(self._frontend.fn).__name__)
         try:
-            hlo, unflatten = self._frontend.lower(args, kwargs)
+            hlo, unflatten, captured = self._frontend.lower(args, kwargs)
+        except ArgumentError:
+            raise
         except Exception as e:  # the framework's own error, kept as the cause
             raise LoweringError(
                 f"{self._frontend.name} could not lower {name!r} to HLO: {type(e).__name__}: {e}"
             ) from e
         program = _kiln.Program(self.session, hlo, f"<{name}>")
         dtypes = [np.dtype(d) for d, _ in program.params]
-        return _Trace(program, dtypes, unflatten, hlo)
+        return _Trace(program, dtypes, unflatten, hlo, captured)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         trace, leaves = self._trace(args, kwargs)
+        leaves = leaves + trace.captured
         if len(leaves) != len(trace.param_dtypes):
             raise ArgumentError(
                 f"the traced program takes {len(trace.param_dtypes)} arrays but the call has "

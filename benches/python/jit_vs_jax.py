@@ -97,7 +97,7 @@ def main():
     ap.add_argument("--reps", type=int, default=30)
     a = ap.parse_args()
     print(f"jax {jax.__version__} ({jax.devices()[0].platform}), kiln {kiln.__version__}; median of {a.reps} calls\n")
-    print("| function | first call: jax.jit | kiln.jit | per call: jax.jit | kiln.jit | kiln / jax |")
+    print("| function | first call: jax.jit | kiln.jit | per call: jax.jit | kiln.jit | per call, kiln / jax |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, fn, args in workloads():
         jf, jc = timed(jax.jit(fn), args, a.reps)

@@ -281,6 +281,39 @@ mod tests {
     }
 
     #[test]
+    fn index_loads_read_integer_buffers_the_kernel_does_not_store() {
+        let p = program(
+            "func @f(%t: f32[9,4], %i: i32[5]) -> f32[5,4] {
+  %y = gather %t, %i, offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=1, slice_sizes=[1,4] : f32[5,4]
+  return %y
+}",
+        );
+        verify_program(&p).unwrap();
+        let with_index = |buf: BufRef, lo: i64, hi: i64| {
+            let mut q = p.clone();
+            q.kernels[0].nodes[0].kind = NodeKind::Load {
+                buf: BufRef::Input(0),
+                offset: IExpr::Load {
+                    buf,
+                    at: Box::new(IExpr::Var(0)),
+                    lo,
+                    hi,
+                },
+            };
+            verify_program(&q).map_err(|e| e.reason)
+        };
+        assert_eq!(with_index(BufRef::Input(1), 0, 8), Ok(()));
+        let float = with_index(BufRef::Input(0), 0, 8).unwrap_err();
+        assert!(float.contains("dtype f32"), "{float}");
+        let stored = with_index(BufRef::Output(0), 0, 8).unwrap_err();
+        assert!(stored.contains("not an input"), "{stored}");
+        let missing = with_index(BufRef::Input(7), 0, 8).unwrap_err();
+        assert!(missing.contains("Input(7)"), "{missing}");
+        let empty = with_index(BufRef::Input(1), 3, 2).unwrap_err();
+        assert!(empty.contains("[3, 2]"), "{empty}");
+    }
+
+    #[test]
     fn malformed_kernels_are_refused() {
         let p = program(DOT_OF_BROADCAST);
         let mut q = p.clone();

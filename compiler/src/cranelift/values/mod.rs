@@ -335,7 +335,9 @@ impl<'a> ValueEmitter<'a> {
                 let at = self.iexpr(b, at, vars)?;
                 let off = b.ins().imul_imm_s(at, i64::from(st.bytes()));
                 let addr = b.ins().iadd(self.base(*buf)?, off);
-                let x = b.ins().load(st, flags(), addr, 0);
+                // Nothing writes an index buffer while a kernel runs (verified): readonly
+                // lets Cranelift share one load among the addresses that use it.
+                let x = b.ins().load(st, flags().with_readonly(), addr, 0);
                 let x = match dt {
                     DType::I32 => b.ins().sextend(types::I64, x),
                     DType::U32 => b.ins().uextend(types::I64, x),

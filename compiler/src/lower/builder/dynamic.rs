@@ -173,8 +173,8 @@ impl KernelBuilder<'_> {
             at
         };
         let mut sub = Vec::with_capacity(shape.len());
-        for k in 0..shape.len() {
-            let hi = (shape[k] - d.slice_sizes[k]) as i64;
+        for (k, (&n, &size)) in shape.iter().zip(&d.slice_sizes).enumerate() {
+            let hi = (n - size) as i64;
             let start = if let Some(j) = d.start_index_map.iter().position(|&m| m == k) {
                 self.start_index(ind, entry(j), hi)?
             } else if let Some(i) = d.operand_batching_dims.iter().position(|&m| m == k) {

@@ -2,7 +2,7 @@
 //! valid graph whose clusters respect the size limits and scopes, and the interpreter gives
 //! bit-identical results before and after.
 
-use kiln_compiler::passes::mark_for_compilation::{plan, FUSIBLE};
+use kiln_compiler::passes::mark_for_compilation::{fusible, plan};
 use kiln_compiler::{run_pipeline, Options};
 use kiln_flags::{AutoJit, Flags};
 use kiln_ir::{
@@ -199,7 +199,7 @@ proptest! {
             if flags.auto_jit == AutoJit::Fusible {
                 for &i in &c.insts {
                     let inst = &original.insts[i];
-                    prop_assert!(inst.scope.is_some() || FUSIBLE.contains(&inst.op.category()));
+                    prop_assert!(inst.scope.is_some() || fusible(&inst.op));
                 }
             }
             if matches!(flags.auto_jit, AutoJit::Off) {

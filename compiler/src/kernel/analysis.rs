@@ -38,6 +38,17 @@ pub fn index_expr(k: &NodeKind) -> Option<&IExpr> {
     }
 }
 
+/// [`index_expr`], to rewrite it in place.
+pub fn index_expr_mut(k: &mut NodeKind) -> Option<&mut IExpr> {
+    match k {
+        NodeKind::Load { offset: e, .. }
+        | NodeKind::Index(e)
+        | NodeKind::InRange { e, .. }
+        | NodeKind::Random { index: e, .. } => Some(e),
+        _ => None,
+    }
+}
+
 /// Per node: whether `roots` use it, directly or through other nodes (a root uses itself).
 pub fn used_by(nodes: &[Node], roots: &[NodeId]) -> Vec<bool> {
     let mut used = vec![false; nodes.len()];
@@ -61,9 +72,11 @@ pub fn uses_var(e: &IExpr, var: &dyn Fn(usize) -> bool) -> bool {
         IExpr::Var(v) => var(*v),
         IExpr::Const(_) => false,
         IExpr::Add(a, b) => uses_var(a, var) || uses_var(b, var),
-        IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-            uses_var(a, var)
-        }
+        IExpr::Mul(a, _)
+        | IExpr::Div(a, _)
+        | IExpr::Rem(a, _)
+        | IExpr::Clamp(a, _, _)
+        | IExpr::Load { at: a, .. } => uses_var(a, var),
     }
 }
 
@@ -109,7 +122,8 @@ pub struct Affine {
 impl Affine {
     /// `e` as an affine expression over variables `0..nvars`, if it is one: `None` when it
     /// uses a variable `≥ nvars`, divides, takes a remainder of or clamps a variable, or
-    /// overflows `i64`. (Division, remainder and clamp of constants fold.)
+    /// overflows `i64`, or reads a data-dependent position ([`IExpr::Load`]). (Division,
+    /// remainder and clamp of constants fold.)
     pub fn of(e: &IExpr, nvars: usize) -> Option<Affine> {
         Some(match e {
             IExpr::Var(v) => {
@@ -148,6 +162,8 @@ impl Affine {
             IExpr::Clamp(a, lo, hi) => {
                 Affine::constant(nvars, Affine::of_const(a)?.clamp(*lo, *hi))
             }
+            // Run-time data: no constant, whatever its offset.
+            IExpr::Load { .. } => return None,
         })
     }
 
@@ -222,6 +238,7 @@ pub fn kernel_buffers(p: &Program, k: &Kernel) -> Vec<BufRef> {
             bufs.push(buf);
         }
     }
+    bufs.extend(k.index_loads().into_iter().map(|(b, _)| b));
     bufs.sort_by_key(|&b| buffer_slot(p, b));
     bufs.dedup();
     bufs

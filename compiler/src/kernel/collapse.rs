@@ -65,19 +65,55 @@ fn collapsed(p: &Program, len: usize) -> Option<Vec<Kernel>> {
 /// `e` over the collapsed variables (variable 0 the row-major position of the first `len`,
 /// whose `strides` are given; variable `v ≥ len` becomes `v - len + 1`), when `e` is
 /// `c · position + (terms without them)`.
+///
+/// A data-dependent position ([`IExpr::Load`], an embedding row's id) is collapsed on its
+/// own offset; around it, `e` must collapse with the load taken as a constant.
 pub(super) fn collapse_expr(e: &IExpr, len: usize, strides: &[usize]) -> Option<IExpr> {
-    let c = e.coefficient(len - 1)?;
+    let opaque = with_loads(e, &IExpr::Var, &|_| Some(IExpr::Const(0)))?;
+    let c = opaque.coefficient(len - 1)?;
     for (v, &s) in strides.iter().enumerate() {
-        if e.coefficient(v)? != c.checked_mul(i64::try_from(s).ok()?)? {
+        if opaque.coefficient(v)? != c.checked_mul(i64::try_from(s).ok()?)? {
             return None;
         }
     }
     // The terms without the collapsed variables, the others renumbered.
-    let rest = map_vars(e, &|v| match v {
-        v if v < len => IExpr::Const(0),
-        v => IExpr::Var(v - (len - 1)),
-    });
+    let rest = with_loads(
+        e,
+        &|v| match v {
+            v if v < len => IExpr::Const(0),
+            v => IExpr::Var(v - (len - 1)),
+        },
+        &|l| match l {
+            IExpr::Load { buf, at, lo, hi } => Some(IExpr::Load {
+                buf: *buf,
+                at: Box::new(collapse_expr(at, len, strides)?),
+                lo: *lo,
+                hi: *hi,
+            }),
+            _ => None,
+        },
+    )?;
     Some(IExpr::sum(IExpr::scaled(IExpr::Var(0), c), rest))
+}
+
+/// `e` with every variable `v` outside loads replaced by `var(v)` and every
+/// [`IExpr::Load`] by `load(it)`; `None` when `load` refuses one.
+fn with_loads(
+    e: &IExpr,
+    var: &dyn Fn(usize) -> IExpr,
+    load: &dyn Fn(&IExpr) -> Option<IExpr>,
+) -> Option<IExpr> {
+    let r = |a: &IExpr| with_loads(a, var, load);
+    Some(match e {
+        IExpr::Var(w) => var(*w),
+        IExpr::Const(_) => e.clone(),
+        IExpr::Add(a, b) => IExpr::sum(r(a)?, r(b)?),
+        IExpr::Mul(a, c) => IExpr::scaled(r(a)?, *c),
+        IExpr::Div(a, c) => IExpr::quot(r(a)?, *c),
+        IExpr::Rem(a, c) => IExpr::modulo(r(a)?, *c),
+        IExpr::Clamp(a, lo, hi) => IExpr::clamp(r(a)?, *lo, *hi),
+        IExpr::Load { .. } => load(e)?,
+    })
 }
 
 /// `k` looping over its points in one dimension: its row-major position `i0`. Index
@@ -123,5 +159,48 @@ fn remapped(k: &Kernel, space: Vec<usize>, expr: &dyn Fn(&IExpr) -> IExpr) -> Ke
             .collect(),
         reduce: k.reduce.clone(),
         stores: k.stores.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::BufRef;
+
+    fn load(at: IExpr) -> IExpr {
+        IExpr::Load {
+            buf: BufRef::Input(1),
+            at: Box::new(at),
+            lo: 0,
+            hi: 9,
+        }
+    }
+
+    fn var(v: usize) -> IExpr {
+        IExpr::Var(v)
+    }
+
+    /// An embedding row over `[4, 6, 16]` (ids `[4, 6]`): the id's offset collapses with
+    /// the rows, and the column is renumbered; ids read transposed do not collapse.
+    #[test]
+    fn index_loads_collapse_on_their_own_offsets() {
+        let row = |at: IExpr| IExpr::sum(IExpr::scaled(load(at), 16), var(2));
+        let ids = IExpr::sum(IExpr::scaled(var(0), 6), var(1));
+        assert_eq!(
+            collapse_expr(&row(ids), 2, &[6, 1]),
+            Some(IExpr::sum(IExpr::scaled(load(var(0)), 16), var(1)))
+        );
+        let transposed = IExpr::sum(IExpr::scaled(var(1), 4), var(0));
+        assert_eq!(collapse_expr(&row(transposed), 2, &[6, 1]), None);
+        // Beside the position outside it, a load collapses too; one whose offset reads the
+        // first variable alone (not through the position) refuses the whole expression.
+        let pos = IExpr::sum(IExpr::scaled(var(0), 6), var(1));
+        let both = IExpr::sum(pos.clone(), load(pos));
+        assert_eq!(
+            collapse_expr(&both, 2, &[6, 1]),
+            Some(IExpr::sum(var(0), load(var(0))))
+        );
+        let first_only = IExpr::sum(IExpr::scaled(var(0), 6), IExpr::sum(var(1), load(var(0))));
+        assert_eq!(collapse_expr(&first_only, 2, &[6, 1]), None);
     }
 }

@@ -38,7 +38,15 @@ fn fuse_pair(p: &mut Program, i: usize) -> bool {
         kern.nodes
             .iter()
             .any(|n| matches!(&n.kind, NodeKind::Load { buf, .. } if *buf == b))
+            || kern.index_loads().iter().any(|(x, _)| *x == b)
     };
+    // A data-dependent position into what the reduction stores reads other points.
+    if k.index_loads()
+        .iter()
+        .any(|(b, _)| stored.iter().any(|(s, _)| s == b))
+    {
+        return false;
+    }
     // What the epilogue reads of the reduction kernel's stores: scratch, at its own point.
     let mut forward: Vec<Option<NodeId>> = vec![None; k.nodes.len()];
     for (n, node) in k.nodes.iter().enumerate() {
@@ -107,6 +115,9 @@ fn prune_temps(p: &mut Program) {
                 mark(buf);
             }
         }
+        for (buf, _) in k.index_loads() {
+            mark(buf);
+        }
     }
     for d in &p.dots {
         mark(d.lhs);
@@ -138,6 +149,9 @@ fn prune_temps(p: &mut Program) {
         for n in &mut k.nodes {
             if let NodeKind::Load { buf, .. } = &mut n.kind {
                 *buf = remap(*buf).expect("a loaded buffer is read");
+            }
+            if let Some(e) = super::analysis::index_expr_mut(&mut n.kind) {
+                e.for_each_load_buf(&mut |b| *b = remap(*b).expect("an index buffer is read"));
             }
         }
     }

@@ -75,6 +75,22 @@ pub enum IExpr {
     Rem(Box<IExpr>, i64),
     /// Clamped into `[lo, hi]` (keeps the unselected arm of a concat/pad load in bounds).
     Clamp(Box<IExpr>, i64, i64),
+    /// A data-dependent position: the integer element of `buf` (`i32`, `i64` or `u32`) at
+    /// element offset `at`, widened to `i64` (`u32` without sign) and clamped into
+    /// `[lo, hi]` — a `gather`'s or `dynamic_slice`'s start index, clamped as XLA clamps
+    /// starts, so every address formed with it stays in bounds whatever the data. `buf` is
+    /// an input, a constant or a scratch buffer an earlier kernel wrote, never one the
+    /// kernel itself stores (`verify_program` checks it). Printed `load(BUF[at], lo, hi)`.
+    Load {
+        /// The buffer of indices.
+        buf: BufRef,
+        /// Element offset of the index in `buf`.
+        at: Box<IExpr>,
+        /// Inclusive lower bound of the result.
+        lo: i64,
+        /// Inclusive upper bound of the result.
+        hi: i64,
+    },
 }
 
 impl IExpr {
@@ -167,6 +183,7 @@ impl IExpr {
             IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
                 a.size()
             }
+            IExpr::Load { at, .. } => at.size(),
         }
     }
 
@@ -179,22 +196,73 @@ impl IExpr {
             IExpr::Const(_) => Some(0),
             IExpr::Add(a, b) => Some(a.coefficient(v)? + b.coefficient(v)?),
             IExpr::Mul(a, c) => Some(a.coefficient(v)? * c),
-            IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-                (a.coefficient(v)? == 0).then_some(0)
+            IExpr::Div(a, _)
+            | IExpr::Rem(a, _)
+            | IExpr::Clamp(a, _, _)
+            | IExpr::Load { at: a, .. } => (a.coefficient(v)? == 0).then_some(0),
+        }
+    }
+
+    /// The value at the given variable values (for tests and the reference evaluator), with
+    /// `load(buf, offset)` the raw integer element a [`IExpr::Load`] reads.
+    pub fn eval_with(&self, vars: &[i64], load: &dyn Fn(BufRef, i64) -> i64) -> i64 {
+        let e = |a: &IExpr| a.eval_with(vars, load);
+        match self {
+            IExpr::Var(v) => vars[*v],
+            IExpr::Const(c) => *c,
+            IExpr::Add(a, b) => e(a) + e(b),
+            IExpr::Mul(a, c) => e(a) * c,
+            IExpr::Div(a, c) => e(a) / c,
+            IExpr::Rem(a, c) => e(a) % c,
+            IExpr::Clamp(a, lo, hi) => e(a).clamp(*lo, *hi),
+            IExpr::Load { buf, at, lo, hi } => load(*buf, e(at)).clamp(*lo, *hi),
+        }
+    }
+
+    /// [`IExpr::eval_with`] for an expression without loads (a load reads as 0).
+    pub fn eval(&self, vars: &[i64]) -> i64 {
+        self.eval_with(vars, &|_, _| 0)
+    }
+
+    /// Every [`IExpr::Load`] in `self` (outermost first): its buffer and offset.
+    pub fn loads(&self) -> Vec<(BufRef, &IExpr)> {
+        let mut out = Vec::new();
+        self.collect_loads(&mut out);
+        out
+    }
+
+    /// Calls `f` on the buffer of every [`IExpr::Load`] in `self` (to renumber buffers).
+    pub fn for_each_load_buf(&mut self, f: &mut dyn FnMut(&mut BufRef)) {
+        match self {
+            IExpr::Var(_) | IExpr::Const(_) => {}
+            IExpr::Add(a, b) => {
+                a.for_each_load_buf(f);
+                b.for_each_load_buf(f);
+            }
+            IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
+                a.for_each_load_buf(f)
+            }
+            IExpr::Load { buf, at, .. } => {
+                f(buf);
+                at.for_each_load_buf(f);
             }
         }
     }
 
-    /// The value at the given variable values (for tests and the reference evaluator).
-    pub fn eval(&self, vars: &[i64]) -> i64 {
+    fn collect_loads<'e>(&'e self, out: &mut Vec<(BufRef, &'e IExpr)>) {
         match self {
-            IExpr::Var(v) => vars[*v],
-            IExpr::Const(c) => *c,
-            IExpr::Add(a, b) => a.eval(vars) + b.eval(vars),
-            IExpr::Mul(a, c) => a.eval(vars) * c,
-            IExpr::Div(a, c) => a.eval(vars) / c,
-            IExpr::Rem(a, c) => a.eval(vars) % c,
-            IExpr::Clamp(a, lo, hi) => a.eval(vars).clamp(*lo, *hi),
+            IExpr::Var(_) | IExpr::Const(_) => {}
+            IExpr::Add(a, b) => {
+                a.collect_loads(out);
+                b.collect_loads(out);
+            }
+            IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
+                a.collect_loads(out)
+            }
+            IExpr::Load { buf, at, .. } => {
+                out.push((*buf, at));
+                at.collect_loads(out);
+            }
         }
     }
 }
@@ -323,6 +391,16 @@ impl Kernel {
     /// Number of kept iteration points.
     pub fn points(&self) -> usize {
         self.space.iter().product()
+    }
+
+    /// The buffers and offsets of every data-dependent position ([`IExpr::Load`]) in the
+    /// kernel's index expressions.
+    pub fn index_loads(&self) -> Vec<(BufRef, &IExpr)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| analysis::index_expr(&n.kind))
+            .flat_map(IExpr::loads)
+            .collect()
     }
 
     /// Whether any node draws random numbers.
@@ -457,6 +535,13 @@ pub fn row_fusion(p: &Program) -> Option<usize> {
         return None;
     }
     for k in &p.kernels {
+        // A data-dependent position may read any row of a scratch buffer.
+        if k.index_loads()
+            .iter()
+            .any(|(b, _)| matches!(b, BufRef::Temp(_)))
+        {
+            return None;
+        }
         for n in &k.nodes {
             if let NodeKind::Load {
                 buf: BufRef::Temp(t),
@@ -520,6 +605,7 @@ fn range(e: &IExpr, k: &Kernel) -> Option<(i64, i64)> {
             let (x, y) = range(a, k)?;
             (x.clamp(*lo, *hi), y.clamp(*lo, *hi))
         }
+        IExpr::Load { lo, hi, .. } => (*lo, *hi),
     })
 }
 

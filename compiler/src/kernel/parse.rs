@@ -21,7 +21,8 @@
 //! }
 //! ```
 //! Buffers are `inI outI tmpI constI`; an `IEXPR` is `iV`, an integer, `(a + b)`,
-//! `clamp(a, lo, hi)`, each followed by any of `*c`, `/c`, `%c`. A `dot` or `conv` runs
+//! `clamp(a, lo, hi)`, `load(BUF[IEXPR], lo, hi)` (a data-dependent position), each followed
+//! by any of `*c`, `/c`, `%c`. A `dot` or `conv` runs
 //! before the kernel that follows it.
 //!
 //! The derived lines the printer adds (`row-fused over N rows`, `tmpT shares outO`) are
@@ -630,7 +631,8 @@ impl<'a> Cursor<'a> {
     }
 
     /// An index expression as the printer writes it: an atom (`iN`, an integer,
-    /// `(a + b)`, `clamp(a, lo, hi)`) followed by any of `*c`, `/c`, `%c`.
+    /// `(a + b)`, `clamp(a, lo, hi)`, `load(BUF[a], lo, hi)`) followed by any of `*c`, `/c`,
+    /// `%c`.
     fn iexpr(&mut self) -> PResult<IExpr> {
         self.skip_ws();
         let mut e = if self.eat("(") {
@@ -648,6 +650,23 @@ impl<'a> Cursor<'a> {
             let hi = self.int()?;
             self.expect(")")?;
             IExpr::Clamp(Box::new(a), lo, hi)
+        } else if self.rest().starts_with("load(") {
+            self.pos += "load(".len();
+            let buf = self.buf()?;
+            self.expect("[")?;
+            let at = self.iexpr()?;
+            self.expect("]")?;
+            self.expect(",")?;
+            let lo = self.int()?;
+            self.expect(",")?;
+            let hi = self.int()?;
+            self.expect(")")?;
+            IExpr::Load {
+                buf,
+                at: Box::new(at),
+                lo,
+                hi,
+            }
         } else if self.rest().starts_with('i') {
             IExpr::Var(self.var()?)
         } else if self

@@ -111,6 +111,9 @@ fn iexpr(e: &IExpr) -> String {
         IExpr::Div(a, c) => format!("{}/{c}", iexpr(a)),
         IExpr::Rem(a, c) => format!("{}%{c}", iexpr(a)),
         IExpr::Clamp(a, lo, hi) => format!("clamp({}, {lo}, {hi})", iexpr(a)),
+        IExpr::Load { buf: b, at, lo, hi } => {
+            format!("load({}[{}], {lo}, {hi})", buf(*b), iexpr(at))
+        }
     }
 }
 

@@ -86,12 +86,19 @@ fn stores(k: &Kernel, b: BufRef) -> usize {
 }
 
 /// The offsets at which `k` loads `b`.
+/// (A data-dependent position into `b`, [`IExpr::Load`], counts with its own offset, never
+/// the point's position: it reads another point's element.)
 fn loads(k: &Kernel, b: BufRef) -> impl Iterator<Item = &IExpr> {
-    k.nodes.iter().filter_map(move |n| match &n.kind {
+    let direct = k.nodes.iter().filter_map(move |n| match &n.kind {
         NodeKind::Load { buf, offset } if *buf == b => Some(offset),
         _ => None,
-    })
+    });
+    let data = k.index_loads().into_iter().filter(move |(x, _)| *x == b);
+    direct.chain(data.map(|_| &NOT_A_POSITION))
 }
+
+/// An offset that is never a point's position (a data-dependent read).
+static NOT_A_POSITION: IExpr = IExpr::Const(-1);
 
 #[cfg(test)]
 mod tests {

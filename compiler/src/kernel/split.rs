@@ -226,6 +226,12 @@ pub(super) fn map_vars(e: &IExpr, var: &dyn Fn(usize) -> IExpr) -> IExpr {
         IExpr::Div(a, c) => IExpr::quot(r(a), *c),
         IExpr::Rem(a, c) => IExpr::modulo(r(a), *c),
         IExpr::Clamp(a, lo, hi) => IExpr::clamp(r(a), *lo, *hi),
+        IExpr::Load { buf, at, lo, hi } => IExpr::Load {
+            buf: *buf,
+            at: Box::new(r(at)),
+            lo: *lo,
+            hi: *hi,
+        },
     }
 }
 

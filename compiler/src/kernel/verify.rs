@@ -15,6 +15,8 @@
 //!   reduction's value a node, [`NodeKind::ReduceResult`] only in a kernel that reduces;
 //! - index expressions use only the kernel's loop variables (and the sequence variable
 //!   `Var(space.len())` only inside a reduction);
+//! - a data-dependent position ([`IExpr::Load`]) reads an `i32`, `i64` or `u32` input,
+//!   constant or scratch buffer that its kernel does not store, with `lo <= hi`;
 //! - in run order (random fills, then each kernel preceded by the dots placed before it),
 //!   every scratch buffer is written before anything reads it: by an earlier kernel, or by
 //!   a dot that ran earlier; a dot writes a scratch buffer and runs at a position no
@@ -97,14 +99,18 @@ pub fn verify_program(p: &Program) -> Result<(), VerifyError> {
             break;
         };
         verify_kernel(k, &exists).map_err(|e| error(&k.name, e))?;
-        for n in &k.nodes {
-            if let NodeKind::Load { buf, .. } = n.kind {
-                if !ready(buf, &written) {
-                    return Err(error(
-                        &k.name,
-                        format!("reads {buf:?} before anything writes it"),
-                    ));
-                }
+        verify_index_loads(p, k, &exists).map_err(|e| error(&k.name, e))?;
+        let node_loads = k.nodes.iter().filter_map(|n| match n.kind {
+            NodeKind::Load { buf, .. } => Some(buf),
+            _ => None,
+        });
+        let index_loads = k.index_loads().into_iter().map(|(b, _)| b);
+        for buf in node_loads.chain(index_loads) {
+            if !ready(buf, &written) {
+                return Err(error(
+                    &k.name,
+                    format!("reads {buf:?} before anything writes it"),
+                ));
             }
         }
         for s in &k.stores {
@@ -114,6 +120,66 @@ pub fn verify_program(p: &Program) -> Result<(), VerifyError> {
         }
     }
     Ok(())
+}
+
+/// The data-dependent positions of `k`: integer buffers that exist, are read only here
+/// (inputs, constants, scratch written before), and clamp bounds in order.
+fn verify_index_loads(
+    p: &Program,
+    k: &Kernel,
+    exists: &dyn Fn(BufRef) -> bool,
+) -> Result<(), String> {
+    for n in &k.nodes {
+        if let Some(e) = super::analysis::index_expr(&n.kind) {
+            verify_loads_in(p, k, e, exists)?;
+        }
+    }
+    Ok(())
+}
+
+fn verify_loads_in(
+    p: &Program,
+    k: &Kernel,
+    e: &IExpr,
+    exists: &dyn Fn(BufRef) -> bool,
+) -> Result<(), String> {
+    match e {
+        IExpr::Var(_) | IExpr::Const(_) => Ok(()),
+        IExpr::Add(a, b) => {
+            verify_loads_in(p, k, a, exists)?;
+            verify_loads_in(p, k, b, exists)
+        }
+        IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
+            verify_loads_in(p, k, a, exists)
+        }
+        IExpr::Load { buf, at, lo, hi } => {
+            if !exists(*buf) || matches!(buf, BufRef::Output(_)) {
+                return Err(format!(
+                    "an index load from {buf:?}, which is not an input, constant or scratch buffer"
+                ));
+            }
+            let dt = super::buf_dtype(p, *buf);
+            if !matches!(
+                dt,
+                kiln_ir::DType::I32 | kiln_ir::DType::I64 | kiln_ir::DType::U32
+            ) {
+                return Err(format!(
+                    "an index load from {buf:?} of dtype {dt} (i32, i64 or u32 only)"
+                ));
+            }
+            if k.stores.iter().any(|s| s.buf == *buf) {
+                return Err(format!(
+                    "an index load from {buf:?}, which the kernel stores"
+                ));
+            }
+            if lo > hi {
+                return Err(format!(
+                    "an index load from {buf:?} clamped into [{lo}, {hi}]"
+                ));
+            }
+            verify_loads_in(p, k, at, exists)
+        }
+    }
 }
 
 /// The checks local to one kernel.
@@ -161,9 +227,11 @@ fn max_var(e: &IExpr) -> Option<usize> {
         IExpr::Var(v) => Some(*v),
         IExpr::Const(_) => None,
         IExpr::Add(a, b) => max_var(a).max(max_var(b)),
-        IExpr::Mul(a, _) | IExpr::Div(a, _) | IExpr::Rem(a, _) | IExpr::Clamp(a, _, _) => {
-            max_var(a)
-        }
+        IExpr::Mul(a, _)
+        | IExpr::Div(a, _)
+        | IExpr::Rem(a, _)
+        | IExpr::Clamp(a, _, _)
+        | IExpr::Load { at: a, .. } => max_var(a),
     }
 }
 
@@ -210,6 +278,39 @@ mod tests {
         // Removing a kernel after the dot moves nothing before it.
         p.replace_kernels(2..3, vec![]);
         assert_eq!(p.dots[0].before, 1);
+    }
+
+    #[test]
+    fn index_loads_read_integer_buffers_the_kernel_does_not_store() {
+        let p = program(
+            "func @f(%t: f32[9,4], %i: i32[5]) -> f32[5,4] {
+  %y = gather %t, %i, offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], index_vector_dim=1, slice_sizes=[1,4] : f32[5,4]
+  return %y
+}",
+        );
+        verify_program(&p).unwrap();
+        let with_index = |buf: BufRef, lo: i64, hi: i64| {
+            let mut q = p.clone();
+            q.kernels[0].nodes[0].kind = NodeKind::Load {
+                buf: BufRef::Input(0),
+                offset: IExpr::Load {
+                    buf,
+                    at: Box::new(IExpr::Var(0)),
+                    lo,
+                    hi,
+                },
+            };
+            verify_program(&q).map_err(|e| e.reason)
+        };
+        assert_eq!(with_index(BufRef::Input(1), 0, 8), Ok(()));
+        let float = with_index(BufRef::Input(0), 0, 8).unwrap_err();
+        assert!(float.contains("dtype f32"), "{float}");
+        let stored = with_index(BufRef::Output(0), 0, 8).unwrap_err();
+        assert!(stored.contains("not an input"), "{stored}");
+        let missing = with_index(BufRef::Input(7), 0, 8).unwrap_err();
+        assert!(missing.contains("Input(7)"), "{missing}");
+        let empty = with_index(BufRef::Input(1), 3, 2).unwrap_err();
+        assert!(empty.contains("[3, 2]"), "{empty}");
     }
 
     #[test]

@@ -10,8 +10,11 @@ use super::space::{kept_index, nontrivial};
 use super::stack::{RED_ZONE, STACK_SEGMENT};
 use crate::kernel::analysis::{loop_variant, row_major as linearize, RandomNodes};
 use crate::kernel::{BufRef, IExpr, Kernel, Node, NodeId, NodeKind, Program, Store};
-use kiln_ir::{row_major_strides, BinaryOp, DType, Func, Op, TensorType, Value, ValueDef};
+use kiln_ir::{row_major_strides, DType, Func, Op, TensorType, Value, ValueDef};
 use std::collections::HashMap;
+
+mod dynamic;
+mod movement;
 
 /// The most nodes the index expressions of one `value_at` request may have before the
 /// value is computed into a scratch buffer instead of being inlined. Each reshape between
@@ -190,7 +193,15 @@ impl<'a> KernelBuilder<'a> {
                 self.value_at(arg(0), &sub)?
             }
             Op::Concat { axis } => self.concat_at(inst, *axis, idx, dt)?,
-            Op::Pad { low, .. } => self.pad_at(inst, low, idx, dt)?,
+            Op::Pad { low, .. } => {
+                let low: Vec<i64> = low.iter().map(|&l| l as i64).collect();
+                self.pad_at(inst, &low, &vec![0; low.len()], idx, dt)?
+            }
+            Op::PadGeneral { low, interior, .. } => self.pad_at(inst, low, interior, idx, dt)?,
+            Op::Reverse { dims } => self.reverse_at(inst, dims, idx)?,
+            Op::DynamicSlice { sizes } => self.dynamic_slice_at(inst, sizes, idx)?,
+            Op::DynamicUpdateSlice => self.dynamic_update_slice_at(inst, idx, dt)?,
+            Op::Gather(d) => self.gather_at(inst, d, idx)?,
             Op::Random { dist, alg } => {
                 // The seed's elements, at constant positions: loop-invariant nodes.
                 let n = arg_shape(0).first().copied().unwrap_or(0);
@@ -220,12 +231,7 @@ impl<'a> KernelBuilder<'a> {
             Op::Reduce { .. } | Op::DotGeneral(_) | Op::Convolution(_) | Op::Cluster(_) => {
                 return unsupported(format!("{} inside a fused expression", inst.op.name()))
             }
-            Op::Reverse { .. }
-            | Op::DynamicSlice { .. }
-            | Op::DynamicUpdateSlice
-            | Op::PadGeneral { .. }
-            | Op::Gather(_)
-            | Op::Scatter { .. }
+            Op::Scatter { .. }
             | Op::ReduceWindow { .. }
             | Op::SelectAndScatter { .. }
             | Op::While(_)
@@ -285,48 +291,6 @@ impl<'a> KernelBuilder<'a> {
         // Every operand empty along `axis`: so is the result, and no point of any kernel
         // reads it (a reduction over it has an empty sequence); any value stands in.
         Ok(acc.unwrap_or_else(|| self.node(NodeKind::Const(0), dt)))
-    }
-
-    fn pad_at(
-        &mut self,
-        inst: &kiln_ir::Inst,
-        low: &[usize],
-        idx: &[IExpr],
-        dt: DType,
-    ) -> Result<NodeId, LowerError> {
-        let shape = self.f.ty(inst.args[0]).shape.clone();
-        let pad = self.value_at(inst.args[1], &[])?;
-        if shape.contains(&0) {
-            return Ok(pad);
-        }
-        let mut sub = Vec::new();
-        let mut inside: Option<NodeId> = None;
-        for (d, (&n, &l)) in shape.iter().zip(low).enumerate() {
-            let (n, l) = (n as i64, l as i64);
-            sub.push(IExpr::clamp(
-                IExpr::sum(idx[d].clone(), IExpr::Const(-l)),
-                0,
-                n - 1,
-            ));
-            let e = idx[d].clone();
-            let p = self.node(
-                NodeKind::InRange {
-                    e,
-                    lo: l,
-                    hi: l + n,
-                },
-                DType::Bool,
-            );
-            inside = Some(match inside {
-                None => p,
-                Some(q) => self.node(NodeKind::Binary(BinaryOp::And, q, p), DType::Bool),
-            });
-        }
-        let val = self.value_at(inst.args[0], &sub)?;
-        Ok(match inside {
-            None => val,
-            Some(p) => self.node(NodeKind::Select(p, val, pad), dt),
-        })
     }
 }
 

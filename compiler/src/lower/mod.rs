@@ -396,8 +396,8 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
 
 /// Why instruction `inst` of `f` has no compiled code yet, if it has none: an operand or
 /// result of a dtype the backends do not compile ([`kiln_ir::DType::has_compiled_code`]:
-/// `u8`, `u64`, …), the data-movement ops XLA defines (`reverse`, `dynamic_slice`,
-/// `gather`, …), the windowed ones (`reduce_window`, `select_and_scatter`, integer
+/// `u8`, `u64`, …), the data-movement ops without an index map yet (`scatter`,
+/// `sort`), the windowed ones (`reduce_window`, `select_and_scatter`, integer
 /// `convolution`; a float one is a [`DotCall`]), control flow, and the elementwise ops
 /// [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on the interpreter
 /// until the backends gain them. `mark_for_compilation` keeps them out of clusters with

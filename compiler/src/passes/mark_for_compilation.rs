@@ -4,8 +4,9 @@
 //! 1. **Candidates**, in instruction order while `--tf_xla_clustering_fuel` lasts: ops with a
 //!    manual `jit_scope` (unless `--tf_xla_auto_jit=-1`), plus, when auto-clustering is on,
 //!    ops whose category is auto-clusterable (`fusible` mode: pointwise, reduction, shape,
-//!    seeded random ops and constants only — no `dot_general`). Ops with no compiled code yet
-//!    (`crate::lower::no_compiled_code`: `reverse`, `gather`, `u8` operands, …) are never candidates, even
+//!    seeded random ops, constants and `reverse`/`pad`/`gather`/`dynamic_slice` only — no
+//!    `dot_general`). Ops with no compiled code yet (`crate::lower::no_compiled_code`:
+//!    `scatter`, `sort`, `u8` operands, …) are never candidates, even
 //!    in a manual scope; each is logged as a refusal and runs on the interpreter.
 //! 2. **Edge contraction in post order** over a cycle-detection graph (one node per cluster):
 //!    a merge is refused — with the reason recorded — when both sides have different manual
@@ -46,7 +47,28 @@ pub const AUTO_CLUSTERABLE: &[OpCategory] = &[
 /// contraction step beside `dot_general`, `lower`'s `DotCall`). Neither is in [`FUSIBLE`]:
 /// XLA does not count convolution or dot as fusible.
 pub fn auto_clusterable(op: &Op) -> bool {
-    AUTO_CLUSTERABLE.contains(&op.category()) || matches!(op, Op::Convolution(_))
+    AUTO_CLUSTERABLE.contains(&op.category())
+        || matches!(op, Op::Convolution(_))
+        || compiled_movement(op)
+}
+
+/// The data-movement ops the kernel IR expresses as index maps (`reverse`, the general
+/// `pad`, `gather`, `dynamic_slice`, `dynamic_update_slice`): auto-clusterable like shape
+/// ops. Scatter and sort are not (they run on the interpreter).
+fn compiled_movement(op: &Op) -> bool {
+    op.category() == OpCategory::Movement && op.has_compiled_code(None)
+}
+
+/// Whether "XLA Lite" (`--tf_xla_auto_jit=fusible`) may take `op`: its category is in
+/// [`FUSIBLE`], or it is one of the data-movement ops XLA's fusible list names
+/// (`reverse`, `pad`, `gather`, `dynamic_slice`; TF's `MISC` and gather groups) and the
+/// backends compile. `dynamic_update_slice` is not in it (TF clusters it only at level 1+).
+pub fn fusible(op: &Op) -> bool {
+    FUSIBLE.contains(&op.category())
+        || (matches!(
+            op,
+            Op::Reverse { .. } | Op::PadGeneral { .. } | Op::Gather(_) | Op::DynamicSlice { .. }
+        ) && op.has_compiled_code(None))
 }
 
 /// Categories of "XLA Lite" (`--tf_xla_auto_jit=fusible`): no dot, no convolution. Seeded
@@ -95,14 +117,13 @@ pub fn plan(f: &Func, opts: &Options) -> Clustering {
     let mut candidates = 0;
     let mut not_clusterable = Vec::new();
     for inst in &f.insts {
-        let cat = inst.op.category();
         let wanted = match level {
             AutoJit::Off => false,
             AutoJit::ManualOnly | AutoJit::SingleGpu(_) => inst.scope.is_some(),
             AutoJit::On | AutoJit::OnAggressive => {
                 inst.scope.is_some() || auto_clusterable(&inst.op)
             }
-            AutoJit::Fusible => inst.scope.is_some() || FUSIBLE.contains(&cat),
+            AutoJit::Fusible => inst.scope.is_some() || fusible(&inst.op),
         };
         // Ops with no compiled code yet stay on the interpreter, even in a jit_scope.
         let refused = wanted

@@ -566,7 +566,9 @@ impl Op {
     }
 
     /// Whether the compiled backends have code for this op when its first operand has
-    /// dtype `operand`: not for [`OpCategory::Movement`], [`UnaryOp::INTERPRETED`],
+    /// dtype `operand`: `reverse`, the general `pad`, `gather`, `dynamic_slice` and
+    /// `dynamic_update_slice` (index maps in the kernel IR), not the rest of
+    /// [`OpCategory::Movement`] (`scatter`, `sort`), nor [`UnaryOp::INTERPRETED`],
     /// [`BinaryOp::INTERPRETED`], integer `pow`, `bitcast_convert` and total-order
     /// `compare`, which run on the interpreter. The one rule clustering and lowering ask.
     pub fn has_compiled_code(&self, operand: Option<crate::DType>) -> bool {
@@ -575,6 +577,11 @@ impl Op {
             Op::Binary(BinaryOp::Pow) => operand.is_none_or(|d| d.is_float()),
             Op::Binary(b) => !BinaryOp::INTERPRETED.contains(b),
             Op::CompareTotalOrder(_) | Op::BitcastConvert | Op::ArgReduce { .. } => false,
+            Op::Reverse { .. }
+            | Op::PadGeneral { .. }
+            | Op::DynamicSlice { .. }
+            | Op::DynamicUpdateSlice
+            | Op::Gather(_) => true,
             _ => !matches!(
                 self.category(),
                 OpCategory::Movement | OpCategory::Window | OpCategory::Control

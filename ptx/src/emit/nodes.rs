@@ -6,7 +6,7 @@ use super::state::{Emitter, R};
 use super::types::{class, mem_type};
 use crate::module::{Reg, RegClass};
 use crate::random;
-use kiln_compiler::kernel::{IExpr, NodeKind};
+use kiln_compiler::kernel::{BufRef, IExpr, NodeKind};
 use kiln_compiler::lower::{RED_ZONE, STACK_SEGMENT};
 use kiln_ir::DType;
 
@@ -251,6 +251,35 @@ impl<'a> Emitter<'a> {
                 let x = self.def(self.ic(), &min, &[&x, hi]);
                 self.def(self.ic(), &max, &[&x, lo])
             }
+            IExpr::Load { buf, at, lo, hi } => self.index_load(*buf, at, *lo, *hi, vars)?,
         })
+    }
+
+    /// A data-dependent position ([`IExpr::Load`]): the integer element of `buf` at `at`,
+    /// widened to 64 bits as its dtype says, clamped into `[lo, hi]` in 64 bits (XLA's rule
+    /// for start indices), then an index register (narrow: `[lo, hi]` fits `i32`, checked
+    /// by `schedule::narrow_indices`).
+    fn index_load(&mut self, buf: BufRef, at: &IExpr, lo: i64, hi: i64, vars: &[Reg]) -> R<Reg> {
+        let dt = self.buf_dtype(buf)?;
+        let at = self.iexpr(at, vars)?;
+        let addr = self.address(buf, at, dt)?;
+        let m = format!("[{addr}]");
+        let ld = format!("ld.{}.{}", self.space(buf), mem_type(dt));
+        let x = match dt {
+            DType::I32 | DType::U32 => {
+                let w = self.def(RegClass::B32, &ld, &[&m]);
+                let cvt = if dt == DType::I32 {
+                    "cvt.s64.s32"
+                } else {
+                    "cvt.u64.u32"
+                };
+                self.def(RegClass::B64, cvt, &[&w])
+            }
+            DType::I64 => self.def(RegClass::B64, &ld, &[&m]),
+            other => return self.malformed(format!("an index load of dtype {other}")),
+        };
+        let x = self.def(RegClass::B64, "min.s64", &[&x, &hi]);
+        let x = self.def(RegClass::B64, "max.s64", &[&x, &lo]);
+        Ok(self.narrowed(x))
     }
 }

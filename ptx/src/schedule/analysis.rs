@@ -96,6 +96,11 @@ fn iexpr_range(e: &IExpr, vars: &[(i128, i128)]) -> Option<(i128, i128)> {
             }
             (a.0.min(hi).max(lo), a.1.min(hi).max(lo))
         }
+        IExpr::Load { at, lo, hi, .. } => {
+            // The offset is index arithmetic too; the value is clamped in 64 bits first.
+            iexpr_range(at, vars)?;
+            (*lo as i128, *hi as i128)
+        }
     };
     (fits_i32(lo) && fits_i32(hi)).then_some((lo, hi))
 }

@@ -5,6 +5,7 @@ use crate::cases::{
     unary_cases,
 };
 use crate::common::programs::cluster;
+use crate::movement::movement_cases;
 use crate::ptxas_or_skip;
 use crate::random_ops::random_op_cases;
 use crate::rows::row_pattern_cases;
@@ -26,6 +27,7 @@ fn every_emitted_program_assembles_for_sm80_and_sm90() {
     sources.extend(binary_cases());
     sources.extend(convert_cases());
     sources.extend(index_map_cases());
+    sources.extend(movement_cases());
     sources.extend(reduction_cases());
     sources.extend(random_cases(150));
     sources.extend(random_op_cases().into_iter().map(|(l, s, _)| (l, s)));

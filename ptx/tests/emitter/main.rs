@@ -14,7 +14,9 @@
 //!   broadcast, transposed and unaligned operands kept scalar; index arithmetic is 32-bit
 //!   where everything fits, and the 64-bit path (kept otherwise) is checked as well.
 //!
-//! Files: `cases.rs` (the hand-written and random clusters), `semantics.rs` (their bits,
+//! Files: `cases.rs` (the hand-written and random clusters), `movement.rs` (reverse,
+//! interior pad, gather, dynamic slices: index maps with clamped index loads),
+//! `semantics.rs` (their bits,
 //! errors, launch descriptions), `random_ops.rs` (random ops and fills), `rows.rs` (row
 //! fusion), `vector.rs` (vectorised pointwise kernels, 32- and 64-bit indices, split
 //! reductions), `assemble.rs` (everything through `ptxas`).
@@ -24,6 +26,7 @@ mod common;
 
 mod assemble;
 mod cases;
+mod movement;
 mod random_ops;
 mod rows;
 mod semantics;

@@ -302,35 +302,59 @@ impl<'a> ValueEmitter<'a> {
     }
 
     /// An index expression as `i64`.
-    fn iexpr(b: &mut FunctionBuilder, e: &IExpr, vars: &[Value]) -> Value {
-        match e {
+    fn iexpr(&self, b: &mut FunctionBuilder, e: &IExpr, vars: &[Value]) -> Result<Value, String> {
+        Ok(match e {
             IExpr::Var(v) => vars[*v],
             IExpr::Const(c) => b.ins().iconst(types::I64, *c),
             IExpr::Add(x, y) => {
-                let x = Self::iexpr(b, x, vars);
-                let y = Self::iexpr(b, y, vars);
+                let x = self.iexpr(b, x, vars)?;
+                let y = self.iexpr(b, y, vars)?;
                 b.ins().iadd(x, y)
             }
             IExpr::Mul(x, c) => {
-                let x = Self::iexpr(b, x, vars);
+                let x = self.iexpr(b, x, vars)?;
                 b.ins().imul_imm_s(x, *c)
             }
             IExpr::Div(x, c) => {
-                let x = Self::iexpr(b, x, vars);
+                let x = self.iexpr(b, x, vars)?;
                 b.ins().udiv_imm_s(x, *c)
             }
             IExpr::Rem(x, c) => {
-                let x = Self::iexpr(b, x, vars);
+                let x = self.iexpr(b, x, vars)?;
                 b.ins().urem_imm_s(x, *c)
             }
             IExpr::Clamp(x, lo, hi) => {
-                let x = Self::iexpr(b, x, vars);
-                let lo = b.ins().iconst(types::I64, *lo);
-                let hi = b.ins().iconst(types::I64, *hi);
-                let x = b.ins().smin(x, hi);
-                b.ins().smax(x, lo)
+                let x = self.iexpr(b, x, vars)?;
+                Self::clamp(b, x, *lo, *hi)
             }
-        }
+            IExpr::Load { buf, at, lo, hi } => {
+                // The index element, widened as its dtype says, then clamped (XLA's rule
+                // for start indices): every address formed from it stays in bounds.
+                let dt = buf_dtype(self.p, *buf);
+                let st = self.scalar_type(dt);
+                let at = self.iexpr(b, at, vars)?;
+                let off = b.ins().imul_imm_s(at, i64::from(st.bytes()));
+                let addr = b.ins().iadd(self.base(*buf)?, off);
+                // Nothing writes an index buffer while a kernel runs (verified): readonly
+                // lets Cranelift share one load among the addresses that use it.
+                let x = b.ins().load(st, flags().with_readonly(), addr, 0);
+                let x = match dt {
+                    DType::I32 => b.ins().sextend(types::I64, x),
+                    DType::U32 => b.ins().uextend(types::I64, x),
+                    DType::I64 => x,
+                    other => return Err(format!("an index load of dtype {other}")),
+                };
+                Self::clamp(b, x, *lo, *hi)
+            }
+        })
+    }
+
+    /// `x` (`i64`) clamped into `[lo, hi]`.
+    fn clamp(b: &mut FunctionBuilder, x: Value, lo: i64, hi: i64) -> Value {
+        let lo = b.ins().iconst(types::I64, lo);
+        let hi = b.ins().iconst(types::I64, hi);
+        let x = b.ins().smin(x, hi);
+        b.ins().smax(x, lo)
     }
 
     /// The inner (vectorised) variable: the last one, unless [`ValueEmitter::vector_var`]
@@ -341,10 +365,15 @@ impl<'a> ValueEmitter<'a> {
 
     /// `e` at the four inner positions, as `I32X4` (indices fit in 32 bits: checked when
     /// the kernel was judged vectorisable by the caller's size limit).
-    fn iexpr_lanes(&self, b: &mut FunctionBuilder, e: &IExpr, vars: &[Value]) -> Value {
+    fn iexpr_lanes(
+        &self,
+        b: &mut FunctionBuilder,
+        e: &IExpr,
+        vars: &[Value],
+    ) -> Result<Value, String> {
         let inner = self.inner(vars);
         if let Some(c) = e.coefficient(inner) {
-            let e0 = Self::iexpr(b, e, vars);
+            let e0 = self.iexpr(b, e, vars)?;
             let e0 = b.ins().ireduce(types::I32, e0);
             let s = b.ins().splat(types::I32X4, e0);
             let mut bytes = Vec::with_capacity(16);
@@ -353,20 +382,20 @@ impl<'a> ValueEmitter<'a> {
             }
             let k = b.func.dfg.constants.insert(ConstantData::from(bytes));
             let steps = b.ins().vconst(types::I32X4, k);
-            return b.ins().iadd(s, steps);
+            return Ok(b.ins().iadd(s, steps));
         }
         let mut v: Option<Value> = None;
         for l in 0..4u8 {
             let mut vs = vars.to_vec();
             vs[inner] = b.ins().iadd_imm_s(vars[inner], i64::from(l));
-            let x = Self::iexpr(b, e, &vs);
+            let x = self.iexpr(b, e, &vs)?;
             let x = b.ins().ireduce(types::I32, x);
             v = Some(match v {
                 None => b.ins().splat(types::I32X4, x),
                 Some(v) => b.ins().insertlane(v, x, l),
             });
         }
-        v.unwrap_or_else(|| b.ins().iconst(types::I32, 0))
+        Ok(v.unwrap_or_else(|| b.ins().iconst(types::I32, 0)))
     }
 
     /// The address of element `offset` of `buf` at `vars`, as a base and a displacement
@@ -386,7 +415,7 @@ impl<'a> ValueEmitter<'a> {
             Some((vs, displacement(c.checked_mul(delta)?, size)?))
         });
         let (vs, disp) = split.unwrap_or_else(|| (vars.to_vec(), 0));
-        let off = Self::iexpr(b, offset, &vs);
+        let off = self.iexpr(b, offset, &vs)?;
         let off = b.ins().imul_imm_s(off, i64::from(size));
         Ok((b.ins().iadd(base, off), disp))
     }
@@ -594,7 +623,7 @@ impl<'a> ValueEmitter<'a> {
             }
             NodeKind::Index(e) => match lanes {
                 Lanes::One => {
-                    let x = Self::iexpr(b, e, vars);
+                    let x = self.iexpr(b, e, vars)?;
                     match dt {
                         DType::F32 | DType::F64 => {
                             let t = self.scalar_type(dt);
@@ -607,7 +636,7 @@ impl<'a> ValueEmitter<'a> {
                     }
                 }
                 Lanes::Vector => {
-                    let x = self.iexpr_lanes(b, e, vars);
+                    let x = self.iexpr_lanes(b, e, vars)?;
                     match dt {
                         DType::F32 => b.ins().fcvt_from_sint(types::F32X4, x),
                         DType::Bool => {
@@ -621,13 +650,13 @@ impl<'a> ValueEmitter<'a> {
             },
             NodeKind::InRange { e, lo, hi } => match lanes {
                 Lanes::One => {
-                    let x = Self::iexpr(b, e, vars);
+                    let x = self.iexpr(b, e, vars)?;
                     let a = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, x, *lo);
                     let c = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, *hi);
                     b.ins().band(a, c)
                 }
                 Lanes::Vector => {
-                    let x = self.iexpr_lanes(b, e, vars);
+                    let x = self.iexpr_lanes(b, e, vars)?;
                     let lo = b.ins().iconst(types::I32, (*lo as i32 as u32) as i64);
                     let lo = b.ins().splat(types::I32X4, lo);
                     let hi = b.ins().iconst(types::I32, (*hi as i32 as u32) as i64);
@@ -679,11 +708,12 @@ impl<'a> ValueEmitter<'a> {
                 use super::random::{emit, At};
                 let st = self.rng[n].ok_or_else(|| format!("random node v{n} has no seed"))?;
                 let at = match lanes {
-                    Lanes::One => At::One(Self::iexpr(b, index, vars)),
+                    Lanes::One => At::One(self.iexpr(b, index, vars)?),
                     Lanes::Vector => At::Four {
-                        lanes: self.iexpr_lanes(b, index, vars),
+                        lanes: self.iexpr_lanes(b, index, vars)?,
                         first: (index.coefficient(self.inner(vars)) == Some(1))
-                            .then(|| Self::iexpr(b, index, vars)),
+                            .then(|| self.iexpr(b, index, vars))
+                            .transpose()?,
                     },
                 };
                 emit(b, &st, *dist, dt, at)?

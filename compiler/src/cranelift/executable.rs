@@ -197,6 +197,8 @@ fn buffer_ptr(b: &Buffer) -> *mut u8 {
         Buffer::U8(v) => v.as_ptr() as *mut u8,
         Buffer::I16(v) => v.as_ptr() as *mut u8,
         Buffer::U16(v) => v.as_ptr() as *mut u8,
+        Buffer::F16(v) => v.as_ptr() as *mut u8,
+        Buffer::Bf16(v) => v.as_ptr() as *mut u8,
     }
 }
 

@@ -620,7 +620,9 @@ pub fn convert_num(dt: DType) -> Option<kiln_math::Num> {
         DType::I64 => Num::I64,
         DType::U32 => Num::U32,
         DType::Bool => Num::Bool,
-        DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => return None,
+        DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => {
+            return None
+        }
     })
 }
 

@@ -18,9 +18,11 @@ pub(crate) fn dtype(name: &str) -> Result<DType, String> {
         "u8" => DType::U8,
         "u16" => DType::U16,
         "u64" => DType::U64,
+        "f16" => DType::F16,
+        "bf16" => DType::Bf16,
         other => {
             return Err(format!(
-                "unsupported dtype '{other}' (Kiln has pred, f32, f64, s8, s16, s32, s64, u8, u16, u32, u64)"
+                "unsupported dtype '{other}' (Kiln has pred, f16, bf16, f32, f64, s8, s16, s32, s64, u8, u16, u32, u64)"
             ))
         }
     })
@@ -118,6 +120,13 @@ fn collect(
     }
 }
 
+fn half_format(d: DType) -> kiln_math::Half {
+    match d {
+        DType::Bf16 => kiln_math::Half::Bf16,
+        _ => kiln_math::Half::F16,
+    }
+}
+
 /// One element as written, in the dtype of its constant.
 fn scalar(text: &str, dtype: DType) -> Result<kiln_ir::Scalar, String> {
     use kiln_ir::Scalar as S;
@@ -126,6 +135,16 @@ fn scalar(text: &str, dtype: DType) -> Result<kiln_ir::Scalar, String> {
         // Decimals, `inf`, `-inf`, `nan`, `-nan`: Rust reads them correctly rounded.
         DType::F32 => S::F32(text.parse().map_err(|_| bad())?),
         DType::F64 => S::F64(text.parse().map_err(|_| bad())?),
+        // XLA's parser reads a double and narrows it through `float` (Eigen's half and
+        // bfloat16 constructors); printed literals are exact, so this rounds nothing.
+        DType::F16 | DType::Bf16 => {
+            let x = text.parse::<f64>().map_err(|_| bad())? as f32;
+            let half = kiln_math::float16::from_f32(x, half_format(dtype));
+            match dtype {
+                DType::F16 => S::F16(kiln_ir::f16::from_bits(half)),
+                _ => S::Bf16(kiln_ir::bf16::from_bits(half)),
+            }
+        }
         DType::Bool => match text {
             "true" | "1" => S::Bool(true),
             "false" | "0" => S::Bool(false),

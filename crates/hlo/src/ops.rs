@@ -233,6 +233,8 @@ impl Ctx<'_> {
                 let inf = match xty.dtype {
                     DType::F32 => Scalar::F32(f32::INFINITY),
                     DType::F64 => Scalar::F64(f64::INFINITY),
+                    DType::F16 => Scalar::F16(kiln_ir::f16::INFINITY),
+                    DType::Bf16 => Scalar::Bf16(kiln_ir::bf16::INFINITY),
                     d => {
                         return Err(invalid(
                             inst.opcode_pos,

@@ -47,6 +47,8 @@ impl Val {
     fn scalar(self, dtype: DType) -> Scalar {
         match (self, dtype) {
             (Val::F(x), DType::F32) => Scalar::F32(x as f32),
+            (Val::F(x), DType::F16) => Scalar::F16(kiln_ir::f16::from_f64(x)),
+            (Val::F(x), DType::Bf16) => Scalar::Bf16(kiln_ir::bf16::from_f64(x)),
             (Val::F(x), _) => Scalar::F64(x),
             // Probes and parsed constants are values of `dtype`.
             (Val::I(x), d) => Scalar::from_int(d, x).unwrap_or(Scalar::I64(x as i64)),
@@ -58,7 +60,7 @@ impl Val {
 /// Probe values of a dtype.
 fn probes(dtype: DType) -> Vec<Val> {
     match dtype {
-        DType::F32 | DType::F64 => [
+        d if d.is_float() => [
             f64::NEG_INFINITY,
             -2.5,
             -1.0,
@@ -187,6 +189,8 @@ fn constant(inst: &crate::ast::Instruction, lit: &crate::ast::Literal) -> Result
     Ok(match t.data().get(0) {
         Scalar::F32(x) => Val::F(x as f64),
         Scalar::F64(x) => Val::F(x),
+        Scalar::F16(x) => Val::F(x.to_f64()),
+        Scalar::Bf16(x) => Val::F(x.to_f64()),
         Scalar::Bool(b) => Val::B(b),
         s => Val::I(s.to_int().unwrap_or_default()),
     })

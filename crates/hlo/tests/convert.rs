@@ -276,8 +276,8 @@ fn unsupported_ops_are_all_listed_with_their_place() {
 fn what_kiln_cannot_express_is_refused_by_name() {
     let cases: &[(&str, &str)] = &[
         (
-            "  x = bf16[2] parameter(0)\n  ROOT y = bf16[2] negate(x)",
-            "t.hlo:4:3: unsupported dtype 'bf16' (Kiln has pred, f32, f64, s8, s16, s32, s64, u8, u16, u32, u64) in %x",
+            "  x = f8e4m3fn[2] parameter(0)\n  ROOT y = f8e4m3fn[2] negate(x)",
+            "t.hlo:4:3: unsupported dtype 'f8e4m3fn' (Kiln has pred, f16, bf16, f32, f64, s8, s16, s32, s64, u8, u16, u32, u64) in %x",
         ),
         (
             "  x = f64[2] parameter(0)\n  ROOT y = s32[2] bitcast-convert(x)",

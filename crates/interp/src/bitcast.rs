@@ -25,6 +25,8 @@ fn le_bytes(a: &Buffer) -> Result<Vec<u8>, String> {
         Buffer::U16(v) => bytes(v, u16::to_le_bytes),
         Buffer::U32(v) => bytes(v, u32::to_le_bytes),
         Buffer::U64(v) => bytes(v, u64::to_le_bytes),
+        Buffer::F16(v) => bytes(v, kiln_ir::f16::to_le_bytes),
+        Buffer::Bf16(v) => bytes(v, kiln_ir::bf16::to_le_bytes),
         Buffer::Bool(_) => return Err("cannot bitcast bool".into()),
     })
 }
@@ -54,6 +56,8 @@ fn from_le_bytes(bytes: &[u8], to: DType) -> Result<Buffer, String> {
         DType::U16 => Buffer::U16(read(bytes, u16::from_le_bytes)),
         DType::U32 => Buffer::U32(read(bytes, u32::from_le_bytes)),
         DType::U64 => Buffer::U64(read(bytes, u64::from_le_bytes)),
+        DType::F16 => Buffer::F16(read(bytes, kiln_ir::f16::from_le_bytes)),
+        DType::Bf16 => Buffer::Bf16(read(bytes, kiln_ir::bf16::from_le_bytes)),
         DType::Bool => return Err("cannot bitcast to bool".into()),
     })
 }

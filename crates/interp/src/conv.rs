@@ -140,6 +140,7 @@ fn direct(
         DType::I16 => run::<i16>(lhs, rhs, c, out_shape),
         DType::U16 => run::<u16>(lhs, rhs, c, out_shape),
         DType::Bool => Err("convolution of bool".into()),
+        d @ (DType::F16 | DType::Bf16) => Err(crate::float16::computed_in_f32(d)),
     }
 }
 

@@ -9,7 +9,7 @@
 //! exactly XLA's rule above.
 
 use crate::par::map1;
-use crate::scalar::{for_dtype, Elem};
+use crate::scalar::{for_computed_dtype, Elem};
 use kiln_ir::{Buffer, DType};
 
 /// A value convertible to `U` by XLA's `convert`.
@@ -64,8 +64,11 @@ pub(crate) fn convert(a: &Buffer, to: DType) -> Result<Buffer, String> {
     if a.dtype() == to {
         return Ok(crate::hw::copy_buffer(a));
     }
-    for_dtype!(a.dtype(), T => {
+    if a.dtype().is_half() || to.is_half() {
+        return crate::float16::convert(a, to);
+    }
+    for_computed_dtype!(a.dtype(), T => {
         let v = crate::shape::slice_of::<T>(a)?;
-        Ok(for_dtype!(to, U => U::into_buffer(map1(v, <T as CastTo<U>>::cast))))
+        Ok(for_computed_dtype!(to, U => U::into_buffer(map1(v, <T as CastTo<U>>::cast))))
     })
 }

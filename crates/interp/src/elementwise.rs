@@ -52,6 +52,7 @@ pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
         Buffer::I16(v) => int_unary(op, v).map(Buffer::I16),
         Buffer::U16(v) => int_unary(op, v).map(Buffer::U16),
         Buffer::Bool(v) => (op == UnaryOp::Not).then(|| Buffer::Bool(map1(v, |x: bool| !x))),
+        Buffer::F16(_) | Buffer::Bf16(_) => return Err(crate::float16::computed_in_f32(a.dtype())),
     };
     out.ok_or_else(|| undefined(op.name(), a))
 }
@@ -336,6 +337,8 @@ pub(crate) fn select(pred: &Buffer, a: &Buffer, b: &Buffer) -> Result<Buffer, St
         (Buffer::I16(x), Buffer::I16(y)) => Buffer::I16(pick(p, x, y)),
         (Buffer::U16(x), Buffer::U16(y)) => Buffer::U16(pick(p, x, y)),
         (Buffer::Bool(x), Buffer::Bool(y)) => Buffer::Bool(pick(p, x, y)),
+        (Buffer::F16(x), Buffer::F16(y)) => Buffer::F16(pick(p, x, y)),
+        (Buffer::Bf16(x), Buffer::Bf16(y)) => Buffer::Bf16(pick(p, x, y)),
         _ => return Err(mixed(a, b)),
     })
 }

@@ -182,6 +182,8 @@ pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
         DType::I16 => Buffer::I16(zeroed(len)),
         DType::U16 => Buffer::U16(zeroed(len)),
         DType::Bool => Buffer::Bool(zeroed(len)),
+        DType::F16 => Buffer::F16(zeroed(len)),
+        DType::Bf16 => Buffer::Bf16(zeroed(len)),
     }
 }
 
@@ -211,6 +213,8 @@ pub unsafe fn filled_buffers(
             DType::I16 => Buffer::I16(with_capacity_advised(len)),
             DType::U16 => Buffer::U16(with_capacity_advised(len)),
             DType::Bool => Buffer::Bool(with_capacity_advised(len)),
+            DType::F16 => Buffer::F16(with_capacity_advised(len)),
+            DType::Bf16 => Buffer::Bf16(with_capacity_advised(len)),
         })
         .collect();
     let ptrs: Vec<*mut u8> = bufs
@@ -227,6 +231,8 @@ pub unsafe fn filled_buffers(
             Buffer::I16(v) => v.as_mut_ptr() as *mut u8,
             Buffer::U16(v) => v.as_mut_ptr() as *mut u8,
             Buffer::Bool(v) => v.as_mut_ptr() as *mut u8,
+            Buffer::F16(v) => v.as_mut_ptr() as *mut u8,
+            Buffer::Bf16(v) => v.as_mut_ptr() as *mut u8,
         })
         .collect();
     fill(&ptrs);
@@ -245,6 +251,8 @@ pub unsafe fn filled_buffers(
                 Buffer::I16(v) => v.set_len(len),
                 Buffer::U16(v) => v.set_len(len),
                 Buffer::Bool(v) => v.set_len(len),
+                Buffer::F16(v) => v.set_len(len),
+                Buffer::Bf16(v) => v.set_len(len),
             }
         }
     }
@@ -271,6 +279,8 @@ pub(crate) fn copy_buffer(b: &kiln_ir::Buffer) -> kiln_ir::Buffer {
         Buffer::I16(v) => Buffer::I16(copy(v)),
         Buffer::U16(v) => Buffer::U16(copy(v)),
         Buffer::Bool(v) => Buffer::Bool(copy(v)),
+        Buffer::F16(v) => Buffer::F16(copy(v)),
+        Buffer::Bf16(v) => Buffer::Bf16(copy(v)),
     }
 }
 

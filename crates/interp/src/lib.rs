@@ -25,6 +25,7 @@ mod dot;
 mod elementwise;
 mod error;
 mod extremum;
+mod float16;
 mod gather;
 mod hw;
 mod movement;
@@ -229,6 +230,9 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
 
 /// Evaluates a well-typed op; the result buffer has `result`'s dtype and element count.
 fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_ir::Buffer, String> {
+    if let Some(out) = float16::eval_in_f32(op, args, result, eval_checked) {
+        return out;
+    }
     let data = |i: usize| args[i].data();
     Ok(match op {
         Op::Constant(t) => hw::copy_buffer(t.data()),

@@ -5,7 +5,7 @@
 //! Transcendental functions come from `kiln_math` (never std's libm wrappers), so the
 //! interpreter computes the same bits as the compiled backends (design.md, Invariant 1).
 
-use kiln_ir::Buffer;
+use kiln_ir::{bf16, f16, Buffer};
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
 /// `f32` or `f64`, with the kiln-math functions bound for that format.
@@ -332,10 +332,10 @@ macro_rules! impl_elem_for_each {
 }
 kiln_ir::for_each_dtype!(impl_elem_for_each);
 
-/// Runs `$body` with `$T` bound to the Rust type of dtype `$dt`, so generic code is
-/// monomorphised once per dtype.
-macro_rules! for_dtype {
-    ($dt:expr, $T:ident => $body:expr) => {
+/// The `match` behind [`for_dtype`] and [`for_computed_dtype`]: one arm per dtype with
+/// `$T` bound to its Rust type, then the arms `$half` for `f16` and `bf16`.
+macro_rules! dtype_match {
+    ($dt:expr, $T:ident => $body:expr; $($half:tt)*) => {
         match $dt {
             kiln_ir::DType::F32 => {
                 type $T = f32;
@@ -381,10 +381,43 @@ macro_rules! for_dtype {
                 type $T = u16;
                 $body
             }
+            $($half)*
         }
     };
 }
+pub(crate) use dtype_match;
+
+/// Runs `$body` with `$T` bound to the Rust type of dtype `$dt`, so generic code is
+/// monomorphised once per dtype: every dtype, `f16`/`bf16` as their 16-bit storage (what
+/// data movement needs).
+macro_rules! for_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {
+        $crate::scalar::dtype_match!($dt, $T => $body;
+            kiln_ir::DType::F16 => {
+                type $T = kiln_ir::f16;
+                $body
+            }
+            kiln_ir::DType::Bf16 => {
+                type $T = kiln_ir::bf16;
+                $body
+            }
+        )
+    };
+}
 pub(crate) use for_dtype;
+
+/// [`for_dtype`] for code that computes: `f16` and `bf16` are an error there, because
+/// they are computed in `f32` before any such kernel sees them (`crate::float16`).
+macro_rules! for_computed_dtype {
+    ($dt:expr, $T:ident => $body:expr) => {
+        $crate::scalar::dtype_match!($dt, $T => $body;
+            d @ (kiln_ir::DType::F16 | kiln_ir::DType::Bf16) => {
+                return Err($crate::float16::computed_in_f32(d))
+            }
+        )
+    };
+}
+pub(crate) use for_computed_dtype;
 
 #[cfg(test)]
 mod tests {

@@ -354,6 +354,7 @@ pub(crate) fn iota(ty: &TensorType, dim: usize) -> Result<Buffer, String> {
         DType::I16 => fill!(i16, I16),
         DType::U16 => fill!(u16, U16),
         DType::Bool => return Err("iota is not defined for bool".into()),
+        d @ (DType::F16 | DType::Bf16) => return Err(crate::float16::computed_in_f32(d)),
     })
 }
 

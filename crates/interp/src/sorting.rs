@@ -9,7 +9,7 @@
 //! arithmetic, so their results never depend on the thread count.
 
 use crate::movement::next_index;
-use crate::scalar::{for_dtype, Elem};
+use crate::scalar::{for_computed_dtype, for_dtype, Elem};
 use crate::shape::slice_of;
 use kiln_ir::sorting::sorts_before;
 use kiln_ir::{row_major_strides, ArgKind, Buffer, CompareDir, SortOrder, Tensor};
@@ -100,8 +100,8 @@ pub(crate) fn arg_reduce(
     output: usize,
 ) -> Result<Buffer, String> {
     let (x, i) = (args[0], args[1]);
-    for_dtype!(x.dtype(), V => {
-        for_dtype!(i.dtype(), I => {
+    for_computed_dtype!(x.dtype(), V => {
+        for_computed_dtype!(i.dtype(), I => {
             let (vals, idxs) = (slice_of::<V>(x.data())?, slice_of::<I>(i.data())?);
             let v0 = slice_of::<V>(args[2].data())?[0];
             let i0 = slice_of::<I>(args[3].data())?[0];

@@ -16,7 +16,7 @@
 //!   with no element on the operand scatters nothing. One thread, in that order.
 
 use crate::movement::next_index;
-use crate::scalar::{fmax, fmin, for_dtype, Elem, Float, Int};
+use crate::scalar::{fmax, fmin, for_computed_dtype, Elem, Float, Int};
 use crate::shape::slice_of;
 use kiln_ir::{row_major_strides, Buffer, CompareDir, ReduceKind, Tensor, WindowDim};
 
@@ -197,7 +197,7 @@ pub(crate) fn reduce_window(
     window: &[WindowDim],
     out_shape: &[usize],
 ) -> Result<Buffer, String> {
-    for_dtype!(a.dtype(), T => {
+    for_computed_dtype!(a.dtype(), T => {
         let x = slice_of::<T>(a.data())?;
         let init = scalar::<T>(init)?;
         let op = T::combiner(kind);
@@ -236,7 +236,7 @@ pub(crate) fn select_and_scatter(
     window: &[WindowDim],
 ) -> Result<Buffer, String> {
     let (a, source) = (args[0], args[1]);
-    for_dtype!(a.dtype(), T => {
+    for_computed_dtype!(a.dtype(), T => {
         let x = slice_of::<T>(a.data())?;
         let src = slice_of::<T>(source.data())?;
         let mut out = vec![scalar::<T>(args[2])?; x.len()];

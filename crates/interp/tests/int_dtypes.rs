@@ -135,13 +135,15 @@ fn round_to_float(v: i128, mantissa: u32) -> f64 {
 #[test]
 fn convert_between_every_pair_of_dtypes_follows_xla_on_edge_values() {
     let mut checked = 0;
-    for from in DType::ALL {
+    // f16 and bf16 have their own conversion tests (half_dtypes.rs).
+    let dtypes = DType::ALL.into_iter().filter(|d| !d.is_half());
+    for from in dtypes.clone() {
         let values = edge_values(from);
         let a = t(
             &[values.len()],
             Buffer::from_scalars(from, &values).unwrap(),
         );
-        for to in DType::ALL {
+        for to in dtypes.clone() {
             let got = eval(Op::Convert, &[&a], to, a.shape());
             for (i, &s) in values.iter().enumerate() {
                 let want = reference(s, to);

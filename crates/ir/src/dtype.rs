@@ -30,11 +30,17 @@ pub enum DType {
     I16,
     /// 16-bit unsigned integer.
     U16,
+    /// IEEE binary16 (`half::f16`): arithmetic in `f32`, each result rounded to nearest even.
+    F16,
+    /// bfloat16 (`half::bf16`): `f32`'s exponent, 7 mantissa bits; arithmetic as [`DType::F16`].
+    Bf16,
 }
 
 impl DType {
     /// Every dtype, in the order the text format lists them.
-    pub const ALL: [DType; 11] = [
+    pub const ALL: [DType; 13] = [
+        DType::F16,
+        DType::Bf16,
         DType::F32,
         DType::F64,
         DType::I8,
@@ -62,6 +68,8 @@ impl DType {
             DType::U8 => "u8",
             DType::I16 => "i16",
             DType::U16 => "u16",
+            DType::F16 => "f16",
+            DType::Bf16 => "bf16",
         }
     }
 
@@ -75,7 +83,7 @@ impl DType {
         match self {
             DType::F64 | DType::I64 | DType::U64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::I16 | DType::U16 => 2,
+            DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => 2,
             DType::I8 | DType::U8 | DType::Bool => 1,
         }
     }
@@ -85,9 +93,25 @@ impl DType {
         8 * self.size_bytes() as u32
     }
 
-    /// `f32` or `f64`.
+    /// `f16`, `bf16`, `f32` or `f64`.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::Bf16)
+    }
+
+    /// `f16` or `bf16`: stored in 16 bits, computed in `f32` (see [`DType::compute_dtype`]).
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::Bf16)
+    }
+
+    /// The dtype arithmetic on this dtype is carried out in: `f32` for `f16` and `bf16` (each
+    /// op's result is then rounded to the storage dtype once, as XLA:CPU does), the dtype
+    /// itself otherwise.
+    pub fn compute_dtype(self) -> DType {
+        if self.is_half() {
+            DType::F32
+        } else {
+            self
+        }
     }
 
     /// Any integer dtype, signed or unsigned (not `bool`).
@@ -116,7 +140,7 @@ impl DType {
             DType::U16 => (0, u16::MAX.into()),
             DType::U32 => (0, u32::MAX.into()),
             DType::U64 => (0, u64::MAX.into()),
-            DType::F32 | DType::F64 | DType::Bool => return None,
+            DType::F32 | DType::F64 | DType::F16 | DType::Bf16 | DType::Bool => return None,
         })
     }
 
@@ -245,6 +269,17 @@ mod tests {
             .map(DType::name)
             .collect();
         assert_eq!(ints, ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]);
+        let floats: Vec<&str> = DType::ALL
+            .into_iter()
+            .filter(|d| d.is_float())
+            .map(DType::name)
+            .collect();
+        assert_eq!(floats, ["f16", "bf16", "f32", "f64"]);
+        assert_eq!(
+            (DType::Bf16.bits(), DType::Bf16.compute_dtype()),
+            (16, DType::F32)
+        );
+        assert!(DType::F16.is_half() && !DType::F16.is_int() && DType::F16.is_numeric());
         assert!(DType::I8.is_signed_int() && !DType::U8.is_signed_int());
         assert!(DType::U64.is_unsigned_int() && !DType::Bool.is_unsigned_int());
         assert_eq!(DType::U16.bits(), 16);

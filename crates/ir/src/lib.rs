@@ -25,6 +25,8 @@ pub mod window;
 pub use control::{Conditional, While};
 pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
+/// The element types of `f16` and `bf16` buffers (the `half` crate's).
+pub use half::{bf16, f16};
 pub use indexing::{GatherDims, ScatterCombine, ScatterDims};
 pub use op::{
     ArgKind, BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist,

@@ -277,12 +277,15 @@ named_enum! {
 impl RandomDist {
     /// Whether `dist` with generator `alg` produces `dtype`: bits are `u32`; Philox streams
     /// (`philox`, `philox_state`) give `f32` or `f64`; ThreeFry (JAX) gives `f32`. The one
-    /// rule the typechecker, the interpreter and every backend follow.
+    /// rule the typechecker, the interpreter and every backend follow. (`f16`/`bf16` random
+    /// values are a `convert` of `f32` ones; TF's own half-precision streams are not here.)
     pub fn produces(self, alg: RandomAlg, dtype: crate::DType) -> bool {
         use crate::DType;
         match (self, alg) {
             (RandomDist::Bits, _) => dtype == DType::U32,
-            (_, RandomAlg::Philox | RandomAlg::PhiloxState) => dtype.is_float(),
+            (_, RandomAlg::Philox | RandomAlg::PhiloxState) => {
+                matches!(dtype, DType::F32 | DType::F64)
+            }
             (_, RandomAlg::Threefry) => dtype == DType::F32,
         }
     }
@@ -321,6 +324,14 @@ impl ReduceKind {
             (Max, D::F64) => S::F64(f64::NEG_INFINITY),
             (Min, D::F32) => S::F32(f32::INFINITY),
             (Min, D::F64) => S::F64(f64::INFINITY),
+            (Sum, D::F16) => S::F16(half::f16::ZERO),
+            (Prod, D::F16) => S::F16(half::f16::ONE),
+            (Max, D::F16) => S::F16(half::f16::NEG_INFINITY),
+            (Min, D::F16) => S::F16(half::f16::INFINITY),
+            (Sum, D::Bf16) => S::Bf16(half::bf16::ZERO),
+            (Prod, D::Bf16) => S::Bf16(half::bf16::ONE),
+            (Max, D::Bf16) => S::Bf16(half::bf16::NEG_INFINITY),
+            (Min, D::Bf16) => S::Bf16(half::bf16::INFINITY),
             (Max, D::Bool) => S::Bool(false),
             (Min, D::Bool) => S::Bool(true),
             (Sum | Prod, D::Bool) => return None,

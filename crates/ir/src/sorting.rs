@@ -34,6 +34,12 @@ impl SortOrder {
     /// `s` as a key of this order.
     pub fn key(self, s: Scalar) -> SortKey {
         let canonical = self == SortOrder::Canonical;
+        // A 16-bit float sorts as its (exactly widened) f32 value.
+        let s = match s {
+            Scalar::F16(x) => Scalar::F32(x.to_f32()),
+            Scalar::Bf16(x) => Scalar::F32(x.to_f32()),
+            s => s,
+        };
         match (s, self) {
             (Scalar::F32(x), SortOrder::Ieee) => SortKey::Ieee(x as f64),
             (Scalar::F64(x), SortOrder::Ieee) => SortKey::Ieee(x),

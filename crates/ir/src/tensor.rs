@@ -1,17 +1,20 @@
 //! Host tensors: a dtype, a shape and a row-major buffer.
 
 use crate::dtype::{DType, TensorType};
+use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Calls macro `$m` with every dtype as `Variant rust_type` pairs (`F32 f32, …, U16 u16`),
+/// Calls macro `$m` with every dtype as `Variant rust_type` pairs (`F32 f32, …, Bf16 bf16`),
 /// the one list that [`Buffer`], [`Scalar`] and the interpreter's per-dtype dispatch expand.
+/// `f16` and `bf16` are the `half` crate's types (re-exported as `kiln_ir::{f16, bf16}`):
+/// where the macro is expanded they must be in scope.
 #[macro_export]
 macro_rules! for_each_dtype {
     ($m:ident) => {
         $m! {
             F32 f32, F64 f64, I32 i32, I64 i64, U32 u32, Bool bool,
-            U64 u64, I8 i8, U8 u8, I16 i16, U16 u16
+            U64 u64, I8 i8, U8 u8, I16 i16, U16 u16, F16 f16, Bf16 bf16
         }
     };
 }
@@ -122,7 +125,7 @@ impl Scalar {
             DType::U16 => Scalar::U16(value.try_into().ok()?),
             DType::U32 => Scalar::U32(value.try_into().ok()?),
             DType::U64 => Scalar::U64(value.try_into().ok()?),
-            DType::F32 | DType::F64 | DType::Bool => return None,
+            DType::F32 | DType::F64 | DType::F16 | DType::Bf16 | DType::Bool => return None,
         })
     }
 
@@ -137,7 +140,11 @@ impl Scalar {
             Scalar::U16(x) => x.into(),
             Scalar::U32(x) => x.into(),
             Scalar::U64(x) => x.into(),
-            Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => return None,
+            Scalar::F32(_)
+            | Scalar::F64(_)
+            | Scalar::F16(_)
+            | Scalar::Bf16(_)
+            | Scalar::Bool(_) => return None,
         })
     }
 
@@ -146,6 +153,8 @@ impl Scalar {
         match (self, other) {
             (Scalar::F32(a), Scalar::F32(b)) => a.to_bits() == b.to_bits(),
             (Scalar::F64(a), Scalar::F64(b)) => a.to_bits() == b.to_bits(),
+            (Scalar::F16(a), Scalar::F16(b)) => a.to_bits() == b.to_bits(),
+            (Scalar::Bf16(a), Scalar::Bf16(b)) => a.to_bits() == b.to_bits(),
             _ => self == other,
         }
     }
@@ -163,6 +172,8 @@ impl Scalar {
             Scalar::U16(x) => u64::from(x),
             Scalar::U32(x) => u64::from(x),
             Scalar::U64(x) => x,
+            Scalar::F16(x) => u64::from(x.to_bits()),
+            Scalar::Bf16(x) => u64::from(x.to_bits()),
             Scalar::Bool(x) => u64::from(x),
         }
     }
@@ -180,6 +191,8 @@ impl Scalar {
             Scalar::U16(x) => x as f64,
             Scalar::U32(x) => x as f64,
             Scalar::U64(x) => x as f64,
+            Scalar::F16(x) => x.to_f64(),
+            Scalar::Bf16(x) => x.to_f64(),
             Scalar::Bool(x) => x as u8 as f64,
         }
     }
@@ -200,6 +213,8 @@ impl fmt::Display for Scalar {
         match *self {
             Scalar::F32(x) => float(f, x as f64, format!("{x:?}")),
             Scalar::F64(x) => float(f, x, format!("{x:?}")),
+            Scalar::F16(x) => float(f, x.to_f64(), shortest_half(x.to_f64(), DType::F16)),
+            Scalar::Bf16(x) => float(f, x.to_f64(), shortest_half(x.to_f64(), DType::Bf16)),
             Scalar::I8(x) => write!(f, "{x}"),
             Scalar::I16(x) => write!(f, "{x}"),
             Scalar::I32(x) => write!(f, "{x}"),
@@ -210,6 +225,28 @@ impl fmt::Display for Scalar {
             Scalar::U64(x) => write!(f, "{x}"),
             Scalar::Bool(x) => write!(f, "{x}"),
         }
+    }
+}
+
+/// The shortest decimal text (by significant digits) that a literal of `dtype` (`f16` or
+/// `bf16`) reads back as `x`: `0.1` rather than `f32`'s `0.099975586`.
+fn shortest_half(x: f64, dtype: DType) -> String {
+    (1..17)
+        .map(|digits| format!("{x:.*e}", digits - 1))
+        .map(|text| {
+            let v: f64 = text.parse().unwrap_or(f64::NAN);
+            (v, text)
+        })
+        .find(|(v, _)| half_literal(*v, dtype).to_bits() == x.to_bits())
+        .map_or_else(|| format!("{x:?}"), |(v, _)| format!("{v:?}"))
+}
+
+/// How a decimal literal read as `x: f64` becomes an `f16` or `bf16` value (rounded once, to
+/// nearest even), as an `f64`. The one rule the parser and the printer share.
+pub(crate) fn half_literal(x: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::Bf16 => bf16::from_bits(kiln_math::float16::f64_to_bf16_once(x)).to_f64(),
+        _ => f16::from_bits(kiln_math::float16::f64_to_f16(x)).to_f64(),
     }
 }
 
@@ -338,6 +375,8 @@ impl Tensor {
         match &self.data {
             Buffer::F32(v) => same(v, f32::to_bits),
             Buffer::F64(v) => same(v, f64::to_bits),
+            Buffer::F16(v) => same(v, f16::to_bits),
+            Buffer::Bf16(v) => same(v, bf16::to_bits),
             Buffer::I8(v) => same(v, |x| x),
             Buffer::I16(v) => same(v, |x| x),
             Buffer::I32(v) => same(v, |x| x),
@@ -359,6 +398,8 @@ impl Tensor {
             && match (&self.data, &other.data) {
                 (Buffer::F32(a), Buffer::F32(b)) => same(a, b, f32::to_bits),
                 (Buffer::F64(a), Buffer::F64(b)) => same(a, b, f64::to_bits),
+                (Buffer::F16(a), Buffer::F16(b)) => same(a, b, f16::to_bits),
+                (Buffer::Bf16(a), Buffer::Bf16(b)) => same(a, b, bf16::to_bits),
                 // Integers and bools: `==` is bitwise (and false across dtypes).
                 (a, b) => a == b,
             }
@@ -386,6 +427,23 @@ mod tests {
         assert_eq!(Scalar::F64(f64::NAN).to_string(), "nan");
         let x = 0.1f32 + 0.2f32;
         assert_eq!(Scalar::F32(x).to_string().parse::<f32>().unwrap(), x);
+        assert_eq!(Scalar::F16(f16::from_f32(0.1)).to_string(), "0.1");
+        assert_eq!(Scalar::Bf16(bf16::from_f32(0.1)).to_string(), "0.1");
+        assert_eq!(Scalar::F16(f16::MAX).to_string(), "65500.0");
+        assert_eq!(Scalar::Bf16(bf16::NEG_INFINITY).to_string(), "-inf");
+        // Every 16-bit value prints as text that reads back as the same bits.
+        for bits in 0..=u16::MAX {
+            for (dtype, x) in [
+                (DType::F16, f16::from_bits(bits).to_f64()),
+                (DType::Bf16, bf16::from_bits(bits).to_f64()),
+            ] {
+                if x.is_finite() {
+                    let text = shortest_half(x, dtype);
+                    let back = half_literal(text.parse().unwrap(), dtype);
+                    assert_eq!(back.to_bits(), x.to_bits(), "{dtype} {bits:#x} {text}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -373,6 +373,8 @@ impl Tracer {
         let s = match self.dtype() {
             DType::F32 => Scalar::F32(x as f32),
             DType::F64 => Scalar::F64(x),
+            DType::F16 => Scalar::F16(crate::f16::from_bits(kiln_math::float16::f64_to_f16(x))),
+            DType::Bf16 => Scalar::Bf16(crate::bf16::from_bits(kiln_math::float16::f64_to_bf16(x))),
             d if x.fract() != 0.0 || !x.is_finite() => {
                 return self.fail("constant", format!("{x} cannot be used with a {d} tensor"))
             }

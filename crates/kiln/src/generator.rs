@@ -213,9 +213,10 @@ impl Generator {
     }
 }
 
-/// Checks a float dtype for the float distributions (the check runs before any state moves).
+/// Checks a float dtype for the float distributions (the check runs before any state moves):
+/// `f32` or `f64` (TF's streams; `f16`/`bf16` draws are a `convert` of `f32` ones).
 fn float_only<T>(op: &str, dtype: DType, v: T) -> Result<T, KilnError> {
-    if dtype.is_float() {
+    if matches!(dtype, DType::F32 | DType::F64) {
         Ok(v)
     } else {
         Err(KilnError::Invalid(format!(

@@ -40,7 +40,7 @@ pub enum NpyError {
         problem: String,
     },
     /// The file's element type has no Kiln dtype.
-    #[error("{path}: unsupported .npy dtype '{descr}' (Kiln reads f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 and bool, little-endian)")]
+    #[error("{path}: unsupported .npy dtype '{descr}' (Kiln reads f16 (<f2), bf16 (<V2, ml_dtypes' bfloat16), f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 and bool, little-endian)")]
     UnsupportedDType {
         /// The file.
         path: String,
@@ -100,6 +100,10 @@ fn dtype_of(descr: &str) -> Option<DType> {
         "|u1" | "<u1" => DType::U8,
         "<i2" => DType::I16,
         "<u2" => DType::U16,
+        "<f2" => DType::F16,
+        // ml_dtypes' bfloat16 has no numpy type code: `np.save` writes it as two raw bytes
+        // (`<V2`; numpy reads it back as `|V2`), the only two-byte void Kiln reads.
+        "<V2" | "|V2" => DType::Bf16,
         _ => return None,
     })
 }
@@ -192,6 +196,8 @@ fn decode(bytes: &[u8], path: &Path) -> Result<Tensor, NpyError> {
         DType::U8 => Buffer::U8(data.to_vec()),
         DType::I16 => Buffer::I16(le(data, i16::from_le_bytes)),
         DType::U16 => Buffer::U16(le(data, u16::from_le_bytes)),
+        DType::F16 => Buffer::F16(le(data, kiln_ir::f16::from_le_bytes)),
+        DType::Bf16 => Buffer::Bf16(le(data, kiln_ir::bf16::from_le_bytes)),
         DType::Bool => Buffer::Bool(
             data.iter()
                 .enumerate()
@@ -295,15 +301,65 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), NpyError> {
             Buffer::U8(v) => write(&mut *out, &shape, v),
             Buffer::I16(v) => write(&mut *out, &shape, v),
             Buffer::U16(v) => write(&mut *out, &shape, v),
+            Buffer::F16(v) => write_raw(&mut *out, "<f2", &shape, v, kiln_ir::f16::to_le_bytes),
+            Buffer::Bf16(v) => write_raw(&mut *out, "<V2", &shape, v, kiln_ir::bf16::to_le_bytes),
         }?;
         out.flush()
     })
     .map_err(io_err(path))
 }
 
+/// A version 1.0 `.npy` file of `descr` elements written byte by byte, as `np.save` lays it
+/// out (header padded with spaces to a multiple of 64 bytes, ending in a newline): for the
+/// 16-bit floats, which npyz has no Rust type for.
+fn write_raw<T: Copy, const N: usize>(
+    mut out: impl io::Write,
+    descr: &str,
+    shape: &[u64],
+    items: &[T],
+    bytes: fn(T) -> [u8; N],
+) -> io::Result<()> {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat(total.next_multiple_of(64) - total));
+    header.push('\n');
+    let len = u16::try_from(header.len()).map_err(|_| io::Error::other("header too long"))?;
+    out.write_all(b"\x93NUMPY\x01\x00")?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(header.as_bytes())?;
+    let data: Vec<u8> = items.iter().flat_map(|&x| bytes(x)).collect();
+    out.write_all(&data)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sixteen_bit_floats_are_written_as_numpy_and_ml_dtypes_write_them() {
+        let dir = std::env::temp_dir().join(format!("kiln-npy-half-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("b.npy");
+        let t = Tensor::new(
+            [2],
+            Buffer::Bf16(vec![kiln_ir::bf16::ONE, kiln_ir::bf16::from_f32(2.0)]),
+        );
+        write_npy(&p, &t.unwrap()).unwrap();
+        // `np.save("b.npy", np.array([1, 2], dtype=ml_dtypes.bfloat16))`, byte for byte.
+        let dict = "{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }";
+        let mut want = b"\x93NUMPY\x01\x00\x76\x00".to_vec();
+        want.extend(dict.bytes());
+        want.resize(127, b' ');
+        want.push(b'\n');
+        want.extend([0x80, 0x3f, 0x00, 0x40]);
+        assert_eq!(std::fs::read(&p).unwrap(), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn round_trips_every_dtype() {
@@ -326,6 +382,20 @@ mod tests {
             Tensor::new([3], Buffer::U8(vec![0, 128, u8::MAX])).unwrap(),
             Tensor::new([3], Buffer::I16(vec![i16::MIN, -1, i16::MAX])).unwrap(),
             Tensor::new([3], Buffer::U16(vec![0, 0x8001, u16::MAX])).unwrap(),
+            Tensor::new(
+                [2, 2],
+                Buffer::F16(
+                    [0x3c00, 0x7e01, 0x8001, 0xfc00]
+                        .map(kiln_ir::f16::from_bits)
+                        .to_vec(),
+                ),
+            )
+            .unwrap(),
+            Tensor::new(
+                Vec::<usize>::new(),
+                Buffer::Bf16(vec![kiln_ir::bf16::from_bits(0xff81)]),
+            )
+            .unwrap(),
         ];
         assert_eq!(
             tensors
@@ -581,7 +651,7 @@ mod tests {
         assert!(h(&deep).contains("nests more than 32 levels"));
         assert_eq!(
             h("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}"),
-            "t.npy: unsupported .npy dtype '[('a', '<f4')]' (Kiln reads f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 and bool, little-endian)"
+            "t.npy: unsupported .npy dtype '[('a', '<f4')]' (Kiln reads f16 (<f2), bf16 (<V2, ml_dtypes' bfloat16), f32, f64, i8, i16, i32, i64, u8, u16, u32, u64 and bool, little-endian)"
         );
         assert!(h("{'descr': '>f4', 'fortran_order': False, 'shape': (1,)}")
             .contains("unsupported .npy dtype '>f4'"));

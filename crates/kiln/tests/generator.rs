@@ -550,3 +550,18 @@ fn call_placed_results_feed_the_next_call() {
     assert_eq!(bits(&s.fetch(&placed).unwrap()), bits(&host));
     assert_eq!(step.trace_count(), 1);
 }
+
+#[test]
+fn sixteen_bit_floats_are_not_a_draw_dtype() {
+    // TF's streams give f32 or f64; an f16 draw is a convert of an f32 one. Refused before
+    // the state moves, naming the dtype (it used to pass the float check and give f64).
+    let g = Generator::from_seed(1);
+    for d in [DType::F16, DType::Bf16] {
+        let e = g.uniform(&[2], d).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("dtype {d} is not a float type (f32 or f64)")),
+            "{e}"
+        );
+    }
+    assert_eq!(g.state(), Generator::from_seed(1).state());
+}

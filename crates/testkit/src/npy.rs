@@ -11,7 +11,18 @@ pub fn read_npy(path: &Path) -> Tensor {
     let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
     assert_eq!(npy.order(), npyz::Order::C, "{}", path.display());
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    // 16-bit floats: the last 2n bytes of the file, little-endian (numpy writes `<f2` for
+    // float16 and `<V2` for ml_dtypes' bfloat16).
+    let halves = || -> Vec<u16> {
+        let n: usize = shape.iter().product();
+        bytes[bytes.len() - 2 * n..]
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect()
+    };
     let data = match npy.dtype().descr().trim_matches('\'') {
+        "<f2" => Buffer::F16(halves().into_iter().map(kiln_ir::f16::from_bits).collect()),
+        "<V2" | "|V2" => Buffer::Bf16(halves().into_iter().map(kiln_ir::bf16::from_bits).collect()),
         "<f4" => Buffer::F32(npy.into_vec().unwrap()),
         "<f8" => Buffer::F64(npy.into_vec().unwrap()),
         "<i4" => Buffer::I32(npy.into_vec().unwrap()),

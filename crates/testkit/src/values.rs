@@ -77,6 +77,17 @@ pub fn random_tensor(ty: &TensorType, r: &mut Rng) -> Tensor {
         DType::I16 => Buffer::I16((0..n).map(|_| small_int(r) as i16).collect()),
         DType::U16 => Buffer::U16((0..n).map(|_| small_int(r) as u16).collect()),
         DType::Bool => Buffer::Bool((0..n).map(|_| r.next() & 1 == 1).collect()),
+        // f32 values rounded (some overflow f16's range to infinity: the edges).
+        DType::F16 => Buffer::F16(
+            (0..n)
+                .map(|_| kiln_ir::f16::from_f32(f32_value(r)))
+                .collect(),
+        ),
+        DType::Bf16 => Buffer::Bf16(
+            (0..n)
+                .map(|_| kiln_ir::bf16::from_f32(f32_value(r)))
+                .collect(),
+        ),
     };
     Tensor::new(ty.shape.clone(), data).expect("sizes match")
 }
@@ -87,6 +98,8 @@ pub fn same_bits(a: Scalar, b: Scalar) -> bool {
     match (a, b) {
         (Scalar::F32(x), Scalar::F32(y)) if x.is_nan() && y.is_nan() => true,
         (Scalar::F64(x), Scalar::F64(y)) if x.is_nan() && y.is_nan() => true,
+        (Scalar::F16(x), Scalar::F16(y)) if x.is_nan() && y.is_nan() => true,
+        (Scalar::Bf16(x), Scalar::Bf16(y)) if x.is_nan() && y.is_nan() => true,
         _ => a.same_bits(b),
     }
 }

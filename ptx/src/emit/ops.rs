@@ -131,9 +131,13 @@ impl<'a> Emitter<'a> {
                 self.def(RegClass::Pred, "setp.ne.u32", &[&w, &0])
             }
             // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
-            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => {
-                self.constant(DType::U32, 0)
-            }
+            DType::U64
+            | DType::I8
+            | DType::U8
+            | DType::I16
+            | DType::U16
+            | DType::F16
+            | DType::Bf16 => self.constant(DType::U32, 0),
         }
     }
 
@@ -142,7 +146,13 @@ impl<'a> Emitter<'a> {
             DType::F32 => float_unary::<Single>(&mut self.b, u, x),
             DType::F64 => float_unary::<Double>(&mut self.b, u, x),
             DType::Bool => (u == UnaryOp::Not).then(|| self.def(RegClass::Pred, "not.pred", &[&x])),
-            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => None, // not compiled yet
+            DType::U64
+            | DType::I8
+            | DType::U8
+            | DType::I16
+            | DType::U16
+            | DType::F16
+            | DType::Bf16 => None, // not compiled yet
             DType::I32 | DType::U32 | DType::I64 => {
                 let (s, bt) = int_types(dt);
                 let c = class(dt);
@@ -181,7 +191,13 @@ impl<'a> Emitter<'a> {
                 let &(_, opcode) = BOOL_BINARY.iter().find(|(o, _)| *o == op)?;
                 Some(self.def(RegClass::Pred, opcode, &[&x, &y]))
             }
-            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => None, // not compiled yet
+            DType::U64
+            | DType::I8
+            | DType::U8
+            | DType::I16
+            | DType::U16
+            | DType::F16
+            | DType::Bf16 => None, // not compiled yet
             DType::I32 | DType::U32 | DType::I64 => {
                 let (s, bt) = int_types(dt);
                 if let Some(&(_, pattern)) = INT_BINARY.iter().find(|(o, _)| *o == op) {
@@ -216,7 +232,13 @@ impl<'a> Emitter<'a> {
             DType::F64 => (fcc, "f64", x, y),
             DType::I32 | DType::U32 | DType::I64 => (icc, int_types(dt).0, x, y),
             // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
-            DType::U64 | DType::I8 | DType::U8 | DType::I16 | DType::U16 => (icc, "u64", x, y),
+            DType::U64
+            | DType::I8
+            | DType::U8
+            | DType::I16
+            | DType::U16
+            | DType::F16
+            | DType::Bf16 => (icc, "u64", x, y),
             DType::Bool => {
                 // false < true: compare as 0/1.
                 let a = self.def(RegClass::B32, "selp.u32", &[&1, &0, &x]);

@@ -29,7 +29,7 @@ pub(super) fn class(dt: DType) -> RegClass {
         DType::I64 => RegClass::B64,
         DType::Bool => RegClass::Pred,
         // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
-        DType::I8 | DType::U8 | DType::I16 | DType::U16 => RegClass::B32,
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => RegClass::B32,
         DType::U64 => RegClass::B64,
     }
 }
@@ -48,7 +48,9 @@ pub(super) fn mem_type(dt: DType) -> &'static str {
         DType::I64 => "u64",
         DType::Bool => "u8",
         // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
-        DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::U64 => "u8",
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::U64 | DType::F16 | DType::Bf16 => {
+            "u8"
+        }
     }
 }
 

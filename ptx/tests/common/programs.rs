@@ -49,6 +49,8 @@ pub fn to_bytes(b: &Buffer) -> Vec<u8> {
         Buffer::U8(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buffer::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buffer::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buffer::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Buffer::Bf16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
     }
 }
@@ -70,6 +72,16 @@ pub fn from_bytes(ty: &TensorType, bytes: &[u8]) -> Result<Tensor, String> {
         DType::U8 => Buffer::U8(bytes.to_vec()),
         DType::I16 => Buffer::I16(chunks::<2>(bytes).map(i16::from_le_bytes).collect()),
         DType::U16 => Buffer::U16(chunks::<2>(bytes).map(u16::from_le_bytes).collect()),
+        DType::F16 => Buffer::F16(
+            chunks::<2>(bytes)
+                .map(kiln_ir::f16::from_le_bytes)
+                .collect(),
+        ),
+        DType::Bf16 => Buffer::Bf16(
+            chunks::<2>(bytes)
+                .map(kiln_ir::bf16::from_le_bytes)
+                .collect(),
+        ),
         DType::Bool => Buffer::Bool(
             bytes
                 .iter()

@@ -114,6 +114,8 @@ pub fn synth_input(t: &TensorType, salt: usize) -> Tensor {
         DType::U8 => Buffer::U8((0..n).map(|i| int(i).unsigned_abs() as u8).collect()),
         DType::I16 => Buffer::I16((0..n).map(|i| int(i) as i16).collect()),
         DType::U16 => Buffer::U16((0..n).map(|i| int(i).unsigned_abs() as u16).collect()),
+        DType::F16 => Buffer::F16((0..n).map(|i| kiln_ir::f16::from_f64(f(i))).collect()),
+        DType::Bf16 => Buffer::Bf16((0..n).map(|i| kiln_ir::bf16::from_f64(f(i))).collect()),
     };
     Tensor::new(t.shape.clone(), data).unwrap_or_else(|_| Tensor::zeros(t))
 }

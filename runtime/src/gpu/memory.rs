@@ -29,6 +29,8 @@ pub fn buffer_bytes(b: &Buffer) -> Vec<u8> {
         Buffer::U8(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         Buffer::I16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         Buffer::U16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        Buffer::F16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        Buffer::Bf16(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
         Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
     }
 }
@@ -57,6 +59,8 @@ pub fn buffer_from_bytes(dt: DType, bytes: &[u8]) -> Buffer {
         DType::U8 => Buffer::U8(bytes.to_vec()),
         DType::I16 => Buffer::I16(words(bytes, i16::from_ne_bytes)),
         DType::U16 => Buffer::U16(words(bytes, u16::from_ne_bytes)),
+        DType::F16 => Buffer::F16(words(bytes, kiln_ir::f16::from_ne_bytes)),
+        DType::Bf16 => Buffer::Bf16(words(bytes, kiln_ir::bf16::from_ne_bytes)),
         DType::Bool => Buffer::Bool(bytes.iter().map(|&b| b != 0).collect()),
     }
 }

@@ -17,7 +17,7 @@ impl ValueEmitter<'_> {
             DType::Bool => types::I8,
             // Storage only: ops on these dtypes are never lowered (`lower::no_compiled_code`).
             DType::I8 | DType::U8 => types::I8,
-            DType::I16 | DType::U16 => types::I16,
+            DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => types::I16,
             DType::U64 => types::I64,
         }
     }

@@ -177,6 +177,16 @@ pub fn random_tensor(ty: &TensorType, seed: u64) -> Tensor {
         DType::I16 => Buffer::I16((0..n).map(|_| (next() % 10) as i16).collect()),
         DType::U16 => Buffer::U16((0..n).map(|_| (next() % 10) as u16).collect()),
         DType::Bool => Buffer::Bool((0..n).map(|_| next() & 1 == 1).collect()),
+        DType::F16 => Buffer::F16(
+            (0..n)
+                .map(|_| kiln_ir::f16::from_f64(unit(next())))
+                .collect(),
+        ),
+        DType::Bf16 => Buffer::Bf16(
+            (0..n)
+                .map(|_| kiln_ir::bf16::from_f64(unit(next())))
+                .collect(),
+        ),
     };
     Tensor::new(ty.shape.clone(), data).expect("buffer built with the type's element count")
 }

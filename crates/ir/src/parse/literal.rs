@@ -57,6 +57,18 @@ fn scalar(text: &str, dtype: DType, loc: Loc) -> PResult<Scalar> {
             float(x.is_infinite(), x.is_nan() && x.is_sign_negative())?;
             Scalar::F64(x)
         }
+        DType::F16 | DType::Bf16 => {
+            // Read as `f64` (correctly rounded), then rounded once to nearest even; a value
+            // that rounds to infinity must be spelled `inf`.
+            let x: f64 = text.parse().map_err(|_| bad())?;
+            let v = crate::tensor::half_literal(x, dtype);
+            float(v.is_infinite(), v.is_nan() && x.is_sign_negative())?;
+            if dtype == DType::F16 {
+                Scalar::F16(crate::f16::from_f64(v))
+            } else {
+                Scalar::Bf16(crate::bf16::from_f64(v))
+            }
+        }
         DType::I8
         | DType::I16
         | DType::I32

@@ -55,8 +55,27 @@ pub fn summary_line(converted: &cast::Converted, dtype: AmpDtype) -> String {
     )
 }
 
-/// The rewrite of one function (a region is a function of its own).
+/// The rewrite of one function (a region is a function of its own), its log emitted.
 fn run_here(f: &mut Func, opts: &Options) -> Result<bool, CompileError> {
+    let mut log = Vec::new();
+    let changed = run_logged(f, opts, &mut log)?;
+    for (level, line) in &log {
+        match level {
+            0 => tracing::info!(target: AUTO_MIXED_PRECISION, "@{}: {line}", f.name),
+            _ => kiln_flags::vlog!(opts.flags, AUTO_MIXED_PRECISION, *level, "{line}"),
+        }
+    }
+    Ok(changed)
+}
+
+/// The rewrite of `f`'s own instructions (not its regions), whether or not it is enabled,
+/// appending what TF logs to `log`: level 0 for its `LOG(INFO)` lines (the summary), 1 and 2
+/// for its `VLOG`s.
+pub fn run_logged(
+    f: &mut Func,
+    opts: &Options,
+    log: &mut Vec<(i32, String)>,
+) -> Result<bool, CompileError> {
     let mp = &opts.flags.mixed_precision;
     let lists = AmpLists::from_settings(mp).map_err(CompileError::MixedPrecision)?;
     let log_dir = mp.log_path.as_deref();
@@ -68,19 +87,15 @@ fn run_here(f: &mut Func, opts: &Options) -> Result<bool, CompileError> {
         )?;
     }
     let painting = paint::paint(f, &lists);
-    for (level, line) in &painting.log {
-        kiln_flags::vlog!(opts.flags, AUTO_MIXED_PRECISION, *level, "{line}");
-    }
+    log.extend(painting.log.iter().cloned());
     if !painting.allow.contains(&true) {
-        tracing::info!(target: AUTO_MIXED_PRECISION, "No allowlist ops found in @{}, nothing to do", f.name);
+        log.push((0, "No allowlist ops found, nothing to do".into()));
         return Ok(false);
     }
     let (new, converted) = cast::rewrite(f, &painting, target_dtype(mp.dtype));
-    for line in &converted.log {
-        kiln_flags::vlog!(opts.flags, AUTO_MIXED_PRECISION, 1, "{line}");
-    }
+    log.extend(converted.log.iter().map(|line| (1, line.clone())));
     let summary = summary_line(&converted, mp.dtype);
-    tracing::info!(target: AUTO_MIXED_PRECISION, "@{}: {summary}", f.name);
+    log.push((0, summary.clone()));
     *f = new;
     if let Some(dir) = log_dir {
         let name = &f.name;

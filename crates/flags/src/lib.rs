@@ -87,16 +87,15 @@ impl Sources {
                 known.join(", ")
             )
         })?;
-        let value = Some(value.into());
+        let value: String = value.into();
         match variable {
-            Variable::TfXlaFlags => self.tf_xla_flags = value,
-            Variable::XlaFlags => self.xla_flags = value,
-            Variable::TfDeterministicOps => self.tf_deterministic_ops = value,
-            Variable::TfCppVmodule => self.tf_cpp_vmodule = value,
-            Variable::TfCppMinLogLevel => self.tf_cpp_min_log_level = value,
+            Variable::TfXlaFlags => self.tf_xla_flags = Some(value),
+            Variable::XlaFlags => self.xla_flags = Some(value),
+            Variable::TfDeterministicOps => self.tf_deterministic_ops = Some(value),
+            Variable::TfCppVmodule => self.tf_cpp_vmodule = Some(value),
+            Variable::TfCppMinLogLevel => self.tf_cpp_min_log_level = Some(value),
             other => {
-                self.mixed_precision
-                    .insert(other, value.unwrap_or_default());
+                self.mixed_precision.insert(other, value);
             }
         }
         Ok(())

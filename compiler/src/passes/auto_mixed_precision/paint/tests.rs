@@ -18,26 +18,7 @@ fn painted(text: &str, lists: &AmpLists) -> (Vec<String>, Vec<String>) {
     (names(&f, &p.allow), names(&f, &p.deny))
 }
 
-pub(crate) const MLP: &str = "
-func @mlp(%x: f32[8,16], %w1: f32[16,32], %b1: f32[32], %w2: f32[32,10], %b2: f32[10]) -> f32[8,10] {
-  %h = dot_general %x, %w1, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[8,32]
-  %bb1 = broadcast_in_dim %b1, dims=[1] : f32[8,32]
-  %a = add %h, %bb1 : f32[8,32]
-  %zero = constant 0.0 : f32[8,32]
-  %r = max %a, %zero : f32[8,32]
-  %o = dot_general %r, %w2, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[8,10]
-  %bb2 = broadcast_in_dim %b2, dims=[1] : f32[8,10]
-  %z = add %o, %bb2 : f32[8,10]
-  %m = reduce_max %z, axes=[1] : f32[8]
-  %mb = broadcast_in_dim %m, dims=[0] : f32[8,10]
-  %d = sub %z, %mb : f32[8,10]
-  %e = exp %d : f32[8,10]
-  %s = reduce_sum %e, axes=[1] : f32[8]
-  %ls = log %s : f32[8]
-  %lsb = broadcast_in_dim %ls, dims=[0] : f32[8,10]
-  %y = sub %d, %lsb : f32[8,10]
-  return %y
-}";
+use crate::passes::auto_mixed_precision::tests::MLP;
 
 #[test]
 fn the_guides_mlp_runs_its_dots_in_half_and_its_log_softmax_in_f32() {

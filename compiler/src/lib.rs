@@ -75,6 +75,17 @@ pub enum CompileError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The mixed precision rewrite's lists name an op Kiln does not have.
+    #[error("{0}")]
+    MixedPrecision(String),
+    /// Writing to `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH` failed.
+    #[error("TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH: cannot write {path}: {source}")]
+    MixedPrecisionLog {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// A pass name given to disable does not exist.
     #[error("unknown pass '{name}' (passes: {known})")]
     UnknownPass {

@@ -15,6 +15,8 @@ type PassFn = fn(&mut Func, &Options) -> Result<bool, CompileError>;
 
 /// Every pass, in pipeline order.
 pub const PASSES: &[(&str, PassFn)] = &[
+    // Off unless TF_ENABLE_AUTO_MIXED_PRECISION*=1; first, so that clustering sees its casts.
+    ("auto_mixed_precision", passes::auto_mixed_precision::run),
     ("simplify", passes::simplify::run),
     ("cse", passes::cse::run),
     ("dce", passes::dce::run),

@@ -61,13 +61,19 @@ impl<'a> Rewriter<'a> {
 
     /// Emits `op` over new `args` in place of `inst` (same result names and types).
     pub fn push_like(&mut self, inst: &Inst, op: Op, args: Vec<Value>) {
+        let types = inst
+            .results
+            .iter()
+            .map(|&r| self.old.ty(r).clone())
+            .collect();
+        self.push_retyped(inst, op, args, types);
+    }
+
+    /// Emits `op` over new `args` in place of `inst`: its results keep their names and take
+    /// `types` (a pass that changes a value's type, as the mixed precision rewrite does).
+    pub fn push_retyped(&mut self, inst: &Inst, op: Op, args: Vec<Value>, types: Vec<TensorType>) {
         if inst.results.len() != 1 {
-            // A `while` or `conditional`: every result keeps its name and type.
-            let types = inst
-                .results
-                .iter()
-                .map(|&r| self.old.ty(r).clone())
-                .collect();
+            // A `while` or `conditional`: every result keeps its name.
             let names: Vec<String> = inst
                 .results
                 .iter()
@@ -81,13 +87,10 @@ impl<'a> Rewriter<'a> {
             return;
         }
         let r = inst.results[0];
-        let v = self.new.push_named(
-            op,
-            args,
-            self.old.ty(r).clone(),
-            Some(&self.old.value(r).name),
-            inst.loc,
-        );
+        let ty = types.into_iter().next().expect("one type per result");
+        let v = self
+            .new
+            .push_named(op, args, ty, Some(&self.old.value(r).name), inst.loc);
         self.new.insts.last_mut().expect("just pushed").scope = inst.scope;
         self.map[r.0 as usize] = Some(v);
     }
@@ -103,6 +106,25 @@ impl<'a> Rewriter<'a> {
                 break n;
             }
         };
+        self.new.push_named(op, args, ty, Some(&name), None)
+    }
+
+    /// Like [`Rewriter::push_new`], named `base` when that name is fresh in both functions,
+    /// else `base_1`, `base_2`, ….
+    pub fn push_new_named(
+        &mut self,
+        op: Op,
+        args: Vec<Value>,
+        ty: TensorType,
+        base: &str,
+    ) -> Value {
+        let taken = |n: &str| self.old.lookup(n).is_some() || self.new.lookup(n).is_some();
+        let mut name = base.to_string();
+        let mut k = 0;
+        while taken(&name) {
+            k += 1;
+            name = format!("{base}_{k}");
+        }
         self.new.push_named(op, args, ty, Some(&name), None)
     }
 

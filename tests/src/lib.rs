@@ -16,8 +16,11 @@
 //! those compiler passes, in order, on every function) and `cluster` (the module after
 //! `mark_for_compilation`, then TF's clustering summary with op counts and refusals),
 //! `ptx sm_NN` (each function lowered as one cluster and emitted as PTX for that target,
-//! with its launch descriptions). An
-//! optional `// flags: …` line gives `TF_XLA_FLAGS` for the test. Every kind also checks that printing round-trips.
+//! with its launch descriptions) and `amp` (the module after the automatic mixed precision
+//! rewrite, then its log: the summary, and the decisions `TF_CPP_VMODULE` turns on). An
+//! optional `// flags: …` line gives `TF_XLA_FLAGS` for the test, and `// env: NAME=VALUE`
+//! lines set other variables Kiln reads (`TF_ENABLE_AUTO_MIXED_PRECISION`, …). Every kind
+//! also checks that printing round-trips.
 //! `KILN_BLESS=1` rewrites the expected sections instead of comparing.
 
 use kiln_ir::{parse_module, print_module, verify_module, Module};
@@ -124,28 +127,68 @@ fn actual_output(program: &str, path: &Path) -> Result<String, String> {
             Ok(diags.iter().map(|d| d.render(&file) + "\n").collect())
         }
         "run" => run_main(&module),
-        other if other.starts_with("pass ") => run_passes(module, &other[5..]),
+        other if other.starts_with("pass ") => run_passes(module, &other[5..], program),
+        "amp" => run_amp(module, program),
         "cluster" => run_cluster(module, program),
         other if other.starts_with("ptx ") => run_ptx(&module, &other[4..]),
         other => Err(format!(
-            "unknown test kind '{other}' (expected print, run, verify, pass NAMES, cluster or ptx sm_NN)"
+            "unknown test kind '{other}' (expected print, run, verify, pass NAMES, cluster, amp or ptx sm_NN)"
         )),
     }
 }
 
-/// Options from the file's `// flags: …` line (TF_XLA_FLAGS syntax), or the defaults.
+/// Options from the file's `// flags: …` line (TF_XLA_FLAGS syntax) and `// env: NAME=VALUE`
+/// lines, or the defaults.
 fn options(program: &str) -> Result<kiln_compiler::Options, String> {
     let tf_xla_flags = program.lines().find_map(|l| {
         l.trim()
             .strip_prefix("// flags:")
             .map(|f| f.trim().to_string())
     });
-    let sources = kiln_flags::Sources {
+    let mut sources = kiln_flags::Sources {
         tf_xla_flags,
         ..Default::default()
     };
+    for line in program.lines() {
+        if let Some(setting) = line.trim().strip_prefix("// env:") {
+            let (name, value) = setting
+                .trim()
+                .split_once('=')
+                .ok_or_else(|| format!("`// env:{setting}`: expected NAME=VALUE"))?;
+            sources.set(name, value)?;
+        }
+    }
     let flags = kiln_flags::Flags::from_sources(&sources).map_err(|e| e.to_string())?;
     Ok(kiln_compiler::Options::from_flags(&flags))
+}
+
+/// The module after the mixed precision rewrite of each function's own instructions (when
+/// the file's variables enable it), then the log lines `TF_CPP_VMODULE=auto_mixed_precision=N`
+/// shows (level 0, the summary, always); or the error the rewrite reports.
+fn run_amp(mut module: Module, program: &str) -> Result<String, String> {
+    use kiln_flags::logging::AUTO_MIXED_PRECISION;
+    let opts = options(program)?;
+    let mut log = String::new();
+    for f in &mut module.funcs {
+        let mut lines = Vec::new();
+        if opts.flags.mixed_precision.enabled() {
+            // A bad list is the user's error: the expected text shows it.
+            let rewrite = kiln_compiler::passes::auto_mixed_precision::run_logged;
+            if let Err(e) = rewrite(f, &opts, &mut lines) {
+                return Ok(format!("error: {e}\n"));
+            }
+        }
+        let diags = kiln_ir::verify_func(f);
+        if !diags.is_empty() {
+            return Err(format!("the rewrite left an invalid graph: {diags:?}"));
+        }
+        for (level, line) in lines {
+            if opts.flags.vmodule.enabled(AUTO_MIXED_PRECISION, level) {
+                log += &format!("[{level}] @{}: {line}\n", f.name);
+            }
+        }
+    }
+    Ok(format!("{}\n{log}", print_module(&module)))
 }
 
 fn run_cluster(mut module: Module, program: &str) -> Result<String, String> {
@@ -213,8 +256,8 @@ fn run_ptx(module: &Module, target: &str) -> Result<String, String> {
     Ok(out)
 }
 
-fn run_passes(mut module: Module, names: &str) -> Result<String, String> {
-    let opts = kiln_compiler::Options::default();
+fn run_passes(mut module: Module, names: &str, program: &str) -> Result<String, String> {
+    let opts = options(program)?;
     for name in names.split(',').map(str::trim) {
         let (_, pass) = kiln_compiler::PASSES
             .iter()

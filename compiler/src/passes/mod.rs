@@ -4,6 +4,7 @@
 use crate::{CompileError, Options};
 use kiln_ir::{Func, Op};
 
+pub mod auto_mixed_precision;
 pub mod cse;
 pub mod dce;
 pub mod mark_for_compilation;

@@ -188,6 +188,16 @@ pub enum FlagsError {
         /// The value as set.
         value: String,
     },
+    /// A variable of one value (the mixed precision rewrite's) that does not parse.
+    #[error("{variable}: bad value `{value}`; expected {accepted}.")]
+    BadVariableValue {
+        /// The variable.
+        variable: Variable,
+        /// The value as set.
+        value: String,
+        /// The accepted values, as a phrase.
+        accepted: String,
+    },
     /// A variable whose value is not UTF-8.
     #[error("{variable} is not valid UTF-8; Kiln reads its variables as UTF-8 text.")]
     NotUnicode {

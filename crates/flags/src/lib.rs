@@ -1,7 +1,8 @@
 //! kiln-flags: the one place Kiln reads the environment variables that steer XLA.
 //!
 //! [`Flags::from_env`] reads `TF_XLA_FLAGS`, `XLA_FLAGS`, `TF_DETERMINISTIC_OPS`,
-//! `TF_CPP_VMODULE` and `TF_CPP_MIN_LOG_LEVEL` once, strictly, into a typed [`Flags`] value that
+//! `TF_CPP_VMODULE`, `TF_CPP_MIN_LOG_LEVEL` and the automatic mixed precision rewrite's
+//! variables ([`Variable::MIXED_PRECISION`]) once, strictly, into a typed [`Flags`] value that
 //! the rest of Kiln receives as an argument. Nothing else in Kiln reads these variables, so a
 //! test can build any configuration with [`Flags::from_sources`] or `Flags { .., ..Default }`
 //! without touching the process environment.
@@ -20,6 +21,7 @@
 mod error;
 pub mod files;
 pub mod logging;
+mod mixed_precision;
 mod parse;
 mod provenance;
 mod render;
@@ -32,6 +34,7 @@ mod tests_errors;
 #[cfg(test)]
 mod tests_flags;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The most threads `--xla_cpu_num_threads` (and `kiln run --threads`) may ask for: above
@@ -40,6 +43,7 @@ pub const MAX_CPU_THREADS: usize = 1024;
 
 pub use error::{FlagsError, Location, Malformed, Suggestion, VModuleProblem};
 pub use logging::{init_logging, logger_builder};
+pub use mixed_precision::{AmpDtype, ListEdit, MixedPrecision};
 pub use provenance::{Origin, Provenance, Source, Variable};
 pub use render::{render_flags_markdown, render_flags_table, source_text};
 pub use spec::{find_flag, Effect, FlagSpec, FLAGS};
@@ -67,6 +71,35 @@ pub struct Sources {
     pub tf_cpp_vmodule: Option<String>,
     /// `TF_CPP_MIN_LOG_LEVEL`.
     pub tf_cpp_min_log_level: Option<String>,
+    /// The automatic mixed precision rewrite's variables ([`Variable::MIXED_PRECISION`]),
+    /// each holding one value.
+    pub mixed_precision: BTreeMap<Variable, String>,
+}
+
+impl Sources {
+    /// Sets the variable named `name` (`TF_XLA_FLAGS`, `TF_ENABLE_AUTO_MIXED_PRECISION`, …);
+    /// an error naming the variables Kiln reads when it reads no variable of that name.
+    pub fn set(&mut self, name: &str, value: impl Into<String>) -> Result<(), String> {
+        let variable = Variable::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Variable::ALL.iter().map(|v| v.name()).collect();
+            format!(
+                "Kiln reads no variable `{name}`; it reads {}",
+                known.join(", ")
+            )
+        })?;
+        let value: String = value.into();
+        match variable {
+            Variable::TfXlaFlags => self.tf_xla_flags = Some(value),
+            Variable::XlaFlags => self.xla_flags = Some(value),
+            Variable::TfDeterministicOps => self.tf_deterministic_ops = Some(value),
+            Variable::TfCppVmodule => self.tf_cpp_vmodule = Some(value),
+            Variable::TfCppMinLogLevel => self.tf_cpp_min_log_level = Some(value),
+            other => {
+                self.mixed_precision.insert(other, value);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Every setting Kiln takes from the environment, typed. See [`FLAGS`] (or `docs/flags.md`)
@@ -127,6 +160,9 @@ pub struct Flags {
     /// `TF_CPP_MIN_LOG_LEVEL`: 0 shows INFO; 1 (Kiln's default) hides INFO; 2 hides WARNING
     /// too; 3 hides ERROR too.
     pub min_log_level: u8,
+    /// TensorFlow's automatic mixed precision graph rewrite: `TF_ENABLE_AUTO_MIXED_PRECISION*`,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_*` and `--kiln_amp_dtype`. Off by default.
+    pub mixed_precision: MixedPrecision,
     /// Where each non-default value came from, for `kiln flags`.
     pub provenance: Provenance,
 }
@@ -160,14 +196,15 @@ impl Default for Flags {
             deterministic_ops: false,
             vmodule: VModule::default(),
             min_log_level: 1,
+            mixed_precision: MixedPrecision::default(),
             provenance: Provenance::default(),
         }
     }
 }
 
 impl Flags {
-    /// Reads `TF_XLA_FLAGS`, `XLA_FLAGS`, `TF_DETERMINISTIC_OPS`, `TF_CPP_VMODULE` and
-    /// `TF_CPP_MIN_LOG_LEVEL` from the process environment. This is the only function in
+    /// Reads `TF_XLA_FLAGS`, `XLA_FLAGS`, `TF_DETERMINISTIC_OPS`, `TF_CPP_VMODULE`,
+    /// `TF_CPP_MIN_LOG_LEVEL` and the mixed precision variables from the process environment. This is the only function in
     /// Kiln that reads them; call it once, at the edge, and pass the result down.
     pub fn from_env() -> Result<Flags, FlagsError> {
         let read = |variable: Variable| match std::env::var(variable.name()) {
@@ -181,6 +218,14 @@ impl Flags {
             tf_deterministic_ops: read(Variable::TfDeterministicOps)?,
             tf_cpp_vmodule: read(Variable::TfCppVmodule)?,
             tf_cpp_min_log_level: read(Variable::TfCppMinLogLevel)?,
+            mixed_precision: Variable::MIXED_PRECISION
+                .into_iter()
+                .filter_map(|v| {
+                    read(v)
+                        .map(|value| value.map(|value| (v, value)))
+                        .transpose()
+                })
+                .collect::<Result<_, _>>()?,
         })
     }
 
@@ -212,6 +257,9 @@ impl Flags {
                 })?;
             flags.min_log_level = u8::try_from(level).unwrap_or(1);
             flags.record_variable(Variable::TfCppMinLogLevel);
+        }
+        for (&variable, value) in &sources.mixed_precision {
+            flags.apply_single_value(variable, value)?;
         }
         // Kiln has one determinism setting; XLA's GPU flag turns it on like TF_DETERMINISTIC_OPS.
         if flags.gpu_deterministic_ops && !flags.deterministic_ops {
@@ -246,6 +294,24 @@ impl Flags {
             0 => std::thread::available_parallelism().map_or(1, usize::from),
             n => n,
         }
+    }
+
+    /// Parses a variable that holds one value through its row of [`FLAGS`]; an unset or blank
+    /// value leaves the default, as in TensorFlow.
+    fn apply_single_value(&mut self, variable: Variable, value: &str) -> Result<(), FlagsError> {
+        let value = value.trim();
+        let spec = FLAGS.iter().find(|s| !s.is_flag() && s.home() == variable);
+        let (Some(spec), false) = (spec, value.is_empty()) else {
+            return Ok(());
+        };
+        spec.parse_and_set(self, Some(value))
+            .map_err(|_| FlagsError::BadVariableValue {
+                variable,
+                value: value.to_string(),
+                accepted: spec.kind().accepted(),
+            })?;
+        self.record_variable(variable);
+        Ok(())
     }
 
     fn record_variable(&mut self, variable: Variable) {

@@ -29,6 +29,10 @@ pub const NVPTX_COMPILER: &str = "nvptx_compiler";
 /// Host ↔ device copies made by the executor (`=2`), XLA's transfer manager.
 pub const TRANSFER_MANAGER: &str = "transfer_manager";
 
+/// The automatic mixed precision rewrite: TensorFlow's `Converted N/M nodes` summary at INFO,
+/// and (`=2`) every painting decision, (`=1`) every type change and cast.
+pub const AUTO_MIXED_PRECISION: &str = "auto_mixed_precision";
+
 /// Every log target Kiln uses, with what it logs; for `TF_CPP_VMODULE` and `docs/flags.md`.
 pub static LOG_TARGETS: &[(&str, &str)] = &[
     (MARK_FOR_COMPILATION_PASS, "clustering decisions and refusals with their reasons; at 2, TensorFlow's `*** Clustering info for graph of size N` summary"),
@@ -36,6 +40,7 @@ pub static LOG_TARGETS: &[(&str, &str)] = &[
     (DEVICE_EXECUTABLE_PERSISTOR, "persistent cache reads, writes, and entries ignored as corrupt or foreign"),
     (CPU_COMPILER, "CPU code generation with Cranelift: kernel sizes and compile times; at 2, each kernel function's plan (vector width, loop form, staged and pinned nodes)"),
     (NVPTX_COMPILER, "at 2, the size of each PTX and cubin, as in XLA"),
+    (AUTO_MIXED_PRECISION, "the mixed precision rewrite: at 1, each op changed to f16/bf16 and each cast inserted; at 2, each op painted ALLOW or DENY and why"),
     (TRANSFER_MANAGER, "at 2, each host ↔ device copy the executor makes (value, type, bytes, direction)"),
 ];
 

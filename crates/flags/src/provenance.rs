@@ -17,6 +17,29 @@ pub enum Variable {
     TfCppVmodule,
     /// `TF_CPP_MIN_LOG_LEVEL`: hides INFO (1), WARNING (2) or ERROR (3) messages.
     TfCppMinLogLevel,
+    /// `TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE`: the mixed precision graph rewrite.
+    TfEnableAmpGraphRewrite,
+    /// `TF_ENABLE_AUTO_MIXED_PRECISION`: the same rewrite, by its older name (NVIDIA's
+    /// containers, where it also turned on loss scaling).
+    TfEnableAmp,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_ADD`.
+    AmpAllowlistAdd,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_REMOVE`.
+    AmpAllowlistRemove,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_ADD`.
+    AmpInferlistAdd,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE`.
+    AmpInferlistRemove,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD`.
+    AmpDenylistAdd,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_REMOVE`.
+    AmpDenylistRemove,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_ADD`.
+    AmpClearlistAdd,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_REMOVE`.
+    AmpClearlistRemove,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH`: where the rewrite writes its graphs.
+    AmpLogPath,
 }
 
 impl Variable {
@@ -28,7 +51,65 @@ impl Variable {
             Variable::TfDeterministicOps => "TF_DETERMINISTIC_OPS",
             Variable::TfCppVmodule => "TF_CPP_VMODULE",
             Variable::TfCppMinLogLevel => "TF_CPP_MIN_LOG_LEVEL",
+            Variable::TfEnableAmpGraphRewrite => "TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE",
+            Variable::TfEnableAmp => "TF_ENABLE_AUTO_MIXED_PRECISION",
+            Variable::AmpAllowlistAdd => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_ADD",
+            Variable::AmpAllowlistRemove => {
+                "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_REMOVE"
+            }
+            Variable::AmpInferlistAdd => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_ADD",
+            Variable::AmpInferlistRemove => {
+                "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE"
+            }
+            Variable::AmpDenylistAdd => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD",
+            Variable::AmpDenylistRemove => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_REMOVE",
+            Variable::AmpClearlistAdd => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_ADD",
+            Variable::AmpClearlistRemove => {
+                "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_REMOVE"
+            }
+            Variable::AmpLogPath => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH",
         }
+    }
+
+    /// Every variable Kiln reads, in the order [`crate::Flags::from_env`] applies them.
+    pub const ALL: [Variable; 16] = [
+        Variable::TfDeterministicOps,
+        Variable::TfXlaFlags,
+        Variable::XlaFlags,
+        Variable::TfCppVmodule,
+        Variable::TfCppMinLogLevel,
+        Variable::TfEnableAmpGraphRewrite,
+        Variable::TfEnableAmp,
+        Variable::AmpAllowlistAdd,
+        Variable::AmpAllowlistRemove,
+        Variable::AmpInferlistAdd,
+        Variable::AmpInferlistRemove,
+        Variable::AmpDenylistAdd,
+        Variable::AmpDenylistRemove,
+        Variable::AmpClearlistAdd,
+        Variable::AmpClearlistRemove,
+        Variable::AmpLogPath,
+    ];
+
+    /// The variables of the automatic mixed precision rewrite: each holds one value, parsed
+    /// by its own row of [`crate::FLAGS`].
+    pub const MIXED_PRECISION: [Variable; 11] = [
+        Variable::TfEnableAmpGraphRewrite,
+        Variable::TfEnableAmp,
+        Variable::AmpAllowlistAdd,
+        Variable::AmpAllowlistRemove,
+        Variable::AmpInferlistAdd,
+        Variable::AmpInferlistRemove,
+        Variable::AmpDenylistAdd,
+        Variable::AmpDenylistRemove,
+        Variable::AmpClearlistAdd,
+        Variable::AmpClearlistRemove,
+        Variable::AmpLogPath,
+    ];
+
+    /// The variable with this name, if Kiln reads it.
+    pub fn from_name(name: &str) -> Option<Variable> {
+        Variable::ALL.into_iter().find(|v| v.name() == name)
     }
 
     /// Whether the variable holds a list of `--name=value` flags (rather than one value).

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::mixed_precision::AmpDtype;
 use crate::provenance::Variable;
 use crate::values::{parse_bool, parse_int, AutoJit, Kind};
 use crate::vmodule::VModule;
@@ -90,6 +91,12 @@ pub(crate) enum Access {
         get: fn(&Flags) -> &[String],
         set: fn(&mut Flags, Vec<String>),
     },
+    /// One of a fixed set of words.
+    Choice {
+        choices: &'static [&'static str],
+        get: fn(&Flags) -> &'static str,
+        set: fn(&mut Flags, &'static str),
+    },
 }
 
 /// Why a value could not be applied; the caller adds the location and flag name.
@@ -109,6 +116,7 @@ impl FlagSpec {
             Access::Path { .. } => Kind::Path,
             Access::VModule { .. } => Kind::VModule,
             Access::Names { .. } => Kind::Names,
+            Access::Choice { choices, .. } => Kind::Choice(choices),
         }
     }
 
@@ -158,6 +166,7 @@ impl FlagSpec {
                     names.join(",")
                 }
             }
+            Access::Choice { get, .. } => get(flags).to_string(),
             Access::VModule { get, .. } => {
                 let vmodule = get(flags);
                 if vmodule.is_empty() {
@@ -208,6 +217,9 @@ impl FlagSpec {
                 }
                 set(flags, names)
             }
+            (Access::Choice { choices, set, .. }, Some(v)) => {
+                set(flags, choices.iter().find(|c| **c == v).ok_or(bad)?)
+            }
         }
         Ok(())
     }
@@ -230,6 +242,7 @@ fn to_i64(n: usize) -> i64 {
 }
 
 const TF: &[Variable] = &[Variable::TfXlaFlags];
+const AMP_LIST_HELP: &str = "Comma-separated Kiln op names (`dot_general`, `exp`, `reduce_sum`, …; see `docs/amp.md`) for TensorFlow's automatic mixed precision rewrite. Names are added first, then removed. An unknown op name is an error, with the closest name, when the rewrite runs.";
 const XLA: &[Variable] = &[Variable::XlaFlags];
 const MAX: i64 = i64::MAX;
 
@@ -380,6 +393,19 @@ pub static FLAGS: &[FlagSpec] = &[
         access: Access::Int { min: 0, max: 1, get: |f| i64::from(f.async_io_level), set: |f, v| f.async_io_level = to_u8(v) },
     },
     FlagSpec {
+        name: "kiln_amp_dtype",
+        variables: TF,
+        default: "f16",
+        help: "Kiln's own flag: the type the automatic mixed precision rewrite converts to, `f16` (TensorFlow's CUDA mode, the default) or `bf16` (TensorFlow's oneDNN mode, which TensorFlow turns on with the `auto_mixed_precision_onednn_bfloat16` rewriter option rather than a variable). Acts only when the rewrite is on.",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Choice {
+            choices: AmpDtype::NAMES,
+            get: |f| f.mixed_precision.dtype.name(),
+            set: |f, v| f.mixed_precision.dtype = AmpDtype::parse(v).unwrap_or_default(),
+        },
+    },
+    FlagSpec {
         name: "xla_gpu_autotune_level",
         variables: XLA,
         default: "4",
@@ -441,7 +467,7 @@ pub static FLAGS: &[FlagSpec] = &[
         name: "xla_disable_hlo_passes",
         variables: XLA,
         default: "none",
-        help: "Comma-separated graph passes to skip (`simplify`, `cse`, `dce`, `mark_for_compilation`), to bisect a miscompile. An unknown pass name is an error when the pipeline runs.",
+        help: "Comma-separated graph passes to skip (`auto_mixed_precision`, `simplify`, `cse`, `dce`, `mark_for_compilation`), to bisect a miscompile. An unknown pass name is an error when the pipeline runs.",
         effect: Effect::Acts,
         linked: &[],
         access: Access::Names { get: |f| &f.disabled_passes, set: |f, v| f.disabled_passes = v },
@@ -509,6 +535,105 @@ pub static FLAGS: &[FlagSpec] = &[
         effect: Effect::Acts,
         linked: &[],
         access: Access::Int { min: 0, max: 3, get: |f| i64::from(f.min_log_level), set: |f, v| f.min_log_level = to_u8(v) },
+    },
+    FlagSpec {
+        name: "TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE",
+        variables: &[Variable::TfEnableAmpGraphRewrite],
+        default: "false",
+        help: "`1` or `true`: before clustering, TensorFlow's automatic mixed precision rewrite converts `dot_general` and `convolution` (and the ops its lists allow around them) from f32 to f16 (or `--kiln_amp_dtype=bf16`), inserting casts at the boundaries; `exp`, `pow`, `reduce_sum` and what follows them stay f32. Off by default. Loss scaling is not part of it (see `docs/amp.md`).",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Bool { get: |f| f.mixed_precision.graph_rewrite, set: |f, v| f.mixed_precision.graph_rewrite = v },
+    },
+    FlagSpec {
+        name: "TF_ENABLE_AUTO_MIXED_PRECISION",
+        variables: &[Variable::TfEnableAmp],
+        default: "false",
+        help: "The older name of `TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE` (in NVIDIA's containers it also turned on loss scaling, which is an optimizer feature and not Kiln's); either variable turns the rewrite on.",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Bool { get: |f| f.mixed_precision.enable, set: |f, v| f.mixed_precision.enable = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_ADD",
+        variables: &[Variable::AmpAllowlistAdd],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.allow.add, set: |f, v| f.mixed_precision.allow.add = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_REMOVE",
+        variables: &[Variable::AmpAllowlistRemove],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.allow.remove, set: |f, v| f.mixed_precision.allow.remove = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_ADD",
+        variables: &[Variable::AmpInferlistAdd],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.infer.add, set: |f, v| f.mixed_precision.infer.add = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE",
+        variables: &[Variable::AmpInferlistRemove],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.infer.remove, set: |f, v| f.mixed_precision.infer.remove = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD",
+        variables: &[Variable::AmpDenylistAdd],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.deny.add, set: |f, v| f.mixed_precision.deny.add = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_REMOVE",
+        variables: &[Variable::AmpDenylistRemove],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.deny.remove, set: |f, v| f.mixed_precision.deny.remove = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_ADD",
+        variables: &[Variable::AmpClearlistAdd],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.clear.add, set: |f, v| f.mixed_precision.clear.add = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_REMOVE",
+        variables: &[Variable::AmpClearlistRemove],
+        default: "none",
+        help: AMP_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.clear.remove, set: |f, v| f.mixed_precision.clear.remove = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH",
+        variables: &[Variable::AmpLogPath],
+        default: "unset",
+        help: "A directory where the automatic mixed precision rewrite writes each function before (`graphdef_preop_<func>.kir`) and after (`graphdef_AutoMixedPrecision_<func>.kir`) the rewrite, the lists it used (`paintbuckets_AutoMixedPrecision_<func>.txt`) and TensorFlow's summary line (`summary_AutoMixedPrecision_<func>.txt`).",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Path { get: |f| f.mixed_precision.log_path.as_deref(), set: |f, v| f.mixed_precision.log_path = Some(v) },
     },
 ];
 

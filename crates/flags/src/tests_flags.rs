@@ -49,6 +49,10 @@ fn nothing_set_gives_the_defaults() {
         tf_deterministic_ops: Some(String::new()),
         tf_cpp_vmodule: Some(" ".into()),
         tf_cpp_min_log_level: Some(String::new()),
+        mixed_precision: Variable::MIXED_PRECISION
+            .into_iter()
+            .map(|v| (v, " ".to_string()))
+            .collect(),
     };
     assert_eq!(Flags::from_sources(&blank).unwrap(), Flags::default());
 }
@@ -64,6 +68,7 @@ fn every_flag_accepts_a_valid_value_of_its_kind_and_rejects_an_invalid_one() {
             Kind::AutoJit => ("fusible", "fusible", "3"),
             Kind::Path => ("/tmp/kiln", "/tmp/kiln", ""),
             Kind::Names => ("cse,dce", "cse,dce", "cse,,dce"),
+            Kind::Choice(choices) => (choices[1], choices[1], "f32"),
             Kind::VModule => unreachable!("TF_CPP_VMODULE is not a --flag"),
         };
         let flags = in_home(spec.name, &format!("--{}={valid}", spec.name)).unwrap();
@@ -340,4 +345,91 @@ fn flag_file_for_xla_flags_and_an_empty_file() {
     let empty = temp_file("empty", "# nothing here\n");
     assert_eq!(tf(&empty.display().to_string()).unwrap(), Flags::default());
     std::fs::remove_file(&empty).ok();
+}
+
+fn with_variables(pairs: &[(&str, &str)]) -> Result<Flags, FlagsError> {
+    let mut sources = Sources::default();
+    for (name, value) in pairs {
+        sources.set(name, *value).unwrap();
+    }
+    Flags::from_sources(&sources)
+}
+
+#[test]
+fn mixed_precision_is_off_until_either_variable_turns_it_on() {
+    assert!(!Flags::default().mixed_precision.enabled());
+    for name in [
+        "TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE",
+        "TF_ENABLE_AUTO_MIXED_PRECISION",
+    ] {
+        let flags = with_variables(&[(name, "1")]).unwrap();
+        assert!(flags.mixed_precision.enabled(), "{name}");
+        assert_eq!(
+            flags.provenance.source(name),
+            Source::Variable(Variable::from_name(name).unwrap())
+        );
+        let off = with_variables(&[(name, "false")]).unwrap();
+        assert!(!off.mixed_precision.enabled(), "{name}");
+    }
+}
+
+#[test]
+fn mixed_precision_lists_path_and_dtype_are_read() {
+    let flags = with_variables(&[
+        ("TF_ENABLE_AUTO_MIXED_PRECISION", "true"),
+        (
+            "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_ADD",
+            "tanh, exp",
+        ),
+        (
+            "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_REMOVE",
+            "reduce_sum",
+        ),
+        ("TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_ADD", "sin"),
+        (
+            "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE",
+            "none",
+        ),
+        ("TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH", "/tmp/amp"),
+        ("TF_XLA_FLAGS", "--kiln_amp_dtype=bf16"),
+    ])
+    .unwrap();
+    let mp = &flags.mixed_precision;
+    assert_eq!(mp.allow.add, ["tanh", "exp"]);
+    assert_eq!(mp.deny.remove, ["reduce_sum"]);
+    assert_eq!(mp.clear.add, ["sin"]);
+    assert!(mp.infer.remove.is_empty());
+    assert_eq!(mp.log_path.as_deref(), Some(Path::new("/tmp/amp")));
+    assert_eq!(mp.dtype, crate::AmpDtype::Bf16);
+    assert_eq!(
+        flags
+            .provenance
+            .source("TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH"),
+        Source::Variable(Variable::AmpLogPath)
+    );
+}
+
+#[test]
+fn bad_mixed_precision_values_are_errors_naming_the_variable() {
+    let message = |pairs: &[(&str, &str)]| with_variables(pairs).unwrap_err().to_string();
+    assert_eq!(
+        message(&[("TF_ENABLE_AUTO_MIXED_PRECISION", "yes")]),
+        "TF_ENABLE_AUTO_MIXED_PRECISION: bad value `yes`; expected `true`, `false`, `1` or `0`."
+    );
+    assert_eq!(
+        message(&[("TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD", "exp,,log")]),
+        "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD: bad value `exp,,log`; expected comma-separated names."
+    );
+    assert_eq!(
+        message(&[("TF_XLA_FLAGS", "--kiln_amp_dtype=fp16")]),
+        "TF_XLA_FLAGS: bad value `fp16` for `--kiln_amp_dtype`; expected one of `f16`, `bf16`."
+    );
+    let mut sources = Sources::default();
+    let err = sources.set("TF_ENABLE_AMP", "1").unwrap_err();
+    assert!(
+        err.starts_with(
+            "Kiln reads no variable `TF_ENABLE_AMP`; it reads TF_DETERMINISTIC_OPS, TF_XLA_FLAGS"
+        ),
+        "{err}"
+    );
 }

@@ -107,6 +107,8 @@ pub enum Kind {
     VModule,
     /// A comma-separated list of names (`cse,dce`).
     Names,
+    /// One of these words.
+    Choice(&'static [&'static str]),
 }
 
 impl Kind {
@@ -129,6 +131,10 @@ impl Kind {
             }
             Kind::Path => "a non-empty path".to_string(),
             Kind::Names => "comma-separated names".to_string(),
+            Kind::Choice(choices) => {
+                let quoted: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
+                format!("one of {}", quoted.join(", "))
+            }
             Kind::VModule => {
                 "a comma-separated list of `module=level` with non-negative levels".to_string()
             }

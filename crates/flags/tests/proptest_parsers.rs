@@ -135,6 +135,10 @@ fn valid_token() -> impl Strategy<Value = (&'static FlagSpec, String, String)> {
                 let v = ["cse", "dce", "simplify", "cse,dce", "mark_for_compilation"][n as usize];
                 (format!("={v}"), v.to_string())
             }
+            Kind::Choice(choices) => {
+                let v = choices[n as usize % choices.len()];
+                (format!("={v}"), v.to_string())
+            }
             Kind::VModule => unreachable!("not a --flag"),
         };
         (spec, format!("--{}{written}", spec.name), shown)

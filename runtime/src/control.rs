@@ -15,6 +15,7 @@
 //! never share a policy record even when their regions have the same name.
 
 use crate::executor::Runtime;
+use crate::plan::Plan;
 use crate::values::{Arg, Placed};
 use crate::RuntimeError;
 use kiln_ir::{Func, Inst, Op, Scalar, Tensor};
@@ -34,20 +35,28 @@ impl Runtime {
         };
         match &inst.op {
             Op::While(w) => {
-                let (cond, body) = (format!("{at}.cond"), format!("{at}.body"));
-                // `None` until the body first runs: the operands are read in place.
+                // Planned once for every iteration: last uses, cluster ids and cache keys.
+                let cond = self.plan(&format!("{at}.cond"), &w.cond);
+                let body = self.plan(&format!("{at}.body"), &w.body);
+                // `None` until the body first runs: the operands are read in place. From
+                // then on the carried values are the loop's own and go to the body by
+                // value, so it updates them in place and passes the unchanged ones
+                // through without copies.
                 let mut carried: Option<Vec<Tensor>> = None;
                 loop {
-                    let refs: Vec<&Tensor> = match &carried {
-                        Some(c) => c.iter().collect(),
-                        None => operands.to_vec(),
+                    let args: Vec<Arg> = match &carried {
+                        Some(c) => c.iter().map(Arg::Host).collect(),
+                        None => operands.iter().map(|&t| Arg::Host(t)).collect(),
                     };
-                    let go = self.run_region(&cond, &w.cond, &refs)?;
+                    let go = self.run_region(&w.cond, &cond, args)?;
                     if !is_true(&go)? {
                         break;
                     }
-                    let next = self.run_region(&body, &w.body, &refs)?;
-                    carried = Some(next);
+                    let args = match carried.take() {
+                        Some(c) => c.into_iter().map(Arg::Owned).collect(),
+                        None => operands.iter().map(|&t| Arg::Host(t)).collect(),
+                    };
+                    carried = Some(self.run_region(&w.body, &body, args)?);
                 }
                 Ok(carried.unwrap_or_else(|| operands.iter().map(|&t| t.clone()).collect()))
             }
@@ -62,21 +71,22 @@ impl Runtime {
                 let args = operands
                     .get(range)
                     .ok_or_else(|| invalid("conditional", "too few operands for the branches"))?;
-                self.run_region(&format!("{at}.branch{k}"), &c.branches[k], args)
+                let (g, scope) = (&c.branches[k], format!("{at}.branch{k}"));
+                let args = args.iter().map(|&t| Arg::Host(t)).collect();
+                self.run_region(g, &self.plan(&scope, g), args)
             }
             other => Err(invalid(other.name(), "is not a control-flow op")),
         }
     }
 
-    /// One run of region `g` on host values; its results on the host.
+    /// One run of region `g` (planned as `plan`) on host values; its results on the host.
     fn run_region(
         &self,
-        scope: &str,
         g: &Func,
-        args: &[&Tensor],
+        plan: &Plan,
+        args: Vec<Arg<'_>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        let args: Vec<Arg> = args.iter().map(|&t| Arg::Host(t)).collect();
-        self.execute(scope, g, &args, false)?
+        self.execute_planned(g, plan, args, false)?
             .into_iter()
             .map(|p| match p {
                 Placed::Host(t) => Ok(t),

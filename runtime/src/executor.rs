@@ -371,13 +371,15 @@ impl Runtime {
                         vec![Slot::host(t)]
                     } else {
                         let operands = vals.on_host(&inst.args)?;
-                        let types: Vec<TensorType> =
-                            inst.results.iter().map(|&v| f.ty(v).clone()).collect();
-                        let ts = self
-                            .inner
-                            .interp
-                            .eval_all(op, &operands, &types)
-                            .map_err(at)?;
+                        let interp = &self.inner.interp;
+                        let ts = match &inst.results[..] {
+                            [r] => vec![interp.eval(op, &operands, f.ty(*r)).map_err(at)?],
+                            rs => {
+                                let types: Vec<TensorType> =
+                                    rs.iter().map(|&v| f.ty(v).clone()).collect();
+                                interp.eval_all(op, &operands, &types).map_err(at)?
+                            }
+                        };
                         ts.into_iter().map(Slot::host).collect()
                     }
                 }

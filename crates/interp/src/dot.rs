@@ -5,7 +5,7 @@
 //! place through matrixmultiply's arbitrary strides; otherwise it is copied once into that
 //! order. The result `[batch, M, N]` is exactly XLA's `[batch…, lhs free…, rhs free…]`.
 //!
-//! Small products (a recurrent cell's `[8,H]×[H,3H]`) skip `matrixmultiply`'s packing and
+//! Small products (a recurrent cell's `[2,6]×[6,18]`) skip `matrixmultiply`'s packing and
 //! run in place with its exact arithmetic ([`small`]), so they cost about their flops.
 //!
 //! Threads: one GEMM call per tile of the output (see [`tiles`]), spread over the pool. An
@@ -221,8 +221,21 @@ fn dot<T: Gemm>(x: &[T], xs: &[usize], y: &[T], ys: &[usize], d: &DotDims) -> Ve
             )
         }
     };
+    if batch * m * n * k < PAR_FLOPS {
+        // One call per batch on this thread (no tile list for a recurrent cell's product).
+        (0..batch).for_each(|b| {
+            call(&Tile {
+                batch: b,
+                row: 0,
+                rows: m,
+                col: 0,
+                cols: n,
+            })
+        });
+        return out;
+    }
     let tiles = tiles(batch, m, n, k);
-    if tiles.len() == 1 || batch * m * n * k < PAR_FLOPS {
+    if tiles.len() == 1 {
         tiles.iter().for_each(call);
     } else {
         tiles.par_iter().for_each(call);

@@ -1,8 +1,8 @@
 //! Small products without `matrixmultiply`'s packing: the same arithmetic, in place.
 //!
 //! `matrixmultiply` packs both operands into aligned panels (an allocation and two copies)
-//! before its microkernel runs, which for the products of a recurrent cell (`[8,H]×[H,3H]`
-//! at batch 8, or `[2,3]×[3,6]`) costs more than the multiply-adds. Below [`SMALL_FLOPS`]
+//! before its microkernel runs, which for the products of a recurrent cell (`[2,6]×[6,18]`
+//! at batch 2, `[2,3]×[3,6]`) costs more than the multiply-adds. Below [`SMALL_FLOPS`]
 //! multiply-adds a product runs here instead, on the operands where they are.
 //!
 //! **Bits:** for a product with `k ≤ `[`MAX_K`] (one of `matrixmultiply`'s K blocks), every
@@ -21,10 +21,12 @@
 use super::Gemm;
 
 /// Products of at most this many multiply-adds (`m·k·n`) take the small path. Measured on
-/// the 2-core Zen 5 (`cargo test --release -p kiln-interp small_gemm_crossover -- --nocapture`
-/// prints the table): the in-place loop is 3–10× faster than `matrixmultiply` for the
-/// products of recurrent cells and MLP layers at batch 2–8, about even near 64×64×64.
-pub(crate) const SMALL_FLOPS: usize = 1 << 18;
+/// the 2-core Zen 5 under load (`small_gemm_crossover` below, `--release -- --nocapture`):
+/// 2×3×6 runs 2.1× faster in place than through `matrixmultiply`, 8×16×48 (6144) already
+/// 0.8× as fast, and 64×64×64 0.3× — its register-blocked microkernel wins once there is
+/// enough work to hide the packing. Every recurrent cell of the corpus (`[2,6]×[6,18]` and
+/// smaller) is far below this.
+pub(crate) const SMALL_FLOPS: usize = 1 << 11;
 
 /// The longest contraction the small path takes: `matrixmultiply`'s K block (`S_KC` and
 /// `D_KC`, 256 in its default build). A longer one is summed block by block there, each
@@ -272,9 +274,9 @@ mod tests {
 
     #[test]
     fn only_one_k_block_is_small() {
-        assert!(is_small(8, MAX_K, 8));
+        assert!(is_small(1, MAX_K, 8));
         assert!(!is_small(1, MAX_K + 1, 1));
-        assert!(!is_small(1024, 256, 1024));
+        assert!(!is_small(8, 64, 32));
         assert!(!is_small(usize::MAX, 2, usize::MAX), "no overflow");
     }
 

@@ -404,8 +404,13 @@ impl Runtime {
             .enumerate()
             .map(|(k, &r)| {
                 if let Some(p) = f.params.iter().position(|&q| q == r) {
+                    // An argument returned as it is: as it was given (an owned one moves
+                    // out of its slot below).
                     if let Some(d) = &given_on_device[p] {
                         return Ok(Placed::Device(d.clone()));
+                    }
+                    if let Some(t) = vals.borrowed[r.0 as usize] {
+                        return Ok(Placed::Host(t.clone()));
                     }
                 }
                 let again = f.results[k + 1..].contains(&r);

@@ -178,8 +178,14 @@ mod tests {
                 assert!(g.bit_eq(w), "call {call}, result {k}: {g:?} vs {w:?}");
             }
             let borrowed = rt.run_refs(&f, &[&x, &ys]).unwrap();
-            assert!(borrowed[0].bit_eq(&want[0]), "call {call}, borrowed arguments");
-            assert!(x.bit_eq(&x0) && ys.bit_eq(&ys0), "the caller's tensors changed");
+            assert!(
+                borrowed[0].bit_eq(&want[0]),
+                "call {call}, borrowed arguments"
+            );
+            assert!(
+                x.bit_eq(&x0) && ys.bit_eq(&ys0),
+                "the caller's tensors changed"
+            );
         }
         // Row i is x[i]·x[i] plus the previous row (0.5 before the first).
         let (out, xv) = (want[0].as_f32().unwrap(), x0.as_f32().unwrap());
@@ -187,7 +193,11 @@ mod tests {
         for i in 0..5 {
             for j in 0..3 {
                 h[j] += xv[i * 3 + j] * xv[i * 3 + j];
-                assert_eq!(out[i * 3 + j].to_bits(), h[j].to_bits(), "row {i}, column {j}");
+                assert_eq!(
+                    out[i * 3 + j].to_bits(),
+                    h[j].to_bits(),
+                    "row {i}, column {j}"
+                );
             }
         }
     }

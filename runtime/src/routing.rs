@@ -37,7 +37,7 @@ impl Runtime {
                         // A copy that failed (device memory is full) is not the
                         // executable's fault: this run falls back, the next may not.
                         tracing::error!(target: "xla_compilation_cache", "{id}: {e}; running the fallback");
-                        return self.fallback(&id, c, &vals.on_host(args)?);
+                        return self.fallback(id, c, &vals.on_host(args)?);
                     }
                 };
                 match exe.run_on_device(&inputs).and_then(|outs| {
@@ -45,7 +45,7 @@ impl Runtime {
                     Ok(outs)
                 }) {
                     Ok(outs) => {
-                        self.record_compiled_run(&id);
+                        self.record_compiled_run(id);
                         return Ok(outs.into_iter().map(Slot::device).collect());
                     }
                     Err(e) => e,
@@ -58,7 +58,7 @@ impl Runtime {
                     Ok(outs)
                 }) {
                     Ok(outs) => {
-                        self.record_compiled_run(&id);
+                        self.record_compiled_run(id);
                         return Ok(outs.into_iter().map(Slot::host).collect());
                     }
                     Err(e) => e,
@@ -78,7 +78,7 @@ impl Runtime {
                 inst.state = crate::policy::InstanceState::FallbackForever;
             }
         }
-        self.fallback(&id, c, &vals.on_host(args)?)
+        self.fallback(id, c, &vals.on_host(args)?)
     }
 
     /// What the policy says to run for `c` now: its executable (compiling it, or taking it

@@ -30,7 +30,10 @@ fn in_place_updates_match_the_copying_op_bit_for_bit() {
             let want = eval(Op::DynamicUpdateSlice, &args, dtype, &shape);
             let mut got = target.clone();
             interp.update_slice_in_place(&mut got, &args[1..]).unwrap();
-            assert!(got.bit_eq(&want), "{dtype} case {case}: {got:?} vs {want:?}");
+            assert!(
+                got.bit_eq(&want),
+                "{dtype} case {case}: {got:?} vs {want:?}"
+            );
         }
     }
 }
@@ -42,11 +45,7 @@ fn a_refused_update_leaves_the_target_unchanged() {
     let before = target.clone();
     let wrong_dtype = i32s(&[1, 3], &[7, 8, 9]);
     let zero = i32s(&[], &[0]);
-    for args in [
-        vec![&wrong_dtype, &zero, &zero],
-        vec![&zero, &zero],
-        vec![],
-    ] {
+    for args in [vec![&wrong_dtype, &zero, &zero], vec![&zero, &zero], vec![]] {
         let mut t = target.clone();
         let err = interp.update_slice_in_place(&mut t, &args).unwrap_err();
         assert!(err.to_string().contains("dynamic_update_slice"), "{err}");

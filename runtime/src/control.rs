@@ -15,6 +15,7 @@
 //! never share a policy record even when their regions have the same name.
 
 use crate::executor::Runtime;
+use crate::plan::Plan;
 use crate::values::{Arg, Placed};
 use crate::RuntimeError;
 use kiln_ir::{Func, Inst, Op, Scalar, Tensor};
@@ -34,20 +35,28 @@ impl Runtime {
         };
         match &inst.op {
             Op::While(w) => {
-                let (cond, body) = (format!("{at}.cond"), format!("{at}.body"));
-                // `None` until the body first runs: the operands are read in place.
+                // Planned once for every iteration: last uses, cluster ids and cache keys.
+                let cond = self.plan(&format!("{at}.cond"), &w.cond);
+                let body = self.plan(&format!("{at}.body"), &w.body);
+                // `None` until the body first runs: the operands are read in place. From
+                // then on the carried values are the loop's own and go to the body by
+                // value, so it updates them in place and passes the unchanged ones
+                // through without copies.
                 let mut carried: Option<Vec<Tensor>> = None;
                 loop {
-                    let refs: Vec<&Tensor> = match &carried {
-                        Some(c) => c.iter().collect(),
-                        None => operands.to_vec(),
+                    let args: Vec<Arg> = match &carried {
+                        Some(c) => c.iter().map(Arg::Host).collect(),
+                        None => operands.iter().map(|&t| Arg::Host(t)).collect(),
                     };
-                    let go = self.run_region(&cond, &w.cond, &refs)?;
+                    let go = self.run_region(&w.cond, &cond, args)?;
                     if !is_true(&go)? {
                         break;
                     }
-                    let next = self.run_region(&body, &w.body, &refs)?;
-                    carried = Some(next);
+                    let args = match carried.take() {
+                        Some(c) => c.into_iter().map(Arg::Owned).collect(),
+                        None => operands.iter().map(|&t| Arg::Host(t)).collect(),
+                    };
+                    carried = Some(self.run_region(&w.body, &body, args)?);
                 }
                 Ok(carried.unwrap_or_else(|| operands.iter().map(|&t| t.clone()).collect()))
             }
@@ -62,21 +71,22 @@ impl Runtime {
                 let args = operands
                     .get(range)
                     .ok_or_else(|| invalid("conditional", "too few operands for the branches"))?;
-                self.run_region(&format!("{at}.branch{k}"), &c.branches[k], args)
+                let (g, scope) = (&c.branches[k], format!("{at}.branch{k}"));
+                let args = args.iter().map(|&t| Arg::Host(t)).collect();
+                self.run_region(g, &self.plan(&scope, g), args)
             }
             other => Err(invalid(other.name(), "is not a control-flow op")),
         }
     }
 
-    /// One run of region `g` on host values; its results on the host.
+    /// One run of region `g` (planned as `plan`) on host values; its results on the host.
     fn run_region(
         &self,
-        scope: &str,
         g: &Func,
-        args: &[&Tensor],
+        plan: &Plan,
+        args: Vec<Arg<'_>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        let args: Vec<Arg> = args.iter().map(|&t| Arg::Host(t)).collect();
-        self.execute(scope, g, &args, false)?
+        self.execute_planned(g, plan, args, false)?
             .into_iter()
             .map(|p| match p {
                 Placed::Host(t) => Ok(t),
@@ -102,4 +112,104 @@ fn is_true(go: &[Tensor]) -> Result<bool, RuntimeError> {
 
 fn invalid(what: &str, message: &str) -> RuntimeError {
     RuntimeError::Invalid(format!("{what}: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::executor::{Runtime, RuntimeOptions};
+    use kiln_ir::{parse_func, Tensor};
+
+    /// A scan: step `i` writes `x[i]·x[i] + h` into row `i` of the carried sequence `%ys`
+    /// (dynamic_update_slice of a carried value, in place from the second iteration on) and
+    /// passes `%x` through unchanged.
+    const SCAN: &str = "func @scan(%x: f32[5,3], %ys: f32[5,3]) -> (f32[5,3], f32[5,3], i32[]) {
+  %zero = constant 0 : i32[]
+  %h0 = constant 0.5 : f32[1,3]
+  %i, %h, %xs, %out = while %zero, %h0, %x, %ys -> (i32[], f32[1,3], f32[5,3], f32[5,3])
+    cond(%i: i32[], %h: f32[1,3], %xs: f32[5,3], %out: f32[5,3]) {
+      %n = constant 5 : i32[]
+      %go = compare %i, %n, dir=lt : bool[]
+      yield %go
+    }
+    body(%i: i32[], %h: f32[1,3], %xs: f32[5,3], %out: f32[5,3]) {
+      %c0 = constant 0 : i32[]
+      %row = dynamic_slice %xs, %i, %c0, sizes=[1, 3] : f32[1,3]
+      %t = mul %row, %row : f32[1,3]
+      %h1 = add %t, %h : f32[1,3]
+      %out1 = dynamic_update_slice %out, %h1, %i, %c0 : f32[5,3]
+      %one = constant 1 : i32[]
+      %i1 = add %i, %one : i32[]
+      yield %i1, %h1, %xs, %out1
+    }
+  return %out, %xs, %i
+}
+";
+
+    fn runtime() -> Runtime {
+        let opts = RuntimeOptions {
+            policy: crate::policy::PolicyConfig::default(),
+            threads: 1,
+            async_workers: 1,
+            persistent: None,
+            flags: kiln_flags::Flags::default(),
+        };
+        Runtime::new(None, opts).unwrap()
+    }
+
+    /// The loop's results equal the interpreter's (the reference, which copies on every
+    /// update) bit for bit, and the caller's tensors are never written: the first iteration
+    /// reads them in place, so only the loop's own copies are updated in place.
+    #[test]
+    fn a_scan_updates_its_carried_sequence_in_place_with_the_reference_bits() {
+        let f = parse_func(SCAN, "scan.kir").unwrap();
+        let x: Vec<f32> = (0..15).map(|i| i as f32 * 0.37 - 2.0).collect();
+        let x = Tensor::from_f32([5, 3], x).unwrap();
+        let ys = Tensor::from_f32([5, 3], vec![-0.0; 15]).unwrap();
+        let (x0, ys0) = (x.clone(), ys.clone());
+        let want = kiln_interp::Interpreter::new(1)
+            .unwrap()
+            .run(&f, &[x.clone(), ys.clone()])
+            .unwrap();
+        let rt = runtime();
+        for call in 0..3 {
+            let got = rt.run(&f, &[x.clone(), ys.clone()]).unwrap();
+            assert_eq!(got.len(), want.len());
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(g.bit_eq(w), "call {call}, result {k}: {g:?} vs {w:?}");
+            }
+            let borrowed = rt.run_refs(&f, &[&x, &ys]).unwrap();
+            assert!(
+                borrowed[0].bit_eq(&want[0]),
+                "call {call}, borrowed arguments"
+            );
+            assert!(
+                x.bit_eq(&x0) && ys.bit_eq(&ys0),
+                "the caller's tensors changed"
+            );
+        }
+        // Row i is x[i]·x[i] plus the previous row (0.5 before the first).
+        let (out, xv) = (want[0].as_f32().unwrap(), x0.as_f32().unwrap());
+        let mut h = [0.5f32; 3];
+        for i in 0..5 {
+            for j in 0..3 {
+                h[j] += xv[i * 3 + j] * xv[i * 3 + j];
+                assert_eq!(
+                    out[i * 3 + j].to_bits(),
+                    h[j].to_bits(),
+                    "row {i}, column {j}"
+                );
+            }
+        }
+    }
+
+    /// A loop whose condition is false at once returns its operands unchanged.
+    #[test]
+    fn a_loop_that_never_runs_returns_its_operands() {
+        let src = SCAN.replace("%n = constant 5", "%n = constant 0");
+        let f = parse_func(&src, "scan0.kir").unwrap();
+        let x = Tensor::from_f32([5, 3], vec![1.5; 15]).unwrap();
+        let ys = Tensor::from_f32([5, 3], vec![-0.0; 15]).unwrap();
+        let got = runtime().run(&f, &[x.clone(), ys.clone()]).unwrap();
+        assert!(got[0].bit_eq(&ys) && got[1].bit_eq(&x));
+    }
 }

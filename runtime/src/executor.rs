@@ -3,20 +3,20 @@
 //! fallback path. Intermediates are freed after their last use. A compile or a compiled run
 //! that fails is logged and answered by the fallback, so the user always gets a result.
 
-use crate::backend::{Backend, CompileFailure, DeviceMemory, Executable};
-use crate::keys::{content_key, key_text};
-use crate::persistent::{cache_key, Lookup, PersistentCache};
-use crate::policy::{compiled, decide, Action, ClusterFacts, Instance, Outcome, PolicyConfig};
-use crate::stats::{human, ClusterStats, TransferStats};
+use crate::backend::{Backend, DeviceMemory, Executable};
+use crate::persistent::PersistentCache;
+use crate::plan::Plan;
+use crate::policy::{ClusterFacts, Instance, PolicyConfig};
+use crate::stats::{ClusterStats, TransferStats};
 pub use crate::values::Placed;
 use crate::values::{Arg, Slot, Transfers, Values};
 use crate::RuntimeError;
-use kiln_flags::{vlog, Flags};
-use kiln_interp::{last_uses, Interpreter, LastUse};
-use kiln_ir::{Cluster, Func, Op, Tensor, TensorType, Value};
+use kiln_flags::Flags;
+use kiln_interp::{Interpreter, LastUse};
+use kiln_ir::{Func, Op, Tensor, TensorType};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How the runtime is set up; [`RuntimeOptions::from_flags`] gives TF's behaviour.
 #[derive(Clone)]
@@ -60,51 +60,51 @@ impl RuntimeOptions {
 
 /// Per-cluster bookkeeping.
 #[derive(Default)]
-struct ClusterRecord {
-    facts: ClusterFacts,
-    instances: HashMap<String, Instance>,
-    stats: ClusterStats,
+pub(crate) struct ClusterRecord {
+    pub(crate) facts: ClusterFacts,
+    pub(crate) instances: HashMap<String, Instance>,
+    pub(crate) stats: ClusterStats,
     /// The cluster's fallback past the transcendental-op cap was reported (once).
-    warned_math_cap: bool,
+    pub(crate) warned_math_cap: bool,
 }
 
 /// In the reason a backend gives for refusing a kernel past
 /// `kiln_compiler::kernel::MAX_MATH_OPS` ("300 transcendental ops (at most 256 are
 /// compiled per kernel)"): that fallback is a silent performance cliff, so it is a warning.
-const MATH_CAP_REASON: &str = "transcendental ops (at most";
+pub(crate) const MATH_CAP_REASON: &str = "transcendental ops (at most";
 
 #[derive(Default)]
-struct State {
-    clusters: BTreeMap<String, ClusterRecord>,
+pub(crate) struct State {
+    pub(crate) clusters: BTreeMap<String, ClusterRecord>,
     /// Executables by content key (cluster text + backend).
-    memory: HashMap<String, Arc<dyn Executable>>,
+    pub(crate) memory: HashMap<String, Arc<dyn Executable>>,
     /// Content keys already computed, by cluster id: each with the body it was computed
     /// for. Printing and hashing a body costs microseconds on every call; comparing it with
     /// the remembered body costs far less, and a different body (a re-traced function
     /// under the same name) still gets its own key. Bodies are compared bit for bit
     /// ([`Func::bit_eq`]): a body whose constant is `-0.0` where the remembered one has
     /// `0.0` computes other bits, and a NaN constant must still match itself.
-    content_keys: HashMap<String, Vec<(Func, String)>>,
-    in_flight: usize,
-    total_compile_time: Duration,
+    pub(crate) content_keys: HashMap<String, Vec<(Func, String)>>,
+    pub(crate) in_flight: usize,
+    pub(crate) total_compile_time: Duration,
 }
 
-struct Inner {
-    interp: Interpreter,
-    backend: Option<Arc<dyn Backend>>,
+pub(crate) struct Inner {
+    pub(crate) interp: Interpreter,
+    pub(crate) backend: Option<Arc<dyn Backend>>,
     /// The backend's device memory, when it has its own.
-    memory: Option<Arc<dyn DeviceMemory>>,
-    opts: RuntimeOptions,
-    state: Mutex<State>,
-    transfers: Transfers,
-    idle: Condvar,
-    pool: Option<std::sync::mpsc::SyncSender<Box<dyn FnOnce() + Send>>>,
+    pub(crate) memory: Option<Arc<dyn DeviceMemory>>,
+    pub(crate) opts: RuntimeOptions,
+    pub(crate) state: Mutex<State>,
+    pub(crate) transfers: Transfers,
+    pub(crate) idle: Condvar,
+    pub(crate) pool: Option<std::sync::mpsc::SyncSender<Box<dyn FnOnce() + Send>>>,
 }
 
 /// Runs clustered functions with lazy / async / deferred compilation and caching.
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -179,7 +179,7 @@ impl Runtime {
     /// input only when a compiled cluster reads it — each at most once per run.
     pub fn run_refs(&self, f: &Func, args: &[&Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
         let args: Vec<Arg> = args.iter().map(|&t| Arg::Host(t)).collect();
-        self.execute(&f.name, f, &args, false)?
+        self.execute(&f.name, f, args, false)?
             .into_iter()
             .map(|p| match p {
                 Placed::Host(t) => Ok(t),
@@ -203,7 +203,7 @@ impl Runtime {
                 Placed::Device(d) => Arg::Device(d.clone()),
             })
             .collect();
-        self.execute(&f.name, f, &args, true)
+        self.execute(&f.name, f, args, true)
     }
 
     /// `t` in the backend's device memory (one counted copy), or on the host when the
@@ -259,7 +259,21 @@ impl Runtime {
         &self,
         scope: &str,
         f: &Func,
-        args: &[Arg<'_>],
+        args: Vec<Arg<'_>>,
+        keep_on_device: bool,
+    ) -> Result<Vec<Placed>, RuntimeError> {
+        self.execute_planned(f, &self.plan(scope, f), args, keep_on_device)
+    }
+
+    /// [`Runtime::execute`] with `f`'s plan made beforehand (a loop's regions are planned
+    /// once for all their iterations). Arguments given as [`Arg::Owned`] are the run's own:
+    /// a `dynamic_update_slice` at the last use of one writes into it in place, and one
+    /// returned as it is moves out without a copy.
+    pub(crate) fn execute_planned(
+        &self,
+        f: &Func,
+        plan: &Plan,
+        args: Vec<Arg<'_>>,
         keep_on_device: bool,
     ) -> Result<Vec<Placed>, RuntimeError> {
         let n = f.params.len();
@@ -270,10 +284,11 @@ impl Runtime {
                 args.len()
             )));
         }
-        let mut slots: Vec<Slot> = (0..f.num_values()).map(|_| Slot::default()).collect();
-        for (i, (&p, a)) in f.params.iter().zip(args).enumerate() {
-            let ty = match a {
-                Arg::Host(t) => t.ty(),
+        for (i, (&p, a)) in f.params.iter().zip(&args).enumerate() {
+            let want = f.ty(p);
+            let same = match a {
+                Arg::Host(t) => t.dtype() == want.dtype && t.shape() == want.shape,
+                Arg::Owned(t) => t.dtype() == want.dtype && t.shape() == want.shape,
                 Arg::Device(d) => {
                     if self.inner.memory.is_none() {
                         return Err(RuntimeError::Invalid(format!(
@@ -282,26 +297,36 @@ impl Runtime {
                             f.value(p).name
                         )));
                     }
-                    slots[p.0 as usize].device = Some(d.clone());
-                    d.ty().clone()
+                    d.ty() == want
                 }
             };
-            if *f.ty(p) != ty {
+            if !same {
                 return Err(RuntimeError::Invalid(format!(
-                    "@{}: argument {i} (%{}) must be {}, got {ty}",
+                    "@{}: argument {i} (%{}) must be {want}, got {}",
                     f.name,
                     f.value(p).name,
-                    f.ty(p),
+                    a.ty(),
                 )));
             }
         }
-        let uses = last_uses(f);
+        let mut slots: Vec<Slot> = (0..f.num_values()).map(|_| Slot::default()).collect();
         let mut borrowed: Vec<Option<&Tensor>> = vec![None; f.num_values()];
+        // Per parameter, the device value it was given as (returned as it is).
+        let mut given_on_device = Vec::with_capacity(n);
         for (&p, a) in f.params.iter().zip(args) {
-            if let Arg::Host(t) = a {
-                borrowed[p.0 as usize] = Some(*t);
+            let v = p.0 as usize;
+            let mut device = None;
+            match a {
+                Arg::Host(t) => borrowed[v] = Some(t),
+                Arg::Owned(t) => slots[v].host = Some(t),
+                Arg::Device(d) => {
+                    slots[v].device = Some(d.clone());
+                    device = Some(d);
+                }
             }
+            given_on_device.push(device);
         }
+        let uses = &plan.uses;
         let mut vals = Values {
             f,
             borrowed,
@@ -310,38 +335,53 @@ impl Runtime {
             transfers: &self.inner.transfers,
         };
         for (i, inst) in f.insts.iter().enumerate() {
-            let outs = match &inst.op {
-                Op::Cluster(c) => self.run_cluster(scope, c, &inst.args, &mut vals)?,
+            let outs = match (&inst.op, plan.clusters.get(i)) {
+                (Op::Cluster(c), Some(Some(cp))) => {
+                    self.run_cluster(cp, c, &inst.args, &mut vals)?
+                }
+                (Op::Cluster(c), _) => {
+                    return Err(RuntimeError::Invalid(format!(
+                        "@{}: cluster @{} has no plan",
+                        f.name, c.name
+                    )))
+                }
                 // Regions run here, not in the interpreter, so their clusters run compiled.
-                Op::While(_) | Op::Conditional(_) => {
+                (Op::While(_) | Op::Conditional(_), _) => {
                     let operands = vals.on_host(&inst.args)?;
-                    let outs = self.run_control(scope, f, inst, &operands)?;
+                    let outs = self.run_control(&plan.scope, f, inst, &operands)?;
                     outs.into_iter().map(Slot::host).collect()
                 }
                 // Read in place from the function (a frozen graph's weights are not copied
                 // per call); a slot of its own only if a device copy is made.
-                Op::Constant(t) => {
+                (Op::Constant(t), _) => {
                     vals.borrowed[inst.results[0].0 as usize] = Some(&**t);
                     vec![Slot::default()]
                 }
                 // Any other op on the interpreter.
-                op => {
+                (op, _) => {
                     let r = inst.results[0];
-                    let operands = vals.on_host(&inst.args)?;
-                    let types: Vec<TensorType> =
-                        inst.results.iter().map(|&v| f.ty(v).clone()).collect();
-                    let ts = self
-                        .inner
-                        .interp
-                        .eval_all(op, &operands, &types)
-                        .map_err(|e| {
-                            RuntimeError::Interp(kiln_interp::InterpError::At {
-                                func: f.name.clone(),
-                                value: f.value(r).name.clone(),
-                                source: Box::new(e),
-                            })
-                        })?;
-                    ts.into_iter().map(Slot::host).collect()
+                    let at = |e| {
+                        RuntimeError::Interp(kiln_interp::InterpError::At {
+                            func: f.name.clone(),
+                            value: f.value(r).name.clone(),
+                            source: Box::new(e),
+                        })
+                    };
+                    if let Some(t) = self.update_in_place(inst, i, uses, &mut vals)? {
+                        vec![Slot::host(t)]
+                    } else {
+                        let operands = vals.on_host(&inst.args)?;
+                        let interp = &self.inner.interp;
+                        let ts = match &inst.results[..] {
+                            [r] => vec![interp.eval(op, &operands, f.ty(*r)).map_err(at)?],
+                            rs => {
+                                let types: Vec<TensorType> =
+                                    rs.iter().map(|&v| f.ty(v).clone()).collect();
+                                interp.eval_all(op, &operands, &types).map_err(at)?
+                            }
+                        };
+                        ts.into_iter().map(Slot::host).collect()
+                    }
                 }
             };
             for (&r, t) in inst.results.iter().zip(outs) {
@@ -364,10 +404,14 @@ impl Runtime {
             .enumerate()
             .map(|(k, &r)| {
                 if let Some(p) = f.params.iter().position(|&q| q == r) {
-                    return Ok(match &args[p] {
-                        Arg::Host(t) => Placed::Host((*t).clone()),
-                        Arg::Device(d) => Placed::Device(d.clone()),
-                    });
+                    // An argument returned as it is: as it was given (an owned one moves
+                    // out of its slot below).
+                    if let Some(d) = &given_on_device[p] {
+                        return Ok(Placed::Device(d.clone()));
+                    }
+                    if let Some(t) = vals.borrowed[r.0 as usize] {
+                        return Ok(Placed::Host(t.clone()));
+                    }
                 }
                 let again = f.results[k + 1..].contains(&r);
                 let slot = &mut vals.slots[r.0 as usize];
@@ -388,306 +432,46 @@ impl Runtime {
             .collect()
     }
 
-    /// One execution of a cluster node whose operands are `args`.
-    fn run_cluster(
+    /// `dynamic_update_slice` of a host value that dies here and that this run owns (it
+    /// computed it, or was given it as [`Arg::Owned`]): the update is written into that
+    /// buffer, which becomes the result — no copy of the whole operand. A loop's carried
+    /// sequence (`ys = ys.at[t].set(h)`) is updated in place on every iteration. `None`
+    /// when the op or its operand does not qualify (it then runs as usual).
+    fn update_in_place(
         &self,
-        graph: &str,
-        c: &Cluster,
-        args: &[Value],
+        inst: &kiln_ir::Inst,
+        i: usize,
+        uses: &[LastUse],
         vals: &mut Values<'_>,
-    ) -> Result<Vec<Slot>, RuntimeError> {
-        let id = format!("{graph}/{}", c.name);
-        let signature: Vec<String> = c.body.param_types().iter().map(|t| t.to_string()).collect();
-        let signature = signature.join(",");
-        let Some(exe) = self.route(&id, &signature, c) else {
-            return self.fallback(&id, c, &vals.on_host(args)?);
+    ) -> Result<Option<Tensor>, RuntimeError> {
+        let (Op::DynamicUpdateSlice, [target, rest @ ..]) = (&inst.op, &inst.args[..]) else {
+            return Ok(None);
         };
-        let failure = match &self.inner.memory {
-            Some(_) => {
-                let inputs = match vals.on_device(args) {
-                    Ok(inputs) => inputs,
-                    Err(e) => {
-                        // A copy that failed (device memory is full) is not the
-                        // executable's fault: this run falls back, the next may not.
-                        tracing::error!(target: "xla_compilation_cache", "{id}: {e}; running the fallback");
-                        return self.fallback(&id, c, &vals.on_host(args)?);
-                    }
-                };
-                match exe.run_on_device(&inputs).and_then(|outs| {
-                    check_outputs(c, &outs.iter().map(|d| d.ty().clone()).collect::<Vec<_>>())?;
-                    Ok(outs)
-                }) {
-                    Ok(outs) => {
-                        self.record_compiled_run(&id);
-                        return Ok(outs.into_iter().map(Slot::device).collect());
-                    }
-                    Err(e) => e,
-                }
-            }
-            None => {
-                let inputs = vals.on_host(args)?;
-                match exe.run(&inputs).and_then(|outs| {
-                    check_outputs(c, &outs.iter().map(Tensor::ty).collect::<Vec<_>>())?;
-                    Ok(outs)
-                }) {
-                    Ok(outs) => {
-                        self.record_compiled_run(&id);
-                        return Ok(outs.into_iter().map(Slot::host).collect());
-                    }
-                    Err(e) => e,
-                }
-            }
+        let v = target.0 as usize;
+        let owned = uses[v] == LastUse::Inst(i)
+            && vals.borrowed[v].is_none()
+            && vals.slots[v].host.is_some()
+            && !rest.contains(target);
+        let Some(mut t) = owned.then(|| vals.slots[v].host.take()).flatten() else {
+            return Ok(None);
         };
-        tracing::error!(target: "xla_compilation_cache", "compiled {id} failed at run time ({failure}); using the fallback for this signature from now on");
-        {
-            let mut st = lock(&self.inner.state);
-            if let Some(inst) = st
-                .clusters
-                .entry(id.clone())
-                .or_default()
-                .instances
-                .get_mut(&signature)
-            {
-                inst.state = crate::policy::InstanceState::FallbackForever;
-            }
-        }
-        self.fallback(&id, c, &vals.on_host(args)?)
-    }
-
-    /// What the policy says to run for `c` now: its executable (compiling it, or taking it
-    /// from a cache, if the policy says so), or `None` for the fallback path. Starts an
-    /// asynchronous compile when the policy asks for one.
-    fn route(&self, id: &str, signature: &str, c: &Cluster) -> Option<Arc<dyn Executable>> {
-        let inner = &self.inner;
-        let backend = inner.backend.clone()?;
-        let (content, action) = {
-            let mut st = lock(&inner.state);
-            let content = remembered_content_key(&mut st, id, c, backend.name());
-            let rec = st.clusters.entry(id.to_string()).or_default();
-            let facts = rec.facts;
-            let inst = rec.instances.entry(signature.to_string()).or_default();
-            (content, decide(&inner.opts.policy, &facts, inst))
-        };
-        match action {
-            Action::Fallback => None,
-            Action::RunCompiled => {
-                let known = lock(&inner.state).memory.get(&content).cloned();
-                // A body this instance has not compiled (a function re-traced under the
-                // same names): compile it now rather than run the fallback forever.
-                known.or_else(|| self.obtain(id, signature, c, &backend, &content))
-            }
-            Action::CompileAndRun => self.obtain(id, signature, c, &backend, &content),
-            Action::StartAsyncCompile => {
-                let me = self.clone();
-                let (c2, backend2) = (c.clone(), backend.clone());
-                let (id2, sig2) = (id.to_string(), signature.to_string());
-                lock(&inner.state).in_flight += 1;
-                let job: Box<dyn FnOnce() + Send> = Box::new(move || {
-                    me.obtain(&id2, &sig2, &c2, &backend2, &content);
-                    let mut st = lock(&me.inner.state);
-                    st.in_flight -= 1;
-                    me.inner.idle.notify_all();
-                });
-                match &inner.pool {
-                    Some(pool) => {
-                        if pool.send(job).is_err() {
-                            lock(&inner.state).in_flight -= 1;
-                        }
-                    }
-                    None => job(),
-                }
-                None
-            }
-        }
-    }
-
-    /// The fallback path: the cluster's region, op by op, on the interpreter.
-    fn fallback(
-        &self,
-        id: &str,
-        c: &Cluster,
-        inputs: &[&Tensor],
-    ) -> Result<Vec<Slot>, RuntimeError> {
-        let out = self.inner.interp.run_refs(&c.body, inputs)?.0;
-        lock(&self.inner.state)
-            .clusters
-            .entry(id.to_string())
-            .or_default()
-            .stats
-            .fallback_runs += 1;
-        Ok(out.into_iter().map(Slot::host).collect())
-    }
-
-    fn record_compiled_run(&self, id: &str) {
-        let mut st = lock(&self.inner.state);
-        let rec = st.clusters.entry(id.to_string()).or_default();
-        rec.stats.compiled_runs += 1;
-        rec.facts.compiled_runs += 1;
-    }
-
-    /// An executable for `c`: from memory, from the persistent cache, or compiled now.
-    /// Records the outcome in the policy state. `None` means use the fallback.
-    fn obtain(
-        &self,
-        id: &str,
-        signature: &str,
-        c: &Cluster,
-        backend: &Arc<dyn Backend>,
-        content: &str,
-    ) -> Option<Arc<dyn Executable>> {
-        let inner = &self.inner;
-        let flags = &inner.opts.flags;
-        let record = |outcome: Outcome,
-                      exe: Option<&Arc<dyn Executable>>,
-                      update: &dyn Fn(&mut ClusterStats)| {
-            let mut st = lock(&inner.state);
-            if let Some(exe) = exe {
-                st.memory.insert(content.to_string(), exe.clone());
-            }
-            let rec = st.clusters.entry(id.to_string()).or_default();
-            update(&mut rec.stats);
-            let mut facts = rec.facts;
-            let inst = rec.instances.entry(signature.to_string()).or_default();
-            compiled(&inner.opts.policy, &mut facts, inst, outcome);
-            rec.facts = facts;
-        };
-        if let Some(exe) = lock(&inner.state).memory.get(content).cloned() {
-            record(Outcome::CacheHit, None, &|s| s.memory_hits += 1);
-            return Some(exe);
-        }
-        let disk_key = cache_key(&key_text(&c.body), backend.name(), &backend.target_key());
-        if let Some(disk) = &inner.opts.persistent {
-            let start_load = Instant::now();
-            match disk.get(&disk_key.0, &disk_key.1, backend.name()) {
-                Lookup::Hit(bytes) => match backend.load(c, &bytes) {
-                    Ok(exe) => {
-                        let took = start_load.elapsed();
-                        vlog!(
-                            flags,
-                            "xla_compilation_cache",
-                            1,
-                            "loaded {id} from the persistent cache ({})",
-                            disk.dir().display()
-                        );
-                        record(Outcome::CacheHit, Some(&exe), &|s| {
-                            s.disk_hits += 1;
-                            s.load_time += took;
-                        });
-                        return Some(exe);
-                    }
-                    Err(e) => {
-                        tracing::warn!(target: "xla_compilation_cache", "persistent cache entry {} for {id} cannot be loaded ({e}); recompiling and rewriting it", disk_key.0)
-                    }
-                },
-                Lookup::Corrupt(why) => {
-                    tracing::warn!(target: "xla_compilation_cache", "ignoring persistent cache entry {} for {id}: {why}; recompiling and rewriting it", disk_key.0)
-                }
-                Lookup::Miss => {}
-            }
-        }
-        let start = Instant::now();
-        let result = backend.compile(c);
-        let took = start.elapsed();
-        match result {
-            Ok(exe) => {
-                let (count, cumulative, total) = {
-                    let mut st = lock(&inner.state);
-                    st.total_compile_time += took;
-                    let total = st.total_compile_time;
-                    let rec = st.clusters.entry(id.to_string()).or_default();
-                    (rec.stats.compiles + 1, rec.stats.compile_time + took, total)
-                };
-                vlog!(
-                    flags,
-                    "xla_compilation_cache",
-                    1,
-                    "compiled {id} {count} times, compile time: {} us, cumulative: {} us ({} / {})",
-                    took.as_micros(),
-                    cumulative.as_micros(),
-                    human(cumulative),
-                    human(total)
-                );
-                if let (Some(disk), Some(bytes)) = (&inner.opts.persistent, exe.to_bytes()) {
-                    if let Err(e) = disk.put(&disk_key.0, &disk_key.1, backend.name(), bytes) {
-                        tracing::warn!(target: "xla_compilation_cache", "cannot write persistent cache entry for {id}: {e}");
-                    }
-                }
-                record(Outcome::Compiled(took), Some(&exe), &|s| {
-                    s.compiles += 1;
-                    s.compile_time += took;
-                });
-                Some(exe)
-            }
-            Err(failure) => {
-                match &failure {
-                    CompileFailure::Unsupported(why) => {
-                        vlog!(
-                            flags,
-                            "xla_compilation_cache",
-                            1,
-                            "{id} for [{signature}] runs on the fallback: {why}"
-                        );
-                        // Once per cluster, whatever its signatures.
-                        let first = why.contains(MATH_CAP_REASON) && {
-                            let mut st = lock(&inner.state);
-                            let rec = st.clusters.entry(id.to_string()).or_default();
-                            !std::mem::replace(&mut rec.warned_math_cap, true)
-                        };
-                        if first {
-                            tracing::warn!(target: "xla_compilation_cache", "{id} runs on the fallback, not compiled: {why}");
-                        }
-                    }
-                    CompileFailure::Failed(why) => {
-                        tracing::error!(target: "xla_compilation_cache", "compiling {id} for [{signature}] failed: {why}; using the fallback for this signature")
-                    }
-                }
-                record(Outcome::Failed, None, &|s| s.compile_failures += 1);
-                None
-            }
-        }
+        vals.slots[v].device = None;
+        let others = vals.on_host(rest)?;
+        self.inner
+            .interp
+            .update_slice_in_place(&mut t, &others)
+            .map_err(|e| {
+                RuntimeError::Interp(kiln_interp::InterpError::At {
+                    func: vals.f.name.clone(),
+                    value: vals.f.value(inst.results[0]).name.clone(),
+                    source: Box::new(e),
+                })
+            })?;
+        Ok(Some(t))
     }
 }
 
-/// Checks that a compiled run returned the cluster's result types.
-fn check_outputs(c: &Cluster, got: &[TensorType]) -> Result<(), String> {
-    let want = &c.body.results;
-    if got.len() != want.len() {
-        return Err(format!(
-            "it returned {} outputs, the cluster has {}",
-            got.len(),
-            want.len()
-        ));
-    }
-    for (i, (g, &r)) in got.iter().zip(want).enumerate() {
-        let w = c.body.ty(r);
-        if g != w {
-            return Err(format!("output {i} is {g}, the cluster's result is {w}"));
-        }
-    }
-    Ok(())
-}
-
-/// The in-memory cache key: the cluster's full text (shapes included) and the backend.
-/// Bodies remembered per cluster id in [`State::content_keys`] (the oldest is forgotten).
-const MAX_BODIES_PER_ID: usize = 4;
-
-/// [`content_key`] of `c`, remembered per cluster id with the body it belongs to.
-fn remembered_content_key(st: &mut State, id: &str, c: &Cluster, backend: &str) -> String {
-    if let Some(known) = st.content_keys.get(id) {
-        if let Some((_, key)) = known.iter().find(|(body, _)| body.bit_eq(&c.body)) {
-            return key.clone();
-        }
-    }
-    let key = content_key(c, backend);
-    let known = st.content_keys.entry(id.to_string()).or_default();
-    if known.len() >= MAX_BODIES_PER_ID {
-        known.remove(0);
-    }
-    known.push((c.body.clone(), key.clone()));
-    key
-}
-
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+pub(crate) fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

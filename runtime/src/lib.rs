@@ -14,7 +14,9 @@ mod executor;
 mod gpu;
 mod keys;
 pub mod persistent;
+mod plan;
 pub mod policy;
+mod routing;
 pub mod stats;
 mod values;
 

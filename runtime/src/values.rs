@@ -40,8 +40,23 @@ impl std::fmt::Debug for Placed {
 
 /// An argument of one run, as the caller gave it.
 pub(crate) enum Arg<'a> {
+    /// Borrowed from the caller: read in place, copied if returned.
     Host(&'a Tensor),
+    /// Given to the run (a loop's carried value): updated in place at its last use, moved
+    /// out if returned.
+    Owned(Tensor),
     Device(Arc<dyn DeviceTensor>),
+}
+
+impl Arg<'_> {
+    /// The argument's type.
+    pub(crate) fn ty(&self) -> TensorType {
+        match self {
+            Arg::Host(t) => t.ty(),
+            Arg::Owned(t) => t.ty(),
+            Arg::Device(d) => d.ty().clone(),
+        }
+    }
 }
 
 /// One value of the graph being run: on the host, on the device, or both (a device value

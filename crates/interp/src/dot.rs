@@ -5,6 +5,9 @@
 //! place through matrixmultiply's arbitrary strides; otherwise it is copied once into that
 //! order. The result `[batch, M, N]` is exactly XLA's `[batch…, lhs free…, rhs free…]`.
 //!
+//! Small products (a recurrent cell's `[2,6]×[6,18]`) skip `matrixmultiply`'s packing and
+//! run in place with its exact arithmetic ([`small`]), so they cost about their flops.
+//!
 //! Threads: one GEMM call per tile of the output (see [`tiles`]), spread over the pool. An
 //! output element's value does not depend on which other elements share its call (the K
 //! loop and the microkernel are the same), so the result is bit-identical for every thread
@@ -18,6 +21,8 @@ use kiln_ir::{row_major_strides, Buffer, DotDims, Tensor};
 use rayon::prelude::*;
 use std::borrow::Cow;
 
+mod small;
+
 /// Granularity of the output split: matrixmultiply's own row blocking (and a multiple of
 /// its microkernel's width), so tiles do not cut its blocks.
 pub(crate) const BLOCK: usize = 64;
@@ -27,12 +32,15 @@ pub(crate) const PAR_FLOPS: usize = 1 << 20;
 
 /// A float type with a GEMM (also convolution's, `conv/gemm.rs`).
 pub(crate) trait Gemm: Elem {
-    /// `C = A·B` for an `m×k` A and a `k×n` B with arbitrary strides (row, column).
+    /// `C = A·B` for an `m×k` A and a `k×n` B with arbitrary strides (row, column), C
+    /// row-major with row stride `rsc`: small products in place ([`small`]), others through
+    /// `matrixmultiply` — the same bits either way.
     ///
     /// # Safety
-    /// Every element `a[i·rsa + l·csa]`, `b[l·rsb + j·csb]`, `c[i·rsc + j·csc]` for
+    /// Every element `a[i·rsa + l·csa]`, `b[l·rsb + j·csb]`, `c[i·rsc + j]` for
     /// `i < m, l < k, j < n` must be in bounds of its allocation, and `c` must not alias.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     unsafe fn gemm(
         dims: (usize, usize, usize),
         a: *const Self,
@@ -43,42 +51,70 @@ pub(crate) trait Gemm: Elem {
         csb: isize,
         c: *mut Self,
         rsc: isize,
+    ) {
+        let (m, k, n) = dims;
+        // SAFETY (both): forwarded from the caller's contract.
+        if small::is_small(m, k, n) {
+            unsafe { small::gemm(dims, a, rsa, csa, b, rsb, csb, c, rsc) }
+        } else {
+            unsafe { Self::library_gemm(dims, a, rsa, csa, b, rsb, csb, c, rsc) }
+        }
+    }
+
+    /// [`Gemm::gemm`] through `matrixmultiply`, whatever the size.
+    ///
+    /// # Safety
+    /// As [`Gemm::gemm`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn library_gemm(
+        dims: (usize, usize, usize),
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        c: *mut Self,
+        rsc: isize,
     );
+
+    /// `fma(a, b, acc)` when `FUSED`, else `acc + a·b` rounded twice: one step of
+    /// `matrixmultiply`'s microkernels (see [`small`]).
+    fn multiply_add<const FUSED: bool>(a: Self, b: Self, acc: Self) -> Self;
 }
 
-impl Gemm for f32 {
-    unsafe fn gemm(
-        (m, k, n): (usize, usize, usize),
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        rsb: isize,
-        csb: isize,
-        c: *mut f32,
-        rsc: isize,
-    ) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
-    }
+macro_rules! impl_gemm {
+    ($t:ty, $library:path) => {
+        impl Gemm for $t {
+            unsafe fn library_gemm(
+                (m, k, n): (usize, usize, usize),
+                a: *const $t,
+                rsa: isize,
+                csa: isize,
+                b: *const $t,
+                rsb: isize,
+                csb: isize,
+                c: *mut $t,
+                rsc: isize,
+            ) {
+                // SAFETY: forwarded from the caller's contract.
+                unsafe { $library(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
+            }
+
+            #[inline(always)]
+            fn multiply_add<const FUSED: bool>(a: $t, b: $t, acc: $t) -> $t {
+                if FUSED {
+                    a.mul_add(b, acc)
+                } else {
+                    acc + a * b
+                }
+            }
+        }
+    };
 }
 
-impl Gemm for f64 {
-    unsafe fn gemm(
-        (m, k, n): (usize, usize, usize),
-        a: *const f64,
-        rsa: isize,
-        csa: isize,
-        b: *const f64,
-        rsb: isize,
-        csb: isize,
-        c: *mut f64,
-        rsc: isize,
-    ) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1) }
-    }
-}
+impl_gemm!(f32, matrixmultiply::sgemm);
+impl_gemm!(f64, matrixmultiply::dgemm);
 
 /// `dot_general` of two float tensors (types already checked by the typing rule).
 pub(crate) fn dot_general(a: &Tensor, b: &Tensor, d: &DotDims) -> Result<Buffer, String> {
@@ -185,8 +221,21 @@ fn dot<T: Gemm>(x: &[T], xs: &[usize], y: &[T], ys: &[usize], d: &DotDims) -> Ve
             )
         }
     };
+    if batch * m * n * k < PAR_FLOPS {
+        // One call per batch on this thread (no tile list for a recurrent cell's product).
+        (0..batch).for_each(|b| {
+            call(&Tile {
+                batch: b,
+                row: 0,
+                rows: m,
+                col: 0,
+                cols: n,
+            })
+        });
+        return out;
+    }
     let tiles = tiles(batch, m, n, k);
-    if tiles.len() == 1 || batch * m * n * k < PAR_FLOPS {
+    if tiles.len() == 1 {
         tiles.iter().for_each(call);
     } else {
         tiles.par_iter().for_each(call);

@@ -169,6 +169,30 @@ impl Interpreter {
     }
 }
 
+impl Interpreter {
+    /// `dynamic_update_slice` of `target` written into `target` itself: for a caller that
+    /// owns the operand and will not read it again (a loop's carried sequence updated at
+    /// step `t`), the result of [`Interpreter::eval`] on `[target, args…]` without copying
+    /// the operand. `args` are the update and the start indices; they are checked by the
+    /// op's typing rule first, so a bad call is an error and leaves `target` unchanged.
+    pub fn update_slice_in_place(
+        &self,
+        target: &mut Tensor,
+        args: &[&Tensor],
+    ) -> Result<(), InterpError> {
+        let op = Op::DynamicUpdateSlice;
+        let err = |message: String| InterpError::Op {
+            op: op.name(),
+            message,
+        };
+        let result = target.ty();
+        let types: Vec<TensorType> = args.iter().map(|t| t.ty()).collect();
+        let type_refs: Vec<&TensorType> = std::iter::once(&result).chain(&types).collect();
+        infer(&op, &type_refs, Some(&result)).map_err(err)?;
+        movement::dynamic_update_slice_in_place(target, args).map_err(err)
+    }
+}
+
 /// Whether `op` runs on the calling thread instead of in the pool. Handing an op to the
 /// pool from outside it wakes a worker and blocks the caller on a latch (tens of µs on a
 /// loaded machine), more than a small op costs — the per-call cost of small programs. Only

@@ -105,27 +105,48 @@ pub(crate) fn dynamic_update_slice(args: &[&Tensor]) -> Result<Buffer, String> {
     let (a, u) = (args[0], args[1]);
     let start = clamped_starts(&args[2..], a.shape(), u.shape())?;
     for_dtype!(a.dtype(), T => {
-        let dst = slice_of::<T>(a.data())?;
-        let upd = slice_of::<T>(u.data())?;
-        Ok(T::into_buffer(update_slice(dst, a.shape(), upd, u.shape(), &start)))
+        let mut out = slice_of::<T>(a.data())?.to_vec();
+        write_window(&mut out, a.shape(), slice_of::<T>(u.data())?, u.shape(), &start);
+        Ok(T::into_buffer(out))
     })
 }
 
-fn update_slice<T: Elem>(
-    dst: &[T],
+/// [`dynamic_update_slice`] written into its operand `target` (`args`: the update, then
+/// the start indices): the same elements, without copying the operand first.
+pub(crate) fn dynamic_update_slice_in_place(
+    target: &mut Tensor,
+    args: &[&Tensor],
+) -> Result<(), String> {
+    let [u, starts @ ..] = args else {
+        return Err("an update and start indices are needed".to_string());
+    };
+    let shape = target.shape().to_vec();
+    let start = clamped_starts(starts, &shape, u.shape())?;
+    let dtype = target.dtype();
+    for_dtype!(dtype, T => {
+        let upd = slice_of::<T>(u.data())?;
+        let dst = T::slice_mut(target.data_mut())
+            .ok_or_else(|| format!("unexpected operand dtype {dtype}"))?;
+        write_window(dst, &shape, upd, u.shape(), &start);
+        Ok(())
+    })
+}
+
+/// Writes `upd` (of shape `ushape`) into `out` (of shape `shape`) at `start`.
+fn write_window<T: Elem>(
+    out: &mut [T],
     shape: &[usize],
     upd: &[T],
     ushape: &[usize],
     start: &[usize],
-) -> Vec<T> {
-    let mut out = dst.to_vec();
+) {
     let Some(last) = shape.len().checked_sub(1) else {
         out.copy_from_slice(upd);
-        return out;
+        return;
     };
     let len = ushape[last];
     if upd.is_empty() || len == 0 {
-        return out;
+        return;
     }
     let strides = row_major_strides(shape);
     let mut idx = vec![0; last];
@@ -137,7 +158,6 @@ fn update_slice<T: Elem>(
         out[off..off + len].copy_from_slice(row);
         next_index(&mut idx, &ushape[..last]);
     }
-    out
 }
 
 /// XLA's general `pad`: the result is filled with the padding value, then operand element

@@ -3,7 +3,8 @@
 //! than its length.
 //!
 //! Deliberately not here: reordering instructions to lower the peak, or computing in place.
-//! The only buffer reuse is `reshape` of a dying value, which moves the buffer.
+//! The only buffer reuse is `reshape` of a dying value, which moves the buffer, and
+//! `dynamic_update_slice` of one, which writes the update into it.
 
 use crate::{InterpError, Interpreter};
 use kiln_ir::{Func, Inst, Op, Tensor, TensorType};
@@ -228,6 +229,9 @@ impl Interpreter {
         if let Some(t) = self.reshape_in_place(&inst.op, &inst.args, ty, i, uses, live) {
             return Ok(vec![t]);
         }
+        if let Some(t) = self.update_in_place(&inst.op, &inst.args, i, uses, live)? {
+            return Ok(vec![t]);
+        }
         let operands = operands(inst, live)?;
         Ok(vec![self.eval(&inst.op, &operands, ty)?])
     }
@@ -253,6 +257,40 @@ impl Interpreter {
             Slot::Owned(t) => t.reshaped(ty.shape.clone()).ok(),
             Slot::Arg(_) => None,
         }
+    }
+}
+
+impl Interpreter {
+    /// `dynamic_update_slice` of a computed value that dies here: the update is written
+    /// into its buffer, which becomes the result, instead of into a copy.
+    fn update_in_place(
+        &self,
+        op: &Op,
+        args: &[kiln_ir::Value],
+        i: usize,
+        uses: &[LastUse],
+        live: &mut Live<'_>,
+    ) -> Result<Option<Tensor>, InterpError> {
+        let (Op::DynamicUpdateSlice, [target, rest @ ..]) = (op, args) else {
+            return Ok(None);
+        };
+        let v = target.0 as usize;
+        let owned = matches!(live.slots.get(v), Some(Some(Slot::Owned(_))));
+        if !owned || uses[v] != LastUse::Inst(i) || rest.contains(target) {
+            return Ok(None);
+        }
+        let Some(Slot::Owned(mut t)) = live.take(v) else {
+            return Ok(None);
+        };
+        let others = rest
+            .iter()
+            .map(|a| match live.slots.get(a.0 as usize) {
+                Some(Some(s)) => Ok(s.tensor()),
+                _ => Err(op_error(op.name(), "operand is not defined")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.update_slice_in_place(&mut t, &others)?;
+        Ok(Some(t))
     }
 }
 

@@ -305,6 +305,8 @@ impl_int!(u64, |x| x, |x| u64::from(x != 0));
 pub(crate) trait Elem: Copy + Send + Sync + Default + 'static {
     /// The buffer's elements if it holds this type.
     fn slice(b: &Buffer) -> Option<&[Self]>;
+    /// The buffer's elements, writable, if it holds this type.
+    fn slice_mut(b: &mut Buffer) -> Option<&mut [Self]>;
     /// Wraps a vector in the matching [`Buffer`] variant.
     fn into_buffer(v: Vec<Self>) -> Buffer;
 }
@@ -313,6 +315,12 @@ macro_rules! impl_elem {
     ($($t:ty => $variant:ident),*) => {$(
         impl Elem for $t {
             fn slice(b: &Buffer) -> Option<&[Self]> {
+                match b {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(b: &mut Buffer) -> Option<&mut [Self]> {
                 match b {
                     Buffer::$variant(v) => Some(v),
                     _ => None,

@@ -1,0 +1,326 @@
+//! Small products without `matrixmultiply`'s packing: the same arithmetic, in place.
+//!
+//! `matrixmultiply` packs both operands into aligned panels (an allocation and two copies)
+//! before its microkernel runs, which for the products of a recurrent cell (`[2,6]×[6,18]`
+//! at batch 2, `[2,3]×[3,6]`) costs more than the multiply-adds. Below [`SMALL_FLOPS`]
+//! multiply-adds a product runs here instead, on the operands where they are.
+//!
+//! **Bits:** for a product with `k ≤ `[`MAX_K`] (one of `matrixmultiply`'s K blocks), every
+//! microkernel of `matrixmultiply` 0.3 computes an output element as one accumulator that
+//! starts at `+0` and takes `a[i,l]·b[l,j]` for `l = 0, 1, …, k-1` in order — fused
+//! (`fma(a, b, acc)`) in the AVX-512 and the AVX2+FMA kernels, `acc + a·b` rounded twice in
+//! the AVX and portable ones — and then stores `1·acc`. This path computes exactly that
+//! chain, fused where `matrixmultiply` fuses ([`fuses`]), so a product gives the same bits
+//! whichever path runs it (`tests` below compares them bit for bit); the design's promise
+//! for matrix products (deterministic per machine) is unchanged, and compiled clusters,
+//! which call the same GEMM, keep matching the fallback.
+//!
+//! Not here: threading (a small product runs on the calling thread) and any reordering of
+//! the K loop (blocking it would change the bits of long contractions).
+
+use super::Gemm;
+
+/// Products of at most this many multiply-adds (`m·k·n`) take the small path. Measured on
+/// the 2-core Zen 5 under load (`small_gemm_crossover` below, `--release -- --nocapture`):
+/// 2×3×6 runs 2.1× faster in place than through `matrixmultiply`, 8×16×48 (6144) already
+/// 0.8× as fast, and 64×64×64 0.3× — its register-blocked microkernel wins once there is
+/// enough work to hide the packing. Every recurrent cell of the corpus (`[2,6]×[6,18]` and
+/// smaller) is far below this.
+pub(crate) const SMALL_FLOPS: usize = 1 << 11;
+
+/// The longest contraction the small path takes: `matrixmultiply`'s K block (`S_KC` and
+/// `D_KC`, 256 in its default build). A longer one is summed block by block there, each
+/// block's result added into C — a different order than one chain.
+pub(crate) const MAX_K: usize = 256;
+
+/// Whether `matrixmultiply` runs a fused (FMA) microkernel on this CPU: its AVX-512 kernel
+/// (`avx512f`, in its default build) or its AVX2+FMA one. Every CPU with AVX-512 F has AVX2
+/// and FMA, so this is [`crate::hw::wide_simd`] — the same test that picks the AVX2+FMA
+/// build of the interpreter's loops, in which `mul_add` is one instruction.
+fn fuses() -> bool {
+    crate::hw::wide_simd()
+}
+
+/// Whether a `m×k · k×n` product takes the small path.
+pub(crate) fn is_small(m: usize, k: usize, n: usize) -> bool {
+    k <= MAX_K && m.saturating_mul(k).saturating_mul(n) <= SMALL_FLOPS
+}
+
+/// `C = A·B` for an `m×k` A and a `k×n` B with arbitrary strides, C row-major with row
+/// stride `rsc` (the contract of [`Gemm::gemm`]), computed as `matrixmultiply` computes it
+/// for `k ≤ `[`MAX_K`].
+///
+/// # Safety
+/// As [`Gemm::gemm`]: every addressed element of `a`, `b`, `c` is in bounds and `c` does
+/// not alias `a` or `b`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm<T: Gemm>(
+    (m, k, n): (usize, usize, usize),
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    c: *mut T,
+    rsc: isize,
+) {
+    let p = Operands {
+        m,
+        k,
+        n,
+        a,
+        rsa,
+        csa,
+        b,
+        rsb,
+        csb,
+        c,
+        rsc,
+    };
+    if fuses() {
+        // SAFETY: forwarded from the caller's contract.
+        crate::hw::simd!(unsafe { p.run::<true>() })
+    } else {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { p.run::<false>() }
+    }
+}
+
+/// One call's operands (raw, as [`Gemm::gemm`] takes them).
+#[derive(Clone, Copy)]
+struct Operands<T> {
+    m: usize,
+    k: usize,
+    n: usize,
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    c: *mut T,
+    rsc: isize,
+}
+
+impl<T: Gemm> Operands<T> {
+    /// The product, `FUSED` choosing `fma(a, b, acc)` or `acc + a·b`.
+    ///
+    /// # Safety
+    /// As [`gemm`].
+    #[inline(always)]
+    unsafe fn run<const FUSED: bool>(self) {
+        let Operands {
+            m,
+            k,
+            n,
+            a,
+            rsa,
+            csa,
+            b,
+            rsb,
+            csb,
+            c,
+            rsc,
+        } = self;
+        for i in 0..m as isize {
+            // SAFETY (all accesses): the caller guarantees elements (i, l) of A, (l, j) of B
+            // and (i, j) of C are in bounds for i < m, l < k, j < n, and that C is disjoint.
+            let row = unsafe { std::slice::from_raw_parts_mut(c.offset(i * rsc), n) };
+            row.fill(T::default());
+            if csb == 1 {
+                // B's rows are contiguous: the j loop vectorises, each lane its own chain.
+                for l in 0..k as isize {
+                    let x = unsafe { *a.offset(i * rsa + l * csa) };
+                    let brow = unsafe { std::slice::from_raw_parts(b.offset(l * rsb), n) };
+                    for (acc, &y) in row.iter_mut().zip(brow) {
+                        *acc = T::multiply_add::<FUSED>(x, y, *acc);
+                    }
+                }
+            } else {
+                for (j, acc) in row.iter_mut().enumerate() {
+                    let mut s = T::default();
+                    for l in 0..k as isize {
+                        let x = unsafe { *a.offset(i * rsa + l * csa) };
+                        let y = unsafe { *b.offset(l * rsb + j as isize * csb) };
+                        s = T::multiply_add::<FUSED>(x, y, s);
+                    }
+                    *acc = s;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_ir::Scalar;
+    use kiln_testkit::{f32_value, same_bits, Rng};
+
+    /// `matrixmultiply`'s own result for the same call.
+    #[allow(clippy::too_many_arguments)]
+    fn library<T: Gemm>(
+        dims: (usize, usize, usize),
+        a: &[T],
+        (rsa, csa): (isize, isize),
+        b: &[T],
+        (rsb, csb): (isize, isize),
+    ) -> Vec<T> {
+        let mut c = vec![T::default(); dims.0 * dims.2];
+        // SAFETY: the operands are dense buffers of the sizes the strides address.
+        unsafe {
+            T::library_gemm(
+                dims,
+                a.as_ptr(),
+                rsa,
+                csa,
+                b.as_ptr(),
+                rsb,
+                csb,
+                c.as_mut_ptr(),
+                dims.2 as isize,
+            )
+        };
+        c
+    }
+
+    fn small<T: Gemm>(
+        dims: (usize, usize, usize),
+        a: &[T],
+        (rsa, csa): (isize, isize),
+        b: &[T],
+        (rsb, csb): (isize, isize),
+    ) -> Vec<T> {
+        let mut c = vec![T::default(); dims.0 * dims.2];
+        // SAFETY: as in `library`.
+        unsafe {
+            gemm(
+                dims,
+                a.as_ptr(),
+                rsa,
+                csa,
+                b.as_ptr(),
+                rsb,
+                csb,
+                c.as_mut_ptr(),
+                dims.2 as isize,
+            )
+        };
+        c
+    }
+
+    /// Random operands in both layouts (row-major, and transposed through the strides):
+    /// testkit's values (signed zeros, infinities, NaN, subnormals) and values spread over
+    /// many binades, so that a different order or rounding shows. Compared under testkit's
+    /// rule (NaN payloads are not part of the contract).
+    fn check<T: Gemm>(to: impl Fn(f64) -> T, scalar: impl Fn(T) -> Scalar) {
+        let mut rng = Rng(38);
+        let dims = [
+            (1, 1, 1),
+            (2, 3, 6),
+            (8, 32, 96),
+            (8, 128, 384),
+            (5, 7, 3),
+            (17, 256, 9),
+            (3, 1, 40),
+            (64, 64, 64),
+        ];
+        for (m, k, n) in dims {
+            for layout in 0..4 {
+                let mut val = || {
+                    if rng.below(8) == 0 {
+                        return to(f32_value(&mut rng) as f64);
+                    }
+                    let e = rng.below(24) as i32 - 12;
+                    let x = (rng.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                    to(x * 2f64.powi(e))
+                };
+                let a: Vec<T> = (0..m * k).map(|_| val()).collect();
+                let b: Vec<T> = (0..k * n).map(|_| val()).collect();
+                let sa = if layout & 1 == 0 {
+                    (k as isize, 1)
+                } else {
+                    (1, m as isize)
+                };
+                let sb = if layout & 2 == 0 {
+                    (n as isize, 1)
+                } else {
+                    (1, k as isize)
+                };
+                let want = library((m, k, n), &a, sa, &b, sb);
+                let got = small((m, k, n), &a, sa, &b, sb);
+                for (e, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        same_bits(scalar(g), scalar(w)),
+                        "{m}x{k}x{n} layout {layout}, element {e}: {:?} vs {:?}",
+                        scalar(g),
+                        scalar(w)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_products_match_matrixmultiply_bit_for_bit_f32() {
+        check(|x| x as f32, Scalar::F32);
+    }
+
+    #[test]
+    fn small_products_match_matrixmultiply_bit_for_bit_f64() {
+        check(|x| x, Scalar::F64);
+    }
+
+    #[test]
+    fn only_one_k_block_is_small() {
+        assert!(is_small(1, MAX_K, 8));
+        assert!(!is_small(1, MAX_K + 1, 1));
+        assert!(!is_small(8, 64, 32));
+        assert!(!is_small(usize::MAX, 2, usize::MAX), "no overflow");
+    }
+
+    /// Prints the time per product on both paths for the sizes the threshold was chosen
+    /// from (run with `--release -- --nocapture`); asserts only that both agree.
+    #[test]
+    fn small_gemm_crossover() {
+        let mut rng = Rng(7);
+        let mut val = || (rng.next() >> 40) as f32 / (1u32 << 24) as f32;
+        for (m, k, n) in [
+            (2, 3, 6),
+            (8, 16, 48),
+            (8, 64, 192),
+            (8, 128, 384),
+            (32, 64, 64),
+            (64, 64, 64),
+            (64, 128, 64),
+            (128, 128, 128),
+        ] {
+            let a: Vec<f32> = (0..m * k).map(|_| val()).collect();
+            let b: Vec<f32> = (0..k * n).map(|_| val()).collect();
+            let work = if cfg!(debug_assertions) {
+                1 << 16
+            } else {
+                1 << 24
+            };
+            let reps = work / (m * k * n) + 1;
+            let time = |f: &dyn Fn() -> Vec<f32>| {
+                let t = std::time::Instant::now();
+                let mut last = Vec::new();
+                for _ in 0..reps {
+                    last = std::hint::black_box(f());
+                }
+                (t.elapsed().as_secs_f64() * 1e9 / reps as f64, last)
+            };
+            let s = (k as isize, 1);
+            let r = (n as isize, 1);
+            let (lib_ns, want) = time(&|| library((m, k, n), &a, s, &b, r));
+            let (small_ns, got) = time(&|| small((m, k, n), &a, s, &b, r));
+            println!(
+                "{m}x{k}x{n}: matrixmultiply {lib_ns:.0} ns, small {small_ns:.0} ns ({:.2}x)",
+                lib_ns / small_ns
+            );
+            assert_eq!(got, want);
+        }
+    }
+}

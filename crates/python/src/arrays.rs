@@ -30,6 +30,9 @@ pub fn numpy_name(d: DType) -> &'static str {
         DType::U8 => "uint8",
         DType::I16 => "int16",
         DType::U16 => "uint16",
+        DType::F16 => "float16",
+        // ml_dtypes' name (numpy knows it once ml_dtypes is imported, as JAX does).
+        DType::Bf16 => "bfloat16",
         DType::Bool => "bool",
     }
 }
@@ -41,7 +44,7 @@ fn dtype_of(format: &str, item_size: usize, what: &str) -> PyResult<DType> {
     let unsupported = |why: &str| {
         ArgumentError::new_err(format!(
             "{what}: element format '{format}' ({why}) is not a Kiln dtype; Kiln takes \
-             float32, float64, int8/16/32/64, uint8/16/32/64 and bool"
+             float16, float32, float64, int8/16/32/64, uint8/16/32/64 and bool"
         ))
     };
     let signed = |size| match size {
@@ -61,7 +64,7 @@ fn dtype_of(format: &str, item_size: usize, what: &str) -> PyResult<DType> {
     match code {
         "f" => Ok(DType::F32),
         "d" => Ok(DType::F64),
-        "e" => Err(unsupported("float16")),
+        "e" if item_size == 2 => Ok(DType::F16),
         "?" => Ok(DType::Bool),
         "b" | "h" | "i" | "l" | "q" | "n" => signed(item_size),
         "B" | "H" | "I" | "L" | "Q" | "N" => unsigned(item_size),
@@ -117,6 +120,9 @@ pub fn tensor_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
         DType::U8 => Buffer::U8(typed(&buf, py)?),
         DType::I16 => Buffer::I16(typed(&buf, py)?),
         DType::U16 => Buffer::U16(typed(&buf, py)?),
+        DType::F16 => Buffer::F16(half_elements(&buf, what, kiln_ir::f16::from_bits)?),
+        // `dtype_of` never answers bf16: numpy exports no buffer format for ml_dtypes' type.
+        DType::Bf16 => Buffer::Bf16(half_elements(&buf, what, kiln_ir::bf16::from_bits)?),
         DType::Bool => Buffer::Bool(bool_elements(&buf, what)?),
     };
     Tensor::new(shape, data).map_err(|e| ArgumentError::new_err(format!("{what}: {e}")))
@@ -138,6 +144,31 @@ fn bool_elements(buf: &PyUntypedBuffer, what: &str) -> PyResult<Vec<bool>> {
     // the GIL is held, unchanged by other Python code) while `buf` is borrowed.
     let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr().cast::<u8>().cast_const(), n) };
     Ok(bytes.iter().map(|&b| b != 0).collect())
+}
+
+/// The elements of a C-contiguous buffer of 2-byte floats (`e`), read as their bits.
+fn half_elements<T>(
+    buf: &PyUntypedBuffer,
+    what: &str,
+    from_bits: fn(u16) -> T,
+) -> PyResult<Vec<T>> {
+    if !buf.is_c_contiguous() || buf.item_size() != 2 {
+        return Err(ArgumentError::new_err(format!(
+            "{what}: a float16 array must be C-contiguous with two bytes per element"
+        )));
+    }
+    let n = buf.item_count();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the buffer is C-contiguous and holds `n` two-byte items, alive and unchanged
+    // (the GIL is held) while `buf` is borrowed; they are read unaligned, byte by byte.
+    let bytes =
+        unsafe { std::slice::from_raw_parts(buf.buf_ptr().cast::<u8>().cast_const(), 2 * n) };
+    Ok(bytes
+        .chunks_exact(2)
+        .map(|b| from_bits(u16::from_ne_bytes([b[0], b[1]])))
+        .collect())
 }
 
 /// The raw bytes of a buffer's elements (native endianness, as numpy stores them).

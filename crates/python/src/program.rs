@@ -9,13 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// The variables a session's flags come from, by name (what `Session(variables)` reads).
-pub const FLAG_VARIABLES: [Variable; 5] = [
-    Variable::TfXlaFlags,
-    Variable::XlaFlags,
-    Variable::TfDeterministicOps,
-    Variable::TfCppVmodule,
-    Variable::TfCppMinLogLevel,
-];
+pub const FLAG_VARIABLES: &[Variable] = &Variable::ALL;
 
 /// The flags for a session: the environment when `variables` is `None`, else the given
 /// variable texts (a missing or `None` entry is an unset variable). The process-wide
@@ -30,13 +24,15 @@ pub fn session_flags(variables: Option<&Bound<'_, PyDict>>) -> PyResult<kiln::co
             _ => Ok(None),
         }
     };
-    let sources = Sources {
-        tf_xla_flags: get(Variable::TfXlaFlags)?,
-        xla_flags: get(Variable::XlaFlags)?,
-        tf_deterministic_ops: get(Variable::TfDeterministicOps)?,
-        tf_cpp_vmodule: get(Variable::TfCppVmodule)?,
-        tf_cpp_min_log_level: get(Variable::TfCppMinLogLevel)?,
-    };
+    // Every variable Kiln reads, the mixed precision rewrite's included.
+    let mut sources = Sources::default();
+    for v in Variable::ALL {
+        if let Some(text) = get(v)? {
+            sources
+                .set(v.name(), text)
+                .map_err(ArgumentError::new_err)?;
+        }
+    }
     kiln::config::flags_from_sources(&sources).map_err(to_py)
 }
 

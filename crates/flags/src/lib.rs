@@ -43,7 +43,7 @@ pub const MAX_CPU_THREADS: usize = 1024;
 
 pub use error::{FlagsError, Location, Malformed, Suggestion, VModuleProblem};
 pub use logging::{init_logging, logger_builder};
-pub use mixed_precision::{AmpDtype, ListEdit, MixedPrecision};
+pub use mixed_precision::{AmpDtype, AmpLevel, ListEdit, MixedPrecision};
 pub use provenance::{Origin, Provenance, Source, Variable};
 pub use render::{render_flags_markdown, render_flags_table, source_text};
 pub use spec::{find_flag, Effect, FlagSpec, FLAGS};

@@ -51,13 +51,69 @@ impl fmt::Display for AmpDtype {
     }
 }
 
-/// Edits to one of TensorFlow's four op lists: names added, then names removed.
+/// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL`: how far the rewrite goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AmpLevel {
+    /// Unset: TensorFlow's four lists and its colouring.
+    #[default]
+    Default,
+    /// `TREAT_INFER_AS_DENY`: the infer list's ops join the deny list.
+    TreatInferAsDeny,
+    /// `UNSAFE_FORCE_ALL`: every f32 op that can run in f16 is converted, whatever its list
+    /// (deny ops included); f16 only — TensorFlow refuses it in its bf16 (oneDNN) mode.
+    UnsafeForceAll,
+    /// `TENSOR_CORES_ONLY`: only the allow list's ops are converted (TensorFlow empties the
+    /// other three lists, edits included, in its f16 mode; in its bf16 mode it has no effect).
+    TensorCoresOnly,
+}
+
+impl AmpLevel {
+    /// The values the variable accepts, in the order of the variants (TensorFlow compares
+    /// them after upper-casing the variable, so Kiln accepts any case too).
+    pub const NAMES: &'static [&'static str] = &[
+        "DEFAULT",
+        "TREAT_INFER_AS_DENY",
+        "UNSAFE_FORCE_ALL",
+        "TENSOR_CORES_ONLY",
+    ];
+
+    /// The level's name as the variable spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AmpLevel::Default => "DEFAULT",
+            AmpLevel::TreatInferAsDeny => "TREAT_INFER_AS_DENY",
+            AmpLevel::UnsafeForceAll => "UNSAFE_FORCE_ALL",
+            AmpLevel::TensorCoresOnly => "TENSOR_CORES_ONLY",
+        }
+    }
+
+    /// Parses a level, in any case.
+    pub fn parse(text: &str) -> Option<AmpLevel> {
+        let upper = text.to_ascii_uppercase();
+        [
+            AmpLevel::Default,
+            AmpLevel::TreatInferAsDeny,
+            AmpLevel::UnsafeForceAll,
+            AmpLevel::TensorCoresOnly,
+        ]
+        .into_iter()
+        .find(|level| level.name() == upper)
+    }
+}
+
+/// Edits to one of TensorFlow's four op lists: names added, then names removed, then the
+/// same under the list's old name (`WHITELIST`, `GRAYLIST`, `BLACKLIST`), which TensorFlow
+/// still reads after the new one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListEdit {
     /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_<LIST>_ADD`.
     pub add: Vec<String>,
     /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_<LIST>_REMOVE`.
     pub remove: Vec<String>,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_<OLD NAME>_ADD` (the clear list has none).
+    pub old_add: Vec<String>,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_<OLD NAME>_REMOVE`.
+    pub old_remove: Vec<String>,
 }
 
 /// Everything the automatic mixed precision rewrite takes from the environment.
@@ -80,6 +136,8 @@ pub struct MixedPrecision {
     /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH`: where the graphs before and after
     /// the rewrite and its summary are written.
     pub log_path: Option<PathBuf>,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL`.
+    pub level: AmpLevel,
 }
 
 impl MixedPrecision {
@@ -102,6 +160,24 @@ mod tests {
         }
         assert_eq!(AmpDtype::parse("float16"), None);
         assert_eq!(AmpDtype::Bf16.python_name(), "bfloat16");
+    }
+
+    #[test]
+    fn levels_parse_in_any_case() {
+        for (i, name) in AmpLevel::NAMES.iter().enumerate() {
+            let level = AmpLevel::parse(name).unwrap();
+            assert_eq!(level.name(), *name);
+            assert_eq!(
+                AmpLevel::parse(&name.to_ascii_lowercase()),
+                Some(level),
+                "{i}"
+            );
+        }
+        assert_eq!(
+            AmpLevel::parse("unsafe_force_all"),
+            Some(AmpLevel::UnsafeForceAll)
+        );
+        assert_eq!(AmpLevel::parse("FORCE_ALL"), None);
     }
 
     #[test]

@@ -40,6 +40,21 @@ pub enum Variable {
     AmpClearlistRemove,
     /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH`: where the rewrite writes its graphs.
     AmpLogPath,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL`: `TREAT_INFER_AS_DENY`,
+    /// `UNSAFE_FORCE_ALL` or `TENSOR_CORES_ONLY`.
+    AmpLevel,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_WHITELIST_ADD`: the allow list's old name.
+    AmpWhitelistAdd,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_WHITELIST_REMOVE`.
+    AmpWhitelistRemove,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_GRAYLIST_ADD`: the infer list's old name.
+    AmpGraylistAdd,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_GRAYLIST_REMOVE`.
+    AmpGraylistRemove,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_BLACKLIST_ADD`: the deny list's old name.
+    AmpBlacklistAdd,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_BLACKLIST_REMOVE`.
+    AmpBlacklistRemove,
 }
 
 impl Variable {
@@ -68,11 +83,22 @@ impl Variable {
                 "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_CLEARLIST_REMOVE"
             }
             Variable::AmpLogPath => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH",
+            Variable::AmpLevel => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL",
+            Variable::AmpWhitelistAdd => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_WHITELIST_ADD",
+            Variable::AmpWhitelistRemove => {
+                "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_WHITELIST_REMOVE"
+            }
+            Variable::AmpGraylistAdd => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_GRAYLIST_ADD",
+            Variable::AmpGraylistRemove => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_GRAYLIST_REMOVE",
+            Variable::AmpBlacklistAdd => "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_BLACKLIST_ADD",
+            Variable::AmpBlacklistRemove => {
+                "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_BLACKLIST_REMOVE"
+            }
         }
     }
 
     /// Every variable Kiln reads, in the order [`crate::Flags::from_env`] applies them.
-    pub const ALL: [Variable; 16] = [
+    pub const ALL: [Variable; 23] = [
         Variable::TfDeterministicOps,
         Variable::TfXlaFlags,
         Variable::XlaFlags,
@@ -89,11 +115,18 @@ impl Variable {
         Variable::AmpClearlistAdd,
         Variable::AmpClearlistRemove,
         Variable::AmpLogPath,
+        Variable::AmpLevel,
+        Variable::AmpWhitelistAdd,
+        Variable::AmpWhitelistRemove,
+        Variable::AmpGraylistAdd,
+        Variable::AmpGraylistRemove,
+        Variable::AmpBlacklistAdd,
+        Variable::AmpBlacklistRemove,
     ];
 
     /// The variables of the automatic mixed precision rewrite: each holds one value, parsed
     /// by its own row of [`crate::FLAGS`].
-    pub const MIXED_PRECISION: [Variable; 11] = [
+    pub const MIXED_PRECISION: [Variable; 18] = [
         Variable::TfEnableAmpGraphRewrite,
         Variable::TfEnableAmp,
         Variable::AmpAllowlistAdd,
@@ -105,6 +138,13 @@ impl Variable {
         Variable::AmpClearlistAdd,
         Variable::AmpClearlistRemove,
         Variable::AmpLogPath,
+        Variable::AmpLevel,
+        Variable::AmpWhitelistAdd,
+        Variable::AmpWhitelistRemove,
+        Variable::AmpGraylistAdd,
+        Variable::AmpGraylistRemove,
+        Variable::AmpBlacklistAdd,
+        Variable::AmpBlacklistRemove,
     ];
 
     /// The variable with this name, if Kiln reads it.

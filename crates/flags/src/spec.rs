@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::mixed_precision::AmpDtype;
+use crate::mixed_precision::{AmpDtype, AmpLevel};
 use crate::provenance::Variable;
 use crate::values::{parse_bool, parse_int, AutoJit, Kind};
 use crate::vmodule::VModule;
@@ -217,9 +217,13 @@ impl FlagSpec {
                 }
                 set(flags, names)
             }
-            (Access::Choice { choices, set, .. }, Some(v)) => {
-                set(flags, choices.iter().find(|c| **c == v).ok_or(bad)?)
-            }
+            (Access::Choice { choices, set, .. }, Some(v)) => set(
+                flags,
+                choices
+                    .iter()
+                    .find(|c| c.eq_ignore_ascii_case(v))
+                    .ok_or(bad)?,
+            ),
         }
         Ok(())
     }
@@ -243,6 +247,7 @@ fn to_i64(n: usize) -> i64 {
 
 const TF: &[Variable] = &[Variable::TfXlaFlags];
 const AMP_LIST_HELP: &str = "Comma-separated Kiln op names (`dot_general`, `exp`, `reduce_sum`, …; see `docs/amp.md`) for TensorFlow's automatic mixed precision rewrite. Names are added first, then removed. An unknown op name is an error, with the closest name, when the rewrite runs.";
+const AMP_OLD_LIST_HELP: &str = "The list's name before TensorFlow 2.4 (`WHITELIST` is `ALLOWLIST`, `GRAYLIST` is `INFERLIST`, `BLACKLIST` is `DENYLIST`), still read as TensorFlow reads it: applied after the new name's additions and removals, additions first.";
 const XLA: &[Variable] = &[Variable::XlaFlags];
 const MAX: i64 = i64::MAX;
 
@@ -634,6 +639,73 @@ pub static FLAGS: &[FlagSpec] = &[
         effect: Effect::Acts,
         linked: &[],
         access: Access::Path { get: |f| f.mixed_precision.log_path.as_deref(), set: |f, v| f.mixed_precision.log_path = Some(v) },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL",
+        variables: &[Variable::AmpLevel],
+        default: "DEFAULT",
+        help: "How far the automatic mixed precision rewrite goes, as in TensorFlow (any case): `TREAT_INFER_AS_DENY` moves the infer list's ops to the deny list; `UNSAFE_FORCE_ALL` converts every f32 op that can run in f16, deny ops included (an error with `--kiln_amp_dtype=bf16`, as TensorFlow refuses it in its oneDNN mode); `TENSOR_CORES_ONLY` converts only the allow list's ops (in f16 mode; TensorFlow's bf16 lists ignore it).",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Choice {
+            choices: AmpLevel::NAMES,
+            get: |f| f.mixed_precision.level.name(),
+            set: |f, v| f.mixed_precision.level = AmpLevel::parse(v).unwrap_or_default(),
+        },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_WHITELIST_ADD",
+        variables: &[Variable::AmpWhitelistAdd],
+        default: "none",
+        help: AMP_OLD_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.allow.old_add, set: |f, v| f.mixed_precision.allow.old_add = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_WHITELIST_REMOVE",
+        variables: &[Variable::AmpWhitelistRemove],
+        default: "none",
+        help: AMP_OLD_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.allow.old_remove, set: |f, v| f.mixed_precision.allow.old_remove = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_GRAYLIST_ADD",
+        variables: &[Variable::AmpGraylistAdd],
+        default: "none",
+        help: AMP_OLD_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.infer.old_add, set: |f, v| f.mixed_precision.infer.old_add = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_GRAYLIST_REMOVE",
+        variables: &[Variable::AmpGraylistRemove],
+        default: "none",
+        help: AMP_OLD_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.infer.old_remove, set: |f, v| f.mixed_precision.infer.old_remove = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_BLACKLIST_ADD",
+        variables: &[Variable::AmpBlacklistAdd],
+        default: "none",
+        help: AMP_OLD_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.deny.old_add, set: |f, v| f.mixed_precision.deny.old_add = v },
+    },
+    FlagSpec {
+        name: "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_BLACKLIST_REMOVE",
+        variables: &[Variable::AmpBlacklistRemove],
+        default: "none",
+        help: AMP_OLD_LIST_HELP,
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Names { get: |f| &f.mixed_precision.deny.old_remove, set: |f, v| f.mixed_precision.deny.old_remove = v },
     },
 ];
 

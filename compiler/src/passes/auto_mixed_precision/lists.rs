@@ -5,7 +5,7 @@
 //! Composite TF ops (`Softmax`, `Relu`, `FusedBatchNorm`, …) are several Kiln ops, each
 //! coloured by its own list.
 
-use kiln_flags::{ListEdit, MixedPrecision};
+use kiln_flags::{AmpDtype, AmpLevel, ListEdit, MixedPrecision};
 use kiln_ir::op::all_op_names;
 use std::collections::BTreeSet;
 
@@ -96,6 +96,17 @@ impl ListKind {
             ListKind::Clear => "CLEARLIST",
         }
     }
+
+    /// The list's name before TF 2.4, which TF still reads after the new one (the clear list
+    /// had none).
+    pub fn old_variable_part(self) -> Option<&'static str> {
+        match self {
+            ListKind::Allow => Some("WHITELIST"),
+            ListKind::Infer => Some("GRAYLIST"),
+            ListKind::Deny => Some("BLACKLIST"),
+            ListKind::Clear => None,
+        }
+    }
 }
 
 /// The four lists in effect: the defaults with the environment's additions and removals.
@@ -109,6 +120,9 @@ pub struct AmpLists {
     pub deny: BTreeSet<String>,
     /// Ops converted next to allow ops.
     pub clear: BTreeSet<String>,
+    /// `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL=UNSAFE_FORCE_ALL`: every op that can run
+    /// in the target type is painted allow, and nothing is painted deny.
+    pub force_all: bool,
 }
 
 impl AmpLists {
@@ -120,12 +134,14 @@ impl AmpLists {
             infer: set(INFER),
             deny: set(DENY),
             clear: set(CLEAR),
+            force_all: false,
         }
     }
 
-    /// The defaults edited as `mp` says: for each list its additions, then its removals (TF's
-    /// order). An op name Kiln does not have is an error naming the variable, with the
-    /// closest op name when one is close.
+    /// The defaults edited as `mp` says: for each list its additions, then its removals, then
+    /// the same under its old name (TF's order), and then `mp.level` applied as TF applies
+    /// it. An op name Kiln does not have is an error naming the variable, with the closest op
+    /// name when one is close; so is `UNSAFE_FORCE_ALL` with bf16, which TF refuses.
     pub fn from_settings(mp: &MixedPrecision) -> Result<AmpLists, String> {
         let mut lists = AmpLists::defaults();
         let edits: [(ListKind, &ListEdit); 4] = [
@@ -135,15 +151,46 @@ impl AmpLists {
             (ListKind::Clear, &mp.clear),
         ];
         for (kind, edit) in edits {
-            for (names, suffix) in [(&edit.add, "ADD"), (&edit.remove, "REMOVE")] {
+            let list = kind.variable_part();
+            let old = kind.old_variable_part().unwrap_or(list);
+            let steps = [
+                (&edit.add, list, "ADD"),
+                (&edit.remove, list, "REMOVE"),
+                (&edit.old_add, old, "ADD"),
+                (&edit.old_remove, old, "REMOVE"),
+            ];
+            for (names, part, suffix) in steps {
                 for name in names {
-                    check_op_name(name, kind, suffix)?;
+                    check_op_name(name, part, suffix)?;
+                }
+                let set = lists.list_mut(kind);
+                if suffix == "ADD" {
+                    set.extend(names.iter().cloned());
+                } else {
+                    for name in names {
+                        set.remove(name);
+                    }
                 }
             }
-            let list = lists.list_mut(kind);
-            list.extend(edit.add.iter().cloned());
-            for name in &edit.remove {
-                list.remove(name);
+        }
+        match (mp.level, mp.dtype) {
+            (AmpLevel::Default, _) | (AmpLevel::TensorCoresOnly, AmpDtype::Bf16) => {}
+            (AmpLevel::TreatInferAsDeny, _) => {
+                let infer = std::mem::take(&mut lists.infer);
+                lists.deny.extend(infer);
+            }
+            (AmpLevel::UnsafeForceAll, AmpDtype::F16) => lists.force_all = true,
+            (AmpLevel::UnsafeForceAll, AmpDtype::Bf16) => {
+                return Err(
+                    "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL cannot be UNSAFE_FORCE_ALL \
+                     with --kiln_amp_dtype=bf16 (TensorFlow refuses it in its bf16 mode too)"
+                        .into(),
+                )
+            }
+            (AmpLevel::TensorCoresOnly, AmpDtype::F16) => {
+                lists.infer.clear();
+                lists.deny.clear();
+                lists.clear.clear();
             }
         }
         Ok(lists)
@@ -191,7 +238,7 @@ impl AmpLists {
 }
 
 /// An error unless `name` is one of Kiln's op names (`dot_general`, `exp`, …).
-fn check_op_name(name: &str, kind: ListKind, suffix: &str) -> Result<(), String> {
+fn check_op_name(name: &str, list: &str, suffix: &str) -> Result<(), String> {
     let names = all_op_names();
     if names.contains(&name) {
         return Ok(());
@@ -200,9 +247,8 @@ fn check_op_name(name: &str, kind: ListKind, suffix: &str) -> Result<(), String>
         .map(|s| format!("did you mean `{s}`?"))
         .unwrap_or_else(|| "Kiln's op names are listed in docs/amp.md and docs/ir.md.".into());
     Err(format!(
-        "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_{}_{suffix}: unknown op `{name}`; {hint} \
-         (the lists take Kiln op names such as `dot_general`, not TensorFlow's `MatMul`)",
-        kind.variable_part()
+        "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_{list}_{suffix}: unknown op `{name}`; {hint} \
+         (the lists take Kiln op names such as `dot_general`, not TensorFlow's `MatMul`)"
     ))
 }
 
@@ -256,6 +302,54 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("not TensorFlow's `MatMul`"), "{err}");
+    }
+
+    #[test]
+    fn old_names_apply_after_new_ones() {
+        let mut mp = MixedPrecision::default();
+        mp.allow.remove = vec!["cos".into()];
+        mp.allow.old_add = vec!["cos".into()];
+        mp.deny.add = vec!["sin".into()];
+        mp.deny.old_remove = vec!["sin".into(), "exp".into()];
+        let lists = AmpLists::from_settings(&mp).unwrap();
+        assert!(lists.contains(ListKind::Allow, "cos"));
+        assert!(!lists.contains(ListKind::Deny, "sin"));
+        assert!(!lists.contains(ListKind::Deny, "exp"));
+        mp.infer.old_add = vec!["tahn".into()];
+        let err = AmpLists::from_settings(&mp).unwrap_err();
+        assert!(
+            err.starts_with("TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_GRAYLIST_ADD: unknown op `tahn`; did you mean `tanh`?"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn levels_reshape_the_lists_as_tf_does() {
+        let mut mp = MixedPrecision {
+            level: AmpLevel::TreatInferAsDeny,
+            ..MixedPrecision::default()
+        };
+        mp.infer.add = vec!["sin".into()];
+        let lists = AmpLists::from_settings(&mp).unwrap();
+        assert!(lists.infer.is_empty());
+        for op in INFER.iter().copied().chain(["sin", "exp"]) {
+            assert!(lists.contains(ListKind::Deny, op), "{op}");
+        }
+        mp.level = AmpLevel::TensorCoresOnly;
+        let lists = AmpLists::from_settings(&mp).unwrap();
+        assert!(lists.infer.is_empty() && lists.deny.is_empty() && lists.clear.is_empty());
+        assert_eq!(lists.allow, AmpLists::defaults().allow);
+        mp.dtype = AmpDtype::Bf16;
+        let lists = AmpLists::from_settings(&mp).unwrap();
+        assert!(
+            lists.contains(ListKind::Infer, "sin"),
+            "no effect in bf16 mode"
+        );
+        mp.level = AmpLevel::UnsafeForceAll;
+        let err = AmpLists::from_settings(&mp).unwrap_err();
+        assert!(err.contains("cannot be UNSAFE_FORCE_ALL"), "{err}");
+        mp.dtype = AmpDtype::F16;
+        assert!(AmpLists::from_settings(&mp).unwrap().force_all);
     }
 
     #[test]

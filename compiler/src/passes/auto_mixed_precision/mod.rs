@@ -7,7 +7,9 @@
 //! `TF_ENABLE_AUTO_MIXED_PRECISION=1`; the target type is f16, or bf16 with
 //! `--kiln_amp_dtype=bf16`. The lists ([`lists`]) take the environment's
 //! `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_{ALLOW,INFER,DENY,CLEAR}LIST_{ADD,REMOVE}` edits;
-//! the colouring is TF's ([`paint`]); the casts are placed by [`cast`].
+//! the colouring is TF's ([`paint`]); the casts are placed by [`cast`]. The old list names
+//! (`WHITELIST`, `GRAYLIST`, `BLACKLIST`) and `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LEVEL`
+//! (`TREAT_INFER_AS_DENY`, `UNSAFE_FORCE_ALL`, `TENSOR_CORES_ONLY`) act as in TF.
 //! `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH` receives each function before and after,
 //! and `TF_CPP_VMODULE=auto_mixed_precision=2` logs every decision.
 //!
@@ -78,6 +80,7 @@ pub fn run_logged(
 ) -> Result<bool, CompileError> {
     let mp = &opts.flags.mixed_precision;
     let lists = AmpLists::from_settings(mp).map_err(CompileError::MixedPrecision)?;
+    log.push((2, format!("Optimization Level: {}", mp.level.name())));
     let log_dir = mp.log_path.as_deref();
     if let Some(dir) = log_dir {
         write_log(

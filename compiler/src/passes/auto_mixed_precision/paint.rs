@@ -183,10 +183,12 @@ impl<'f> TypeGraph<'f> {
         }
     }
 
-    /// Pass 1.
+    /// Pass 1 (with `UNSAFE_FORCE_ALL`, every op is treated as on the allow list: TF's
+    /// `CanForceFP16` excludes constants and stateful ops, which [`changes_type`] excludes).
     fn add_allowlist_ops(&self, p: &mut Painting) {
         for i in 0..self.f.insts.len() {
-            if !self.on(ListKind::Allow, i) {
+            let forced = self.lists.force_all && self.convertible[i];
+            if !forced && !self.on(ListKind::Allow, i) {
                 continue;
             }
             if self.convertible[i] {
@@ -208,8 +210,11 @@ impl<'f> TypeGraph<'f> {
         }
     }
 
-    /// Pass 2: `PropagateDenyFwdThroughClearAndInfer`.
+    /// Pass 2: `PropagateDenyFwdThroughClearAndInfer` (skipped with `UNSAFE_FORCE_ALL`).
     fn propagate_deny(&self, p: &mut Painting) {
+        if self.lists.force_all {
+            return;
+        }
         let n = self.f.insts.len();
         let mut upstream_of_deny_or_infer = vec![false; n];
         for root in 0..n {

@@ -78,3 +78,11 @@ fn erf_inv_inverts_erf() {
     assert_eq!(jax::erf_inv_f32(a, 1.0), f32::INFINITY);
     assert_eq!(jax::erf_inv_f32(a, -1.0), f32::NEG_INFINITY);
 }
+
+#[test]
+fn truncated_bounds_are_erf_of_the_bounds() {
+    let s = std::f32::consts::SQRT_2;
+    let [lo, hi] = jax::TRUNCATED_ERF_BOUNDS_F32;
+    assert_eq!(kiln_math::f32s::erf(-2.0 / s).to_bits(), lo.to_bits());
+    assert_eq!(kiln_math::f32s::erf(2.0 / s).to_bits(), hi.to_bits());
+}

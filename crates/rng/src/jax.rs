@@ -155,6 +155,16 @@ pub fn uniform(key: JaxKey, shape: &[usize]) -> Result<Vec<f32>> {
     Ok(out)
 }
 
+/// `jax.random.uniform(key, shape, minval=minval, maxval=maxval)` (`float32`): as
+/// [`uniform_in`], the multiply-add fused as XLA:CPU fuses it.
+pub fn uniform_range(key: JaxKey, shape: &[usize], minval: f32, maxval: f32) -> Result<Vec<f32>> {
+    let mut out = alloc_output(shape)?;
+    map_bits(key, &mut out, |b| {
+        uniform_in(&mut ScalarF32, b, minval, maxval)
+    });
+    Ok(out)
+}
+
 /// `jax.random.normal(key, shape)` (`float32`); see the module docs for exactness.
 pub fn normal(key: JaxKey, shape: &[usize]) -> Result<Vec<f32>> {
     let mut out = alloc_output(shape)?;

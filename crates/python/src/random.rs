@@ -314,11 +314,13 @@ pub fn jax_draw<'py>(
             )));
         }
         let data = match dist {
-            "uniform" => Buffer::F32(match bounds {
-                Some((lo, hi)) => jax::uniform_range(k, sh, lo, hi),
-                None => jax::uniform(k, sh),
-            }
-            .map_err(rng_to_py)?),
+            "uniform" => Buffer::F32(
+                match bounds {
+                    Some((lo, hi)) => jax::uniform_range(k, sh, lo, hi),
+                    None => jax::uniform(k, sh),
+                }
+                .map_err(rng_to_py)?,
+            ),
             "normal" => Buffer::F32(jax::normal(k, sh).map_err(rng_to_py)?),
             "truncated_normal" => Buffer::F32(jax::truncated_normal(k, sh).map_err(rng_to_py)?),
             "bits" => Buffer::U32(jax::random_bits(k, sh).map_err(rng_to_py)?),

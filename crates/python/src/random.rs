@@ -295,19 +295,32 @@ pub fn jax_fold_in(key: (u32, u32), data: u32) -> (u32, u32) {
 }
 
 /// `jax.random.{uniform,normal,truncated_normal(-2, 2),bits}(key, shape)` (float32; bits
-/// uint32).
+/// uint32); `bounds` = `(minval, maxval)` of a uniform draw (default `(0, 1)`).
 #[pyfunction]
+#[pyo3(signature = (dist, key, shape, bounds=None))]
 pub fn jax_draw<'py>(
     py: Python<'py>,
     dist: &str,
     key: (u32, u32),
     shape: Vec<usize>,
+    bounds: Option<(f32, f32)>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     guard(|| {
         let k = jax::JaxKey([key.0, key.1]);
         let sh = shape.as_slice();
+        if bounds.is_some() && dist != "uniform" {
+            return Err(ArgumentError::new_err(format!(
+                "bounds are for the uniform distribution, not '{dist}'"
+            )));
+        }
         let data = match dist {
-            "uniform" => Buffer::F32(jax::uniform(k, sh).map_err(rng_to_py)?),
+            "uniform" => Buffer::F32(
+                match bounds {
+                    Some((lo, hi)) => jax::uniform_range(k, sh, lo, hi),
+                    None => jax::uniform(k, sh),
+                }
+                .map_err(rng_to_py)?,
+            ),
             "normal" => Buffer::F32(jax::normal(k, sh).map_err(rng_to_py)?),
             "truncated_normal" => Buffer::F32(jax::truncated_normal(k, sh).map_err(rng_to_py)?),
             "bits" => Buffer::U32(jax::random_bits(k, sh).map_err(rng_to_py)?),

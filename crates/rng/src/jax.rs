@@ -6,13 +6,14 @@
 //! `split(key, n)[i]` and `fold_in(key, i)` are both `threefry(key, (0, i))`. Distributions
 //! follow `jax.random`: uniform from the *high* 23 bits, normal as `√2 · erfinv(u)`.
 //!
-//! What is verified: the block function (Random123 vectors), and `uniform(PRNGKey(0), ())`
-//! = 0.947667 (`tests/jax.rs`). The normal and truncated normal use XLA's `ErfInv32`
-//! polynomial evaluated with separate multiplies and adds; XLA's CPU backend may contract
-//! them into FMAs and uses its own `log1p`/`erf`, so they are JAX's distribution but not
-//! guaranteed bit-identical to JAX.
+//! What is verified: the block function (Random123 vectors), `uniform(PRNGKey(0), ())`
+//! = 0.947667, and `normal`/`truncated_normal` bit for bit against JAX 0.10.2 on CPU
+//! (`tests/jax_oracle.rs`, values from `tests/data/export_jax.py`). The normal draws use
+//! XLA's `ErfInv32` with XLA:CPU's `log1p` and its FMA contractions ([`crate::xla_cpu`]), so
+//! they match JAX run on an x86-64 CPU with FMA (or aarch64); JAX on an x86-64 CPU without
+//! FMA rounds differently.
 
-use kiln_math::{Arith, FloatCC, ScalarF32};
+use kiln_math::{Arith, ScalarF32};
 
 use crate::batch::{fill_threefry, LANES};
 use crate::error::{alloc_output, Result};
@@ -74,76 +75,18 @@ pub fn uniform_from_bits_f32<A: Arith>(a: &mut A, bits: A::U) -> A::F {
     a.sub(f, one)
 }
 
-/// JAX's `uniform(minval, maxval)`: `max(minval, u * (maxval - minval) + minval)`.
+/// JAX's `uniform(minval, maxval)`: `max(minval, u * (maxval - minval) + minval)`, the
+/// multiply-add fused as XLA:CPU fuses it.
 #[inline(always)]
-fn uniform_in<A: Arith>(a: &mut A, bits: A::U, minval: A::F, maxval: A::F) -> A::F {
+pub fn uniform_in<A: Arith>(a: &mut A, bits: A::U, minval: A::F, maxval: A::F) -> A::F {
     let u = uniform_from_bits_f32(a, bits);
     let span = a.sub(maxval, minval);
-    let t = a.mul(u, span);
-    let t = a.add(t, minval);
+    let t = a.fma(u, span, minval);
     a.max(minval, t)
 }
 
-/// XLA's `ErfInv32` (Giles' single-precision approximation), multiplies and adds unfused.
-#[inline(always)]
-pub fn erf_inv_f32<A: Arith>(a: &mut A, x: A::F) -> A::F {
-    // XLA's constants, digit for digit.
-    #[allow(clippy::excessive_precision)]
-    const LT5: [f32; 9] = [
-        2.81022636e-08,
-        3.43273939e-07,
-        -3.5233877e-06,
-        -4.39150654e-06,
-        0.00021858087,
-        -0.00125372503,
-        -0.00417768164,
-        0.246640727,
-        1.50140941,
-    ];
-    #[allow(clippy::excessive_precision)]
-    const GE5: [f32; 9] = [
-        -0.000200214257,
-        0.000100950558,
-        0.00134934322,
-        -0.00367342844,
-        0.00573950773,
-        -0.0076224613,
-        0.00943887047,
-        1.00167406,
-        2.83297682,
-    ];
-    let xx = a.mul(x, x);
-    let nxx = a.neg(xx);
-    let l = kiln_math::log1p(a, nxx);
-    let w = a.neg(l);
-    let five = a.fconst(5.0);
-    let lt = a.fcmp(FloatCC::Lt, w, five);
-    let c25 = a.fconst(2.5);
-    let w_lt = a.sub(w, c25);
-    let sw = a.sqrt(w);
-    let c3 = a.fconst(3.0);
-    let w_ge = a.sub(sw, c3);
-    let w = a.select(lt, w_lt, w_ge);
-    let coeff = |a: &mut A, i: usize| {
-        let p = a.fconst(f64::from(LT5[i]));
-        let q = a.fconst(f64::from(GE5[i]));
-        a.select(lt, p, q)
-    };
-    let mut p = coeff(a, 0);
-    for i in 1..9 {
-        let t = a.mul(p, w);
-        let ci = coeff(a, i);
-        p = a.add(ci, t);
-    }
-    let result = a.mul(p, x);
-    let ax = a.abs(x);
-    let one = a.fconst(1.0);
-    let edge = a.fcmp(FloatCC::Eq, ax, one);
-    // XLA's `MaxValue` of a float type is +inf.
-    let big = a.fconst(f64::INFINITY);
-    let inf = a.mul(x, big);
-    a.select(edge, inf, result)
-}
+/// XLA's `ErfInv32` as XLA:CPU evaluates it (see [`crate::xla_cpu`]).
+pub use crate::xla_cpu::erf_inv_f32;
 
 /// `√2` rounded to `f32`, as JAX's `np.array(np.sqrt(2), dtype)`.
 const SQRT2_F32: f32 = std::f32::consts::SQRT_2;
@@ -159,17 +102,18 @@ pub fn normal_from_bits_f32<A: Arith>(a: &mut A, bits: A::U) -> A::F {
     a.mul(s, e)
 }
 
+/// `erf(∓2/√2)` in `f32` as XLA folds them into JAX's `truncated_normal(key, -2, 2)`
+/// (`∓0.954499722`; `kiln_math::erf` agrees, see the tests).
+pub const TRUNCATED_ERF_BOUNDS_F32: [f32; 2] =
+    [f32::from_bits(0xbf74_5a18), f32::from_bits(0x3f74_5a18)];
+
 /// JAX's `truncated_normal(key, -2, 2)` (`f32`): `√2 · erfinv(uniform(erf(-2/√2),
-/// erf(2/√2)))`, clipped to the open interval `(-2, 2)`. Uses `kiln_math::erf`, not XLA's.
+/// erf(2/√2)))`, clipped to the open interval `(-2, 2)`.
 #[inline(always)]
 pub fn truncated_normal_from_bits_f32<A: Arith>(a: &mut A, bits: A::U) -> A::F {
     let s = a.fconst(f64::from(SQRT2_F32));
-    let lower = a.fconst(-2.0);
-    let upper = a.fconst(2.0);
-    let lq = a.div(lower, s);
-    let uq = a.div(upper, s);
-    let ea = kiln_math::erf(a, lq);
-    let eb = kiln_math::erf(a, uq);
+    let ea = a.fconst(f64::from(TRUNCATED_ERF_BOUNDS_F32[0]));
+    let eb = a.fconst(f64::from(TRUNCATED_ERF_BOUNDS_F32[1]));
     let u = uniform_in(a, bits, ea, eb);
     let e = erf_inv_f32(a, u);
     let out = a.mul(s, e);
@@ -208,6 +152,16 @@ fn map_bits(key: JaxKey, out: &mut [f32], f: impl Fn(u32) -> f32 + Sync + Send) 
 pub fn uniform(key: JaxKey, shape: &[usize]) -> Result<Vec<f32>> {
     let mut out = alloc_output(shape)?;
     map_bits(key, &mut out, |b| uniform_from_bits_f32(&mut ScalarF32, b));
+    Ok(out)
+}
+
+/// `jax.random.uniform(key, shape, minval=minval, maxval=maxval)` (`float32`): as
+/// [`uniform_in`], the multiply-add fused as XLA:CPU fuses it.
+pub fn uniform_range(key: JaxKey, shape: &[usize], minval: f32, maxval: f32) -> Result<Vec<f32>> {
+    let mut out = alloc_output(shape)?;
+    map_bits(key, &mut out, |b| {
+        uniform_in(&mut ScalarF32, b, minval, maxval)
+    });
     Ok(out)
 }
 

@@ -58,6 +58,7 @@ mod tf_dist;
 pub mod tf_fill;
 mod threefry;
 mod words;
+pub mod xla_cpu;
 
 pub use error::{num_elements, require_seeded, Result, RngError};
 pub use generator::Generator;

@@ -7,11 +7,15 @@ use kiln_math::recording::RecordingArith as CountingArith;
 use kiln_math::{ScalarF32, ScalarF64};
 use kiln_rng::jax;
 
-/// Distributions whose math uses `fma` where `kiln_math`'s definition says so: JAX's
-/// truncated normal calls the f32 `erf`, which calls the f32 `exp` (its polynomial is in
-/// `fma`s); TF's f64 Box–Muller calls glibc's `log` and `sincos` as their FMA build computes
-/// them.
-const USES_FMA: &[&str] = &["jax::truncated_normal_from_bits_f32", "box_muller_f64"];
+/// Distributions whose math uses `fma` where the reference computes one: JAX's normals
+/// evaluate XLA:CPU's `log1p` and `erf_inv` with the FMAs LLVM contracts there
+/// (`kiln_rng::xla_cpu`); TF's f64 Box–Muller calls glibc's `log` and `sincos` as their FMA
+/// build computes them.
+const USES_FMA: &[&str] = &[
+    "jax::normal_from_bits_f32",
+    "jax::truncated_normal_from_bits_f32",
+    "box_muller_f64",
+];
 
 /// Traces `run` on each input; asserts identical traces, with `fma` exactly when `name` is
 /// in [`USES_FMA`]; returns the length.

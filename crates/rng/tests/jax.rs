@@ -78,3 +78,26 @@ fn erf_inv_inverts_erf() {
     assert_eq!(jax::erf_inv_f32(a, 1.0), f32::INFINITY);
     assert_eq!(jax::erf_inv_f32(a, -1.0), f32::NEG_INFINITY);
 }
+
+#[test]
+fn truncated_bounds_are_erf_of_the_bounds() {
+    let s = std::f32::consts::SQRT_2;
+    let [lo, hi] = jax::TRUNCATED_ERF_BOUNDS_F32;
+    assert_eq!(kiln_math::f32s::erf(-2.0 / s).to_bits(), lo.to_bits());
+    assert_eq!(kiln_math::f32s::erf(2.0 / s).to_bits(), hi.to_bits());
+}
+
+#[test]
+fn uniform_range_fuses_the_scale_and_shift() {
+    // maxval - minval = 7 makes `u * 7` inexact: XLA:CPU's fused multiply-add rounds once.
+    let key = jax::prng_key(11);
+    let u = jax::uniform(key, &[4096]).unwrap();
+    let r = jax::uniform_range(key, &[4096], -3.0, 4.0).unwrap();
+    let mut unfused_differs = false;
+    for (&u, &r) in u.iter().zip(&r) {
+        assert_eq!(r.to_bits(), u.mul_add(7.0, -3.0).max(-3.0).to_bits());
+        unfused_differs |= (u * 7.0 - 3.0).max(-3.0) != r;
+    }
+    assert!(unfused_differs, "the case does not tell fused from unfused");
+    assert_eq!(jax::uniform_range(key, &[4096], 0.0, 1.0).unwrap(), u);
+}

@@ -201,11 +201,8 @@ def fold_in(key: Any, data: int) -> np.ndarray:
 
 def uniform(key: Any, shape: Shape = (), minval: float = 0.0, maxval: float = 1.0) -> np.ndarray:
     """``jax.random.uniform(key, shape)`` in float32 (``[minval, maxval)`` as JAX scales it)."""
-    u = to_numpy(_kiln.jax_draw("uniform", _key(key), _shape(shape)))
-    if minval == 0.0 and maxval == 1.0:
-        return u
-    lo, hi = np.float32(minval), np.float32(maxval)
-    return np.maximum(lo, u * (hi - lo) + lo)
+    bounds = (float(np.float32(minval)), float(np.float32(maxval)))
+    return to_numpy(_kiln.jax_draw("uniform", _key(key), _shape(shape), bounds))
 
 
 def normal(key: Any, shape: Shape = ()) -> np.ndarray:

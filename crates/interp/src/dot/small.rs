@@ -20,13 +20,14 @@
 
 use super::Gemm;
 
-/// Products of at most this many multiply-adds (`m·k·n`) take the small path. Measured on
-/// the 2-core Zen 5 under load (`small_gemm_crossover` below, `--release -- --nocapture`):
-/// 2×3×6 runs 2.1× faster in place than through `matrixmultiply`, 8×16×48 (6144) already
-/// 0.8× as fast, and 64×64×64 0.3× — its register-blocked microkernel wins once there is
-/// enough work to hide the packing. Every recurrent cell of the corpus (`[2,6]×[6,18]` and
+/// Products of at most this many multiply-adds (`m·k·n`) take the small path. With one
+/// element's chain per lane it lost to `matrixmultiply` from about 6144 (8×16×48: 0.8× as
+/// fast); with its accumulators in registers ([`Operands::block`]) it runs without the
+/// packing's allocation and copies, and the threshold takes the products of small dense
+/// layers (issue 38's MLP: 8×64×32 and 8×32×10). Measured by `small_gemm_crossover` below
+/// (`--release -- --nocapture`). Every recurrent cell of the corpus (`[2,6]×[6,18]` and
 /// smaller) is far below this.
-pub(crate) const SMALL_FLOPS: usize = 1 << 11;
+pub(crate) const SMALL_FLOPS: usize = 1 << 15;
 
 /// The longest contraction the small path takes: `matrixmultiply`'s K block (`S_KC` and
 /// `D_KC`, 256 in its default build). A longer one is summed block by block there, each
@@ -330,7 +331,8 @@ mod tests {
     fn only_one_k_block_is_small() {
         assert!(is_small(1, MAX_K, 8));
         assert!(!is_small(1, MAX_K + 1, 1));
-        assert!(!is_small(8, 64, 32));
+        assert!(is_small(8, 64, 32));
+        assert!(!is_small(64, 64, 64));
         assert!(!is_small(usize::MAX, 2, usize::MAX), "no overflow");
     }
 
@@ -343,6 +345,9 @@ mod tests {
         for (m, k, n) in [
             (2, 3, 6),
             (8, 16, 48),
+            (8, 32, 10),
+            (8, 64, 32),
+            (16, 64, 32),
             (8, 64, 192),
             (8, 128, 384),
             (32, 64, 64),

@@ -109,7 +109,11 @@ pub(super) fn assemble(
         Some(kiln_interp::Interpreter::new(opts.threads).map_err(|e| failed(e.to_string()))?)
     };
     let dot_plans = match &interp {
-        Some(interp) => program.dots.iter().map(|d| plan_dot(interp, &program, d)).collect(),
+        Some(interp) => program
+            .dots
+            .iter()
+            .map(|d| plan_dot(interp, &program, d))
+            .collect(),
         None => Vec::new(),
     };
     Ok(CpuExecutable {

@@ -192,9 +192,7 @@ impl Layout {
     /// The operand `data` (of the shape the layout was made for) as matrices.
     fn matrices<'a, T: Elem>(&self, data: &'a [T]) -> Matrices<'a, T> {
         match self {
-            Layout::InPlace {
-                groups: [b, r, c],
-            } => Matrices {
+            Layout::InPlace { groups: [b, r, c] } => Matrices {
                 data: Cow::Borrowed(data),
                 batch: b.0,
                 rows: r.0,

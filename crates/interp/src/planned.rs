@@ -137,7 +137,13 @@ mod tests {
         let interp = Interpreter::new(2).unwrap();
         let mut rng = Rng(38);
         for dtype in [DType::F32, DType::F64] {
-            for (m, k, n) in [(2, 6, 18), (8, 64, 32), (8, 32, 10), (5, 300, 7), (70, 90, 80)] {
+            for (m, k, n) in [
+                (2, 6, 18),
+                (8, 64, 32),
+                (8, 32, 10),
+                (5, 300, 7),
+                (70, 90, 80),
+            ] {
                 for (lc, rc, ls, rs) in [
                     (1, 0, vec![m, k], vec![k, n]),
                     (0, 1, vec![k, m], vec![n, k]),
@@ -177,17 +183,31 @@ mod tests {
         let op = Op::DotGeneral(dims(vec![1], vec![0]));
         // Ill-typed: the contracted extents differ.
         let e = interp
-            .plan(&op, &[&f32_2x3, &f32_2x3], &TensorType::new(DType::F32, vec![2, 3]))
+            .plan(
+                &op,
+                &[&f32_2x3, &f32_2x3],
+                &TensorType::new(DType::F32, vec![2, 3]),
+            )
             .unwrap_err();
         assert!(e.to_string().contains("dot_general"), "{e}");
         let plan = interp
-            .plan(&op, &[&f32_2x3, &f32_3x4], &TensorType::new(DType::F32, vec![2, 4]))
+            .plan(
+                &op,
+                &[&f32_2x3, &f32_3x4],
+                &TensorType::new(DType::F32, vec![2, 4]),
+            )
             .unwrap();
         let a = Tensor::zeros(&f32_2x3);
         let wrong = Tensor::new(vec![3, 4], Buffer::F64(vec![0.0; 12])).unwrap();
         let e = interp.run_planned(&plan, &[&a, &wrong]).unwrap_err();
-        assert!(e.to_string().contains("operand 1 was planned as f32[3,4]"), "{e}");
+        assert!(
+            e.to_string().contains("operand 1 was planned as f32[3,4]"),
+            "{e}"
+        );
         let e = interp.run_planned(&plan, &[&a]).unwrap_err();
-        assert!(e.to_string().contains("planned for 2 operands, got 1"), "{e}");
+        assert!(
+            e.to_string().contains("planned for 2 operands, got 1"),
+            "{e}"
+        );
     }
 }

@@ -36,8 +36,8 @@ impl Runtime {
         match &inst.op {
             Op::While(w) => {
                 // Planned once for every iteration: last uses, cluster ids and cache keys.
-                let cond = self.plan(&format!("{at}.cond"), &w.cond);
-                let body = self.plan(&format!("{at}.body"), &w.body);
+                let cond = self.plan(&format!("{at}.cond"), &w.cond, true);
+                let body = self.plan(&format!("{at}.body"), &w.body, true);
                 // `None` until the body first runs: the operands are read in place. From
                 // then on the carried values are the loop's own and go to the body by
                 // value, so it updates them in place and passes the unchanged ones
@@ -73,7 +73,7 @@ impl Runtime {
                     .ok_or_else(|| invalid("conditional", "too few operands for the branches"))?;
                 let (g, scope) = (&c.branches[k], format!("{at}.branch{k}"));
                 let args = args.iter().map(|&t| Arg::Host(t)).collect();
-                self.run_region(g, &self.plan(&scope, g), args)
+                self.run_region(g, &self.plan(&scope, g, false), args)
             }
             other => Err(invalid(other.name(), "is not a control-flow op")),
         }

@@ -262,7 +262,7 @@ impl Runtime {
         args: Vec<Arg<'_>>,
         keep_on_device: bool,
     ) -> Result<Vec<Placed>, RuntimeError> {
-        self.execute_planned(f, &self.plan(scope, f), args, keep_on_device)
+        self.execute_planned(f, &self.plan(scope, f, false), args, keep_on_device)
     }
 
     /// [`Runtime::execute`] with `f`'s plan made beforehand (a loop's regions are planned
@@ -373,7 +373,11 @@ impl Runtime {
                         let operands = vals.on_host(&inst.args)?;
                         let interp = &self.inner.interp;
                         let ts = match &inst.results[..] {
-                            [r] => vec![interp.eval(op, &operands, f.ty(*r)).map_err(at)?],
+                            [r] => vec![match plan.ops.get(i).and_then(Option::as_ref) {
+                                Some(p) => interp.run_planned(p, &operands),
+                                None => interp.eval(op, &operands, f.ty(*r)),
+                            }
+                            .map_err(at)?],
                             rs => {
                                 let types: Vec<TensorType> =
                                     rs.iter().map(|&v| f.ty(v).clone()).collect();

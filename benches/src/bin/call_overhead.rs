@@ -1,30 +1,31 @@
 //! Per-call cost of small programs, and where it goes.
 //!
-//! Each row runs one small program many times through a [`Runtime`] (what `Session::run`
-//! and `kiln run --repeat` use) and reports the median time per call over batches of calls:
+//! Each program runs many times through a [`Runtime`] (what `Session::run` and `kiln run
+//! --repeat` use); the table gives the median time per call over batches of calls. The
+//! rows build on each other, so differences between them say where the time goes:
 //!
 //! - `empty`: a program that returns its argument — the executor's fixed cost (argument
 //!   checks, value slots, the result);
 //! - `one op, interpreted`: one `tanh` on `f32[16]` without a compiler — plus one
 //!   interpreter op (typing check, allocation, the op on the calling thread);
-//! - `one cluster, compiled`: `tanh(x * 2 + 1)` on `f32[16]`, one compiled cluster — plus
-//!   routing the cluster (policy, cache key) and the executable (buffers, kernel call);
-//! - `GEMM 8x64x32 alone`: `Interpreter::eval` of that `dot_general`, the product every
-//!   small dense layer runs (its flop cost at 50 GFLOP/s would be 0.66 µs);
-//! - `MLP 8x64 -> 32 -> 10, compiled`: issue 38's example, two products and a fused
-//!   bias + relu.
+//! - `one cluster, compiled`: `tanh(x * 2 + 1)` on `f32[16]`, one compiled cluster; the row
+//!   below it runs the cluster's executable alone, so the difference is the routing (plan,
+//!   policy, cache lookup, statistics);
+//! - `MLP 8x64 -> 32 -> 10`: issue 38's example (two products and a fused bias + relu), the
+//!   same way, then its products alone: planned once as compiled clusters run them
+//!   ([`Interpreter::run_planned`]) and through [`Interpreter::eval`] as plain ops do;
+//! - `pool hand-off`: one empty task handed to the interpreter's pool from outside and waited
+//!   for — what small ops skip by running on the calling thread (`runs_inline`).
 //!
-//! Thread counts: the interpreter's pool has `--threads` threads (default 2); small ops and
-//! small products run on the calling thread whatever the count (see `kiln_interp`'s
-//! `runs_inline`), so the numbers should not depend on it.
+//! The breakdown at the end splits the compiled MLP's time into those parts.
 //!
 //! `cargo run --release -p kiln-benches --bin call_overhead [-- --threads N]`
 
 use kiln_compiler::{run_pipeline, Options};
 use kiln_flags::Flags;
 use kiln_interp::Interpreter;
-use kiln_ir::{parse_func, Buffer, Func, Tensor};
-use kiln_runtime::{CpuBackend, Runtime, RuntimeOptions};
+use kiln_ir::{parse_func, Buffer, Func, Op, Tensor};
+use kiln_runtime::{Backend, CpuBackend, Executable, Runtime, RuntimeOptions};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -94,13 +95,17 @@ fn per_call(mut call: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
-fn runtime(threads: usize, compile: bool) -> Runtime {
-    let flags = Flags {
+fn flags(threads: usize) -> Flags {
+    Flags {
         lazy_compilation: false,
         min_cluster_size: 1,
         cpu_num_threads: threads,
         ..Flags::default()
-    };
+    }
+}
+
+fn runtime(threads: usize, compile: bool) -> Runtime {
+    let flags = flags(threads);
     let mut opts = RuntimeOptions::from_flags(&flags).unwrap_or_else(|e| panic!("{e}"));
     opts.threads = threads;
     let backend = compile.then(|| Arc::new(CpuBackend::new(&flags)) as _);
@@ -119,7 +124,12 @@ fn program(src: &str, cluster: bool) -> Func {
     f
 }
 
-fn row(name: &str, rt: &Runtime, f: &Func) {
+fn print_row(name: &str, mode: &str, us: f64) {
+    println!("| {name} | {mode} | {us:.2} |");
+}
+
+/// Times `f` through `rt`; prints and returns µs per call.
+fn row(name: &str, rt: &Runtime, f: &Func) -> f64 {
     let args = inputs(f);
     rt.run(f, &args).unwrap_or_else(|e| panic!("{name}: {e}"));
     let us = per_call(|| {
@@ -134,7 +144,71 @@ fn row(name: &str, rt: &Runtime, f: &Func) {
         (false, true) => "compiled",
         (false, false) => "fallback",
     };
-    println!("| {name} | {mode} | {us:.2} |");
+    print_row(name, mode, us);
+    us
+}
+
+/// Times the executable of `f`'s only cluster alone (no runtime); prints and returns µs.
+fn executable_row(name: &str, threads: usize, f: &Func) -> f64 {
+    let clusters: Vec<_> = f
+        .insts
+        .iter()
+        .filter_map(|i| match &i.op {
+            Op::Cluster(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let [c] = clusters[..] else {
+        panic!("{name}: expected one cluster, got {}", clusters.len())
+    };
+    let exe: Arc<dyn Executable> = CpuBackend::new(&flags(threads))
+        .compile(c)
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let args = inputs(&c.body);
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let us = per_call(|| {
+        std::hint::black_box(exe.run(&refs).unwrap_or_else(|e| panic!("{e}")));
+    });
+    print_row(name, "executable alone", us);
+    us
+}
+
+/// Times the MLP's product `index` (0 or 1) planned and through `eval`; returns both.
+fn gemm_rows(interp: &Interpreter, m: &Func, index: usize) -> (f64, f64) {
+    let ins = inputs(m);
+    let dot = m
+        .insts
+        .iter()
+        .filter(|i| matches!(i.op, Op::DotGeneral(_)))
+        .nth(index)
+        .unwrap_or_else(|| panic!("no product {index}"));
+    let args: Vec<Tensor> = dot
+        .args
+        .iter()
+        .map(|&v| {
+            let p = m.params.iter().position(|&q| q == v);
+            p.map(|p| ins[p].clone())
+                .unwrap_or_else(|| Tensor::zeros(m.ty(v)))
+        })
+        .collect();
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let ty = m.ty(dot.results[0]).clone();
+    let arg_types: Vec<_> = args.iter().map(Tensor::ty).collect();
+    let type_refs: Vec<_> = arg_types.iter().collect();
+    let plan = interp
+        .plan(&dot.op, &type_refs, &ty)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (a, b) = (&arg_types[0].shape, &arg_types[1].shape);
+    let name = format!("GEMM {}x{}x{}", a[0], a[1], b[1]);
+    let planned = per_call(|| {
+        std::hint::black_box(interp.run_planned(&plan, &refs).unwrap());
+    });
+    print_row(&name, "planned (compiled clusters)", planned);
+    let eval = per_call(|| {
+        std::hint::black_box(interp.eval(&dot.op, &refs, &ty).unwrap());
+    });
+    print_row(&name, "Interpreter::eval (plain ops)", eval);
+    (planned, eval)
 }
 
 fn main() {
@@ -148,26 +222,42 @@ fn main() {
             _ => panic!("usage: call_overhead [--threads N]"),
         }
     }
-    println!("| program (threads {threads}) | clusters ran | µs per call (median) |");
+    println!("| program (threads {threads}) | how | µs per call (median) |");
     println!("|---|---|---|");
     let plain = runtime(threads, false);
     let compiled = runtime(threads, true);
-    row("empty", &plain, &program(EMPTY, false));
-    row("one op, interpreted", &plain, &program(ONE_OP, false));
+    let empty = row("empty", &plain, &program(EMPTY, false));
+    let one_op = row("one op, interpreted", &plain, &program(ONE_OP, false));
     let cluster = program(CLUSTER, true);
-    row("one cluster, compiled", &compiled, &cluster);
-    row("one cluster, fallback", &plain, &cluster);
+    let one_cluster = row("one cluster", &compiled, &cluster);
+    let one_exe = executable_row("one cluster", threads, &cluster);
+    row("one cluster", &plain, &cluster);
     let mlp = program(MLP, true);
-    row("MLP 8x64 -> 32 -> 10, compiled", &compiled, &mlp);
-    row("MLP 8x64 -> 32 -> 10, fallback", &plain, &mlp);
-    // The product alone, through the interpreter as compiled clusters run it.
+    let mlp_total = row("MLP 8x64 -> 32 -> 10", &compiled, &mlp);
+    let mlp_exe = executable_row("MLP 8x64 -> 32 -> 10", threads, &mlp);
+    row("MLP 8x64 -> 32 -> 10", &plain, &mlp);
     let interp = Interpreter::new(threads).unwrap_or_else(|e| panic!("{e}"));
     let m = program(MLP, false);
-    let ins = inputs(&m);
-    let dot = &m.insts[0];
-    let ty = m.ty(dot.results[0]).clone();
-    let us = per_call(|| {
-        std::hint::black_box(interp.eval(&dot.op, &[&ins[0], &ins[1]], &ty).unwrap());
-    });
-    println!("| GEMM 8x64x32 alone (Interpreter::eval) | - | {us:.2} |");
+    let (g1, _) = gemm_rows(&interp, &m, 0);
+    let (g2, _) = gemm_rows(&interp, &m, 1);
+    let pool = kiln_interp::shared_pool(threads).unwrap_or_else(|e| panic!("{e}"));
+    let handoff = per_call(|| pool.install(|| std::hint::black_box(())));
+    print_row("pool hand-off", "one empty task", handoff);
+    println!();
+    println!("Where the compiled MLP's {mlp_total:.2} µs go:");
+    println!("- executor fixed cost (the empty program): {empty:.2} µs");
+    println!(
+        "- routing one cluster (policy, cache, statistics): {:.2} µs (one cluster through the runtime minus its executable, {one_cluster:.2} - {one_exe:.2})",
+        one_cluster - one_exe
+    );
+    println!(
+        "- the executable: {mlp_exe:.2} µs, of which the two products {:.2} µs ({g1:.2} + {g2:.2}) and kernels, buffers and checks {:.2} µs",
+        g1 + g2,
+        mlp_exe - g1 - g2
+    );
+    println!(
+        "- the rest of the runtime (values, the cluster's operands and results): {:.2} µs",
+        mlp_total - mlp_exe - empty - (one_cluster - one_exe)
+    );
+    println!("- for scale: one interpreted op {:.2} µs beyond the empty program; a pool hand-off {handoff:.2} µs, which no small op or product pays (they run on the calling thread)", one_op - empty);
 }

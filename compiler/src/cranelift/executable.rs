@@ -39,6 +39,9 @@ pub struct CpuExecutable {
     shared: Vec<Option<usize>>,
     /// The interpreter whose GEMM computes `dot_general` steps (same threads as kernels).
     interp: Option<kiln_interp::Interpreter>,
+    /// Per product step, the op planned once for its operand types (`None` where the
+    /// interpreter refused to plan it: that step then goes through `eval`, which reports).
+    dot_plans: Vec<Option<kiln_interp::PlannedOp>>,
     /// Each kernel's machine code (alignment, bytes) when it has no relocations.
     pub(super) code: Vec<Option<(u32, Vec<u8>)>>,
 }
@@ -105,6 +108,14 @@ pub(super) fn assemble(
     } else {
         Some(kiln_interp::Interpreter::new(opts.threads).map_err(|e| failed(e.to_string()))?)
     };
+    let dot_plans = match &interp {
+        Some(interp) => program
+            .dots
+            .iter()
+            .map(|d| plan_dot(interp, &program, d))
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(CpuExecutable {
         program,
         fns,
@@ -117,8 +128,27 @@ pub(super) fn assemble(
         outputs_covered,
         shared,
         interp,
+        dot_plans,
         code,
     })
+}
+
+/// A product step planned once for its operand types ([`kiln_interp::PlannedOp`]).
+fn plan_dot(
+    interp: &kiln_interp::Interpreter,
+    p: &Program,
+    d: &crate::kernel::DotCall,
+) -> Option<kiln_interp::PlannedOp> {
+    let ty = |b: BufRef| match b {
+        BufRef::Input(i) => p.inputs.get(i).cloned(),
+        BufRef::Temp(i) => p.temps.get(i).cloned(),
+        BufRef::Const(i) => p.consts.get(i).map(|c| c.ty()),
+        _ => None,
+    };
+    let (a, b) = (ty(d.lhs)?, ty(d.rhs)?);
+    interp
+        .plan(&d.op.to_op(), &[&a, &b], p.temps.get(d.out)?)
+        .ok()
 }
 
 /// Calls a kernel function on one task.
@@ -335,8 +365,8 @@ impl CpuExecutable {
             self.run_blocked(&ptrs, d0, per);
         } else {
             for (i, (k, &f)) in p.kernels.iter().zip(&self.fns).enumerate() {
-                for d in p.dots.iter().filter(|d| d.before == i) {
-                    let out = self.run_dot(d, inputs, &temps)?;
+                for (j, d) in p.dots.iter().enumerate().filter(|(_, d)| d.before == i) {
+                    let out = self.run_dot(j, d, inputs, &temps)?;
                     temps[d.out] = out;
                     ptrs = pointers(&temps);
                 }
@@ -538,6 +568,7 @@ impl CpuExecutable {
     /// the same threads).
     fn run_dot(
         &self,
+        j: usize,
         d: &crate::kernel::DotCall,
         inputs: &[&Tensor],
         temps: &[Tensor],
@@ -553,10 +584,11 @@ impl CpuExecutable {
             other => Err(format!("dot operand {other:?}")),
         };
         let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);
-        let ty = &self.program.temps[d.out];
-        interp
-            .eval(&d.op.to_op(), &[a, b], ty)
-            .map_err(|e| e.to_string())
+        match self.dot_plans.get(j).and_then(Option::as_ref) {
+            Some(plan) => interp.run_planned(plan, &[a, b]),
+            None => interp.eval(&d.op.to_op(), &[a, b], &self.program.temps[d.out]),
+        }
+        .map_err(|e| e.to_string())
     }
 
     /// Whether kernels run block of rows by block of rows (see `schedule`).

@@ -118,14 +118,102 @@ impl_gemm!(f64, matrixmultiply::dgemm);
 
 /// `dot_general` of two float tensors (types already checked by the typing rule).
 pub(crate) fn dot_general(a: &Tensor, b: &Tensor, d: &DotDims) -> Result<Buffer, String> {
-    match (a.data(), b.data()) {
-        (Buffer::F32(x), Buffer::F32(y)) => Ok(Buffer::F32(dot(x, a.shape(), y, b.shape(), d))),
-        (Buffer::F64(x), Buffer::F64(y)) => Ok(Buffer::F64(dot(x, a.shape(), y, b.shape(), d))),
-        _ => Err(format!(
-            "operands must be of one float dtype, got {} and {}",
-            a.dtype(),
-            b.dtype()
-        )),
+    DotPlan::new(a.shape(), b.shape(), d).run(a, b)
+}
+
+/// A `dot_general` resolved for its operand shapes: how each operand is seen as a stack
+/// of matrices. [`dot_general`] makes one per call; a planned op
+/// ([`crate::PlannedOp`]) keeps one for all its calls. Both run the same [`dot`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DotPlan {
+    lhs: Layout,
+    rhs: Layout,
+}
+
+impl DotPlan {
+    /// The plan for operands of shapes `xs` and `ys` (already checked by the typing rule).
+    pub(crate) fn new(xs: &[usize], ys: &[usize], d: &DotDims) -> DotPlan {
+        let lhs_free = free_dims(xs.len(), &d.lhs_batch, &d.lhs_contract);
+        let rhs_free = free_dims(ys.len(), &d.rhs_batch, &d.rhs_contract);
+        DotPlan {
+            lhs: Layout::new(xs, &d.lhs_batch, &lhs_free, &d.lhs_contract),
+            rhs: Layout::new(ys, &d.rhs_batch, &d.rhs_contract, &rhs_free),
+        }
+    }
+
+    /// The product of `a` and `b`, tensors of the shapes the plan was made for.
+    pub(crate) fn run(&self, a: &Tensor, b: &Tensor) -> Result<Buffer, String> {
+        match (a.data(), b.data()) {
+            (Buffer::F32(x), Buffer::F32(y)) => Ok(Buffer::F32(dot(x, y, self))),
+            (Buffer::F64(x), Buffer::F64(y)) => Ok(Buffer::F64(dot(x, y, self))),
+            _ => Err(format!(
+                "operands must be of one float dtype, got {} and {}",
+                a.dtype(),
+                b.dtype()
+            )),
+        }
+    }
+}
+
+/// How an operand is seen as `[batch, rows, cols]`: in place through its strides when
+/// each group of dimensions collapses into one stride, else gathered once into that order.
+#[derive(Debug, Clone, PartialEq)]
+enum Layout {
+    InPlace {
+        /// (extent, stride) of the batch, row and column groups.
+        groups: [(usize, usize); 3],
+    },
+    Gathered {
+        view: View,
+        /// Extents of the batch, row and column groups.
+        sizes: [usize; 3],
+    },
+}
+
+impl Layout {
+    fn new(shape: &[usize], batch: &[usize], rows: &[usize], cols: &[usize]) -> Layout {
+        let strides = row_major_strides(shape);
+        let groups = [batch, rows, cols].map(|g| kiln_ir::collapse_axes(shape, &strides, g));
+        if let [Some(b), Some(r), Some(c)] = groups {
+            return Layout::InPlace { groups: [b, r, c] };
+        }
+        let order: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
+        let size = |g: &[usize]| g.iter().map(|&i| shape[i]).product::<usize>();
+        Layout::Gathered {
+            view: View {
+                dims: order.iter().map(|&i| shape[i]).collect(),
+                strides: order.iter().map(|&i| strides[i]).collect(),
+                base: 0,
+            },
+            sizes: [size(batch), size(rows), size(cols)],
+        }
+    }
+
+    /// The operand `data` (of the shape the layout was made for) as matrices.
+    fn matrices<'a, T: Elem>(&self, data: &'a [T]) -> Matrices<'a, T> {
+        match self {
+            Layout::InPlace { groups: [b, r, c] } => Matrices {
+                data: Cow::Borrowed(data),
+                batch: b.0,
+                rows: r.0,
+                cols: c.0,
+                batch_stride: b.1,
+                row_stride: r.1,
+                col_stride: c.1,
+            },
+            Layout::Gathered {
+                view,
+                sizes: [nb, nr, nc],
+            } => Matrices {
+                data: Cow::Owned(gather(data, view)),
+                batch: *nb,
+                rows: *nr,
+                cols: *nc,
+                batch_stride: nr * nc,
+                row_stride: *nc,
+                col_stride: 1,
+            },
+        }
     }
 }
 
@@ -140,56 +228,15 @@ struct Matrices<'a, T: Clone> {
     col_stride: usize,
 }
 
-fn as_matrices<'a, T: Elem>(
-    data: &'a [T],
-    shape: &[usize],
-    batch: &[usize],
-    rows: &[usize],
-    cols: &[usize],
-) -> Matrices<'a, T> {
-    let strides = row_major_strides(shape);
-    let groups = [batch, rows, cols].map(|g| kiln_ir::collapse_axes(shape, &strides, g));
-    if let [Some(b), Some(r), Some(c)] = groups {
-        return Matrices {
-            data: Cow::Borrowed(data),
-            batch: b.0,
-            rows: r.0,
-            cols: c.0,
-            batch_stride: b.1,
-            row_stride: r.1,
-            col_stride: c.1,
-        };
-    }
-    let order: Vec<usize> = batch.iter().chain(rows).chain(cols).copied().collect();
-    let view = View {
-        dims: order.iter().map(|&i| shape[i]).collect(),
-        strides: order.iter().map(|&i| strides[i]).collect(),
-        base: 0,
-    };
-    let size = |g: &[usize]| g.iter().map(|&i| shape[i]).product::<usize>();
-    let (nb, nr, nc) = (size(batch), size(rows), size(cols));
-    Matrices {
-        data: Cow::Owned(gather(data, &view)),
-        batch: nb,
-        rows: nr,
-        cols: nc,
-        batch_stride: nr * nc,
-        row_stride: nc,
-        col_stride: 1,
-    }
-}
-
 fn free_dims(rank: usize, batch: &[usize], contract: &[usize]) -> Vec<usize> {
     (0..rank)
         .filter(|i| !batch.contains(i) && !contract.contains(i))
         .collect()
 }
 
-fn dot<T: Gemm>(x: &[T], xs: &[usize], y: &[T], ys: &[usize], d: &DotDims) -> Vec<T> {
-    let lhs_free = free_dims(xs.len(), &d.lhs_batch, &d.lhs_contract);
-    let rhs_free = free_dims(ys.len(), &d.rhs_batch, &d.rhs_contract);
-    let a = as_matrices(x, xs, &d.lhs_batch, &lhs_free, &d.lhs_contract);
-    let b = as_matrices(y, ys, &d.rhs_batch, &d.rhs_contract, &rhs_free);
+fn dot<T: Gemm>(x: &[T], y: &[T], plan: &DotPlan) -> Vec<T> {
+    let a = plan.lhs.matrices(x);
+    let b = plan.rhs.matrices(y);
     let (batch, m, k, n) = (a.batch, a.rows, a.cols, b.cols);
     let mut out = zeroed(batch * m * n);
     if out.is_empty() || k == 0 {

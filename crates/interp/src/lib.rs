@@ -30,6 +30,7 @@ mod gather;
 mod hw;
 mod movement;
 mod par;
+mod planned;
 mod random;
 pub mod reduce;
 mod run;
@@ -56,6 +57,7 @@ pub use hw::{
     check_allocation, filled_buffers, prefers_512_bit_vectors, retain_freed_memory, wide_simd,
     widest_simd, with_512_bit_vectors, zeroed_buffer,
 };
+pub use planned::PlannedOp;
 pub use reduce::canonical_reduce_ref;
 pub use run::{last_uses, LastUse, RunStats};
 

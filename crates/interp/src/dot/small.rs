@@ -20,13 +20,14 @@
 
 use super::Gemm;
 
-/// Products of at most this many multiply-adds (`m·k·n`) take the small path. Measured on
-/// the 2-core Zen 5 under load (`small_gemm_crossover` below, `--release -- --nocapture`):
-/// 2×3×6 runs 2.1× faster in place than through `matrixmultiply`, 8×16×48 (6144) already
-/// 0.8× as fast, and 64×64×64 0.3× — its register-blocked microkernel wins once there is
-/// enough work to hide the packing. Every recurrent cell of the corpus (`[2,6]×[6,18]` and
+/// Products of at most this many multiply-adds (`m·k·n`) take the small path. With one
+/// element's chain per lane it lost to `matrixmultiply` from about 6144 (8×16×48: 0.8× as
+/// fast); with its accumulators in registers ([`Operands::block`]) it runs without the
+/// packing's allocation and copies, and the threshold takes the products of small dense
+/// layers (issue 38's MLP: 8×64×32 and 8×32×10). Measured by `small_gemm_crossover` below
+/// (`--release -- --nocapture`). Every recurrent cell of the corpus (`[2,6]×[6,18]` and
 /// smaller) is far below this.
-pub(crate) const SMALL_FLOPS: usize = 1 << 11;
+pub(crate) const SMALL_FLOPS: usize = 1 << 15;
 
 /// The longest contraction the small path takes: `matrixmultiply`'s K block (`S_KC` and
 /// `D_KC`, 256 in its default build). A longer one is summed block by block there, each
@@ -103,51 +104,105 @@ struct Operands<T> {
     rsc: isize,
 }
 
+/// Rows of C one register block holds.
+const MR: usize = 4;
+
 impl<T: Gemm> Operands<T> {
-    /// The product, `FUSED` choosing `fma(a, b, acc)` or `acc + a·b`.
+    /// The product, `FUSED` choosing `fma(a, b, acc)` or `acc + a·b`: `MR × NR` blocks of C
+    /// whose accumulators stay in registers for the whole K loop ([`Operands::block`]; NR
+    /// is two 256-bit vectors of `T`). Every element is the same chain whatever block
+    /// holds it, so the blocking changes no bits.
     ///
     /// # Safety
     /// As [`gemm`].
     #[inline(always)]
     unsafe fn run<const FUSED: bool>(self) {
-        let Operands {
-            m,
-            k,
-            n,
-            a,
-            rsa,
-            csa,
-            b,
-            rsb,
-            csb,
-            c,
-            rsc,
-        } = self;
-        for i in 0..m as isize {
-            // SAFETY (all accesses): the caller guarantees elements (i, l) of A, (l, j) of B
-            // and (i, j) of C are in bounds for i < m, l < k, j < n, and that C is disjoint.
-            let row = unsafe { std::slice::from_raw_parts_mut(c.offset(i * rsc), n) };
-            row.fill(T::default());
-            if csb == 1 {
-                // B's rows are contiguous: the j loop vectorises, each lane its own chain.
-                for l in 0..k as isize {
-                    let x = unsafe { *a.offset(i * rsa + l * csa) };
-                    let brow = unsafe { std::slice::from_raw_parts(b.offset(l * rsb), n) };
-                    for (acc, &y) in row.iter_mut().zip(brow) {
-                        *acc = T::multiply_add::<FUSED>(x, y, *acc);
+        // SAFETY (all calls): forwarded from the caller's contract; blocks and edges lie
+        // inside the m×n output.
+        unsafe {
+            match (std::mem::size_of::<T>(), self.csb == 1) {
+                (4, true) => self.blocks::<FUSED, true, 16>(),
+                (4, false) => self.blocks::<FUSED, false, 16>(),
+                (_, true) => self.blocks::<FUSED, true, 8>(),
+                (_, false) => self.blocks::<FUSED, false, 8>(),
+            }
+        }
+    }
+
+    /// The output in blocks of `MR` rows (then single rows) by `NR` columns (the last one
+    /// narrower where `NR` does not divide `n`).
+    ///
+    /// # Safety
+    /// As [`gemm`]; `CONTIGUOUS` only when `csb == 1`.
+    #[inline(always)]
+    unsafe fn blocks<const FUSED: bool, const CONTIGUOUS: bool, const NR: usize>(self) {
+        let full_m = self.m - self.m % MR;
+        for j in (0..self.n).step_by(NR) {
+            let w = NR.min(self.n - j);
+            // SAFETY (all calls): rows i..i+R and columns j..j+w are inside the output.
+            unsafe {
+                for i in (0..full_m).step_by(MR) {
+                    match w == NR {
+                        true => self.block::<FUSED, CONTIGUOUS, MR, NR, true>(i, j, w),
+                        false => self.block::<FUSED, CONTIGUOUS, MR, NR, false>(i, j, w),
                     }
                 }
-            } else {
-                for (j, acc) in row.iter_mut().enumerate() {
-                    let mut s = T::default();
-                    for l in 0..k as isize {
-                        let x = unsafe { *a.offset(i * rsa + l * csa) };
-                        let y = unsafe { *b.offset(l * rsb + j as isize * csb) };
-                        s = T::multiply_add::<FUSED>(x, y, s);
+                for i in full_m..self.m {
+                    match w == NR {
+                        true => self.block::<FUSED, CONTIGUOUS, 1, NR, true>(i, j, w),
+                        false => self.block::<FUSED, CONTIGUOUS, 1, NR, false>(i, j, w),
                     }
-                    *acc = s;
                 }
             }
+        }
+    }
+
+    /// Rows `i..i + R`, columns `j..j + w` of C (`w == NR` when `FULL`, else `w < NR`),
+    /// their accumulators in registers for the whole K loop.
+    ///
+    /// # Safety
+    /// As [`gemm`], with the block inside the output; `CONTIGUOUS` only when `csb == 1`.
+    #[inline(always)]
+    unsafe fn block<
+        const FUSED: bool,
+        const CONTIGUOUS: bool,
+        const R: usize,
+        const NR: usize,
+        const FULL: bool,
+    >(
+        self,
+        i: usize,
+        j: usize,
+        w: usize,
+    ) {
+        let w = if FULL { NR } else { w };
+        let mut acc = [[T::default(); NR]; R];
+        let (i, j) = (i as isize, j as isize);
+        for l in 0..self.k as isize {
+            // SAFETY (all accesses): elements (i..i+R, l) of A, (l, j..j+w) of B and the
+            // block of C are in bounds by the caller's contract.
+            let mut bv = [T::default(); NR];
+            if CONTIGUOUS {
+                let row = unsafe { std::slice::from_raw_parts(self.b.offset(l * self.rsb + j), w) };
+                bv[..w].copy_from_slice(row);
+            } else {
+                for (jj, v) in bv[..w].iter_mut().enumerate() {
+                    *v = unsafe { *self.b.offset(l * self.rsb + (j + jj as isize) * self.csb) };
+                }
+            }
+            for (ii, row) in acc.iter_mut().enumerate() {
+                let x = unsafe { *self.a.offset((i + ii as isize) * self.rsa + l * self.csa) };
+                for (s, &y) in row.iter_mut().zip(&bv) {
+                    *s = T::multiply_add::<FUSED>(x, y, *s);
+                }
+            }
+        }
+        for (ii, row) in acc.iter().enumerate() {
+            // SAFETY: as above.
+            let out = unsafe {
+                std::slice::from_raw_parts_mut(self.c.offset((i + ii as isize) * self.rsc + j), w)
+            };
+            out.copy_from_slice(&row[..w]);
         }
     }
 }
@@ -276,7 +331,8 @@ mod tests {
     fn only_one_k_block_is_small() {
         assert!(is_small(1, MAX_K, 8));
         assert!(!is_small(1, MAX_K + 1, 1));
-        assert!(!is_small(8, 64, 32));
+        assert!(is_small(8, 64, 32));
+        assert!(!is_small(64, 64, 64));
         assert!(!is_small(usize::MAX, 2, usize::MAX), "no overflow");
     }
 
@@ -289,6 +345,9 @@ mod tests {
         for (m, k, n) in [
             (2, 3, 6),
             (8, 16, 48),
+            (8, 32, 10),
+            (8, 64, 32),
+            (16, 64, 32),
             (8, 64, 192),
             (8, 128, 384),
             (32, 64, 64),

@@ -578,7 +578,8 @@ impl Op {
 
     /// Whether the compiled backends have code for this op when its first operand has
     /// dtype `operand`: `reverse`, the general `pad`, `gather`, `dynamic_slice` and
-    /// `dynamic_update_slice` (index maps in the kernel IR), not the rest of
+    /// `dynamic_update_slice` (index maps in the kernel IR), `reduce_window` and
+    /// `select_and_scatter` (unrolled over their windows), not the rest of
     /// [`OpCategory::Movement`] (`scatter`, `sort`), nor [`UnaryOp::INTERPRETED`],
     /// [`BinaryOp::INTERPRETED`], integer `pow`, `bitcast_convert` and total-order
     /// `compare`, which run on the interpreter. The one rule clustering and lowering ask.
@@ -592,7 +593,9 @@ impl Op {
             | Op::PadGeneral { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::Gather(_) => true,
+            | Op::Gather(_)
+            | Op::ReduceWindow { .. }
+            | Op::SelectAndScatter { .. } => true,
             _ => !matches!(
                 self.category(),
                 OpCategory::Movement | OpCategory::Window | OpCategory::Control

@@ -74,11 +74,14 @@ pub(super) fn tap(w: &WindowDim, o: &IExpr, k: usize, n: usize, positions: usize
             hi: last + 1,
         });
     }
+    // An index that is always on the operand needs no clamp.
+    let clamped = |at: IExpr, tests: &[NodeKind]| match tests.is_empty() {
+        true => at,
+        false => IExpr::clamp(at, 0, n - 1),
+    };
     if ld == 1 {
-        return Tap::On {
-            at: IExpr::clamp(p, 0, n - 1),
-            tests,
-        };
+        let at = clamped(p, &tests);
+        return Tap::On { at, tests };
     }
     // Division and remainder need a non-negative operand: shift by a multiple of `ld`.
     let shift = ((-pmin).max(0) + ld - 1) / ld * ld;
@@ -91,10 +94,8 @@ pub(super) fn tap(w: &WindowDim, o: &IExpr, k: usize, n: usize, positions: usize
         });
     }
     let at = IExpr::sum(IExpr::quot(q, ld), IExpr::Const(-shift / ld));
-    Tap::On {
-        at: IExpr::clamp(at, 0, n - 1),
-        tests,
-    }
+    let at = clamped(at, &tests);
+    Tap::On { at, tests }
 }
 
 impl KernelBuilder<'_> {

@@ -15,9 +15,11 @@ use std::collections::HashMap;
 
 mod dynamic;
 mod movement;
+mod scatter;
 mod select_scatter;
 mod window;
 
+pub use scatter::scatter_refusal;
 pub use select_scatter::{select_scatter_taps, MAX_SELECT_SCATTER_TAPS};
 pub use window::{window_taps, MAX_WINDOW_TAPS};
 
@@ -244,8 +246,8 @@ impl<'a> KernelBuilder<'a> {
                 scatter,
                 window,
             } => self.select_and_scatter_at(inst, (*select, *scatter), window, idx, dt)?,
-            Op::Scatter { .. }
-            | Op::While(_)
+            Op::Scatter { dims, combine } => self.scatter_at(inst, dims, *combine, idx, dt)?,
+            Op::While(_)
             | Op::Conditional(_)
             | Op::CompareTotalOrder(_)
             | Op::BitcastConvert

@@ -358,7 +358,7 @@ fn expensive(
         Op::Binary(BinaryOp::Div | BinaryOp::Rem | BinaryOp::Pow) | Op::Random { .. } => true,
         // A fold over its window: worth computing once where a broadcast reuses it.
         Op::ReduceWindow { window, .. } if builder::window_taps(window) > 1 => true,
-        Op::SelectAndScatter { .. } => true,
+        Op::SelectAndScatter { .. } | Op::Scatter { .. } => true,
         Op::Reduce { .. }
         | Op::DotGeneral(_)
         | Op::Convolution(_)
@@ -431,6 +431,9 @@ pub fn no_compiled_code(f: &Func, inst: &kiln_ir::Inst) -> Option<String> {
                 builder::MAX_WINDOW_TAPS
             ));
         }
+    }
+    if let Some(why) = builder::scatter_refusal(f, inst) {
+        return Some(why);
     }
     if let Op::SelectAndScatter { window, .. } = op {
         let taps = builder::select_scatter_taps(window);

@@ -7,7 +7,7 @@
 //!    seeded random ops, constants and `reverse`/`pad`/`gather`/`dynamic_slice`/
 //!    `reduce_window` only — no
 //!    `dot_general`). Ops with no compiled code yet (`crate::lower::no_compiled_code`:
-//!    `scatter`, `sort`, `u8` operands, …) are never candidates, even
+//!    `sort`, `u8` operands, windows too large to unroll, …) are never candidates, even
 //!    in a manual scope; each is logged as a refusal and runs on the interpreter.
 //! 2. **Edge contraction in post order** over a cycle-detection graph (one node per cluster):
 //!    a merge is refused — with the reason recorded — when both sides have different manual
@@ -54,8 +54,9 @@ pub fn auto_clusterable(op: &Op) -> bool {
 }
 
 /// The data-movement and window ops the kernel IR expresses as index maps (`reverse`, the
-/// general `pad`, `gather`, `dynamic_slice`, `dynamic_update_slice`, `reduce_window`):
-/// auto-clusterable like shape ops. Scatter and sort are not (they run on the interpreter).
+/// general `pad`, `gather`, `dynamic_slice`, `dynamic_update_slice`, `scatter`,
+/// `reduce_window`, `select_and_scatter`): auto-clusterable like shape ops (forms too large
+/// to unroll are refused by `no_compiled_code`). Sort is not (it runs on the interpreter).
 fn compiled_movement(op: &Op) -> bool {
     matches!(op.category(), OpCategory::Movement | OpCategory::Window)
         && op.has_compiled_code(None)

@@ -58,8 +58,7 @@ pub fn auto_clusterable(op: &Op) -> bool {
 /// `reduce_window`, `select_and_scatter`): auto-clusterable like shape ops (forms too large
 /// to unroll are refused by `no_compiled_code`). Sort is not (it runs on the interpreter).
 fn compiled_movement(op: &Op) -> bool {
-    matches!(op.category(), OpCategory::Movement | OpCategory::Window)
-        && op.has_compiled_code(None)
+    matches!(op.category(), OpCategory::Movement | OpCategory::Window) && op.has_compiled_code(None)
 }
 
 /// Whether "XLA Lite" (`--tf_xla_auto_jit=fusible`) may take `op`: its category is in

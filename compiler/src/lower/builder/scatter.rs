@@ -133,40 +133,41 @@ impl KernelBuilder<'_> {
             let mut offsets = Vec::with_capacity(rank);
             for k in 0..rank {
                 let (n, s) = (shape[k] as i64, size[k] as i64);
-                let start = if let Some(j) = d.scatter_dims_to_operand_dims.iter().position(|&m| m == k) {
-                    let ioff = match d.index_vector_dim < ishape.len() {
-                        true => base + j * istrides[d.index_vector_dim],
-                        false => base,
+                let start =
+                    if let Some(j) = d.scatter_dims_to_operand_dims.iter().position(|&m| m == k) {
+                        let ioff = match d.index_vector_dim < ishape.len() {
+                            true => base + j * istrides[d.index_vector_dim],
+                            false => base,
+                        };
+                        let (lo, hi) = (-1, n - s + 1);
+                        let e = match &source {
+                            IndexSource::Splat(x) => IExpr::Const((*x).clamp(lo, hi)),
+                            IndexSource::Buffer(buf) => IExpr::Load {
+                                buf: *buf,
+                                at: Box::new(IExpr::Const(ioff as i64)),
+                                lo,
+                                hi,
+                            },
+                        };
+                        if !matches!(e, IExpr::Const(c) if (0..=n - s).contains(&c)) {
+                            tests.push(NodeKind::InRange {
+                                e: e.clone(),
+                                lo: 0,
+                                hi: n - s + 1,
+                            });
+                        }
+                        e
+                    } else if let Some(i) = d.input_batching_dims.iter().position(|&m| m == k) {
+                        let id = d.scatter_indices_batching_dims[i];
+                        let b = ibatch.iter().position(|&x| x == id).ok_or_else(|| {
+                            LowerError::Unsupported(format!(
+                                "scatter: indices dimension {id} is not a batch dimension"
+                            ))
+                        })?;
+                        IExpr::Const(coord[b] as i64)
+                    } else {
+                        IExpr::Const(0)
                     };
-                    let (lo, hi) = (-1, n - s + 1);
-                    let e = match &source {
-                        IndexSource::Splat(x) => IExpr::Const((*x).clamp(lo, hi)),
-                        IndexSource::Buffer(buf) => IExpr::Load {
-                            buf: *buf,
-                            at: Box::new(IExpr::Const(ioff as i64)),
-                            lo,
-                            hi,
-                        },
-                    };
-                    if !matches!(e, IExpr::Const(c) if (0..=n - s).contains(&c)) {
-                        tests.push(NodeKind::InRange {
-                            e: e.clone(),
-                            lo: 0,
-                            hi: n - s + 1,
-                        });
-                    }
-                    e
-                } else if let Some(i) = d.input_batching_dims.iter().position(|&m| m == k) {
-                    let id = d.scatter_indices_batching_dims[i];
-                    let b = ibatch.iter().position(|&x| x == id).ok_or_else(|| {
-                        LowerError::Unsupported(format!(
-                            "scatter: indices dimension {id} is not a batch dimension"
-                        ))
-                    })?;
-                    IExpr::Const(coord[b] as i64)
-                } else {
-                    IExpr::Const(0)
-                };
                 // The window offset of `p` from this start: in `[0, size)` where it is covered.
                 let w = IExpr::sum(idx[k].clone(), IExpr::scaled(start, -1));
                 tests.push(NodeKind::InRange {

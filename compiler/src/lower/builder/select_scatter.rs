@@ -124,7 +124,10 @@ impl KernelBuilder<'_> {
             let chosen = self.selected(inst, select, window, &o, &shape, &positions)?;
             let Some(chosen) = chosen else { continue };
             let is_here = self.node(NodeKind::Compare(CompareDir::Eq, chosen, here), DType::Bool);
-            let hit = self.node(NodeKind::Binary(BinaryOp::And, exists, is_here), DType::Bool);
+            let hit = self.node(
+                NodeKind::Binary(BinaryOp::And, exists, is_here),
+                DType::Bool,
+            );
             let s = self.value_at(inst.args[1], &o)?;
             let combined = self.node(NodeKind::Binary(op, acc, s), dt);
             acc = self.node(NodeKind::Select(hit, combined, acc), dt);

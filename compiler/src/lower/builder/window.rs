@@ -65,7 +65,10 @@ pub(super) fn tap(w: &WindowDim, o: &IExpr, k: usize, n: usize, positions: usize
     if ld > 1 && (w.stride as i64) % ld == 0 && base.rem_euclid(ld) != 0 {
         return Tap::Never; // every position lands on a hole
     }
-    let p = IExpr::sum(IExpr::scaled(o.clone(), w.stride as i64), IExpr::Const(base));
+    let p = IExpr::sum(
+        IExpr::scaled(o.clone(), w.stride as i64),
+        IExpr::Const(base),
+    );
     let mut tests = Vec::new();
     if pmin < 0 || pmax > last {
         tests.push(NodeKind::InRange {

@@ -153,3 +153,14 @@ fn too_many_index_vectors_or_a_leading_window_stay_on_the_interpreter() {
 }";
     assert!(expect_unsupported(leading).contains("window dimension before a batch"));
 }
+
+#[test]
+fn a_large_table_stays_on_the_interpreter() {
+    // 200 ids into a 2000 x 64 table: 200 x 128000 steps walked, where the interpreter
+    // adds 200 rows.
+    let src = "func @f(%a: f32[2000,64], %i: i32[200,1], %u: f32[200,64]) -> f32[2000,64] {
+  %y = scatter %a, %i, %u, update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1, combine=add : f32[2000,64]
+  return %y
+}";
+    assert!(expect_unsupported(src).contains("the interpreter touches each update once"));
+}

@@ -10,7 +10,7 @@
 //!
 //! Deliberately not here (refused by [`scatter_refusal`], so these run on the
 //! interpreter): more than [`MAX_SCATTER_UPDATES`] batch positions (each is unrolled into
-//! every result element's DAG), and updates whose window dimensions of size > 1 come
+//! every result element's DAG) or more than [`MAX_SCATTER_WORK`] steps in all, and updates whose window dimensions of size > 1 come
 //! before a batch dimension of size > 1 (then the updates' row-major order at one result
 //! element depends on the data).
 
@@ -24,6 +24,11 @@ use kiln_ir::{row_major_strides, BinaryOp, DType, Func, Inst, Op, ScatterCombine
 /// The most batch positions (index vectors) a compiled `scatter` unrolls per result
 /// element.
 pub const MAX_SCATTER_UPDATES: usize = 256;
+
+/// The most (index vectors × result elements) a compiled `scatter` walks: every result
+/// element tests every index vector, where the interpreter touches each update once, so
+/// a large table (an embedding gradient over a big vocabulary) is faster interpreted.
+pub const MAX_SCATTER_WORK: usize = 1 << 20;
 
 /// The binary op of `combine` on `dt`, `None` for `replace`; `Err` where the interpreter
 /// defines none (float `and`/`or`; bool arithmetic).
@@ -69,6 +74,12 @@ pub fn scatter_refusal(f: &Func, inst: &Inst) -> Option<String> {
     if positions > MAX_SCATTER_UPDATES {
         return Some(format!(
             "scatter: {positions} index vectors are not compiled (at most {MAX_SCATTER_UPDATES} are unrolled)"
+        ));
+    }
+    let elements = f.ty(inst.args[0]).num_elements();
+    if positions.saturating_mul(elements) > MAX_SCATTER_WORK {
+        return Some(format!(
+            "scatter: {positions} index vectors walked by each of {elements} result elements is not compiled (more than {MAX_SCATTER_WORK} steps; the interpreter touches each update once)"
         ));
     }
     let last_batch = batch.iter().rev().find(|&&d| ushape[d] > 1);

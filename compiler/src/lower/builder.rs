@@ -15,6 +15,13 @@ use std::collections::HashMap;
 
 mod dynamic;
 mod movement;
+mod scatter;
+mod select_scatter;
+mod window;
+
+pub use scatter::scatter_refusal;
+pub use select_scatter::{select_scatter_taps, MAX_SELECT_SCATTER_TAPS};
+pub use window::{window_taps, MAX_WINDOW_TAPS};
 
 /// The most nodes the index expressions of one `value_at` request may have before the
 /// value is computed into a scratch buffer instead of being inlined. Each reshape between
@@ -202,6 +209,9 @@ impl<'a> KernelBuilder<'a> {
             Op::DynamicSlice { sizes } => self.dynamic_slice_at(inst, sizes, idx)?,
             Op::DynamicUpdateSlice => self.dynamic_update_slice_at(inst, idx, dt)?,
             Op::Gather(d) => self.gather_at(inst, d, idx)?,
+            Op::ReduceWindow { kind, window } => {
+                self.reduce_window_at(inst, *kind, window, idx, dt)?
+            }
             Op::Random { dist, alg } => {
                 // The seed's elements, at constant positions: loop-invariant nodes.
                 let n = arg_shape(0).first().copied().unwrap_or(0);
@@ -231,10 +241,13 @@ impl<'a> KernelBuilder<'a> {
             Op::Reduce { .. } | Op::DotGeneral(_) | Op::Convolution(_) | Op::Cluster(_) => {
                 return unsupported(format!("{} inside a fused expression", inst.op.name()))
             }
-            Op::Scatter { .. }
-            | Op::ReduceWindow { .. }
-            | Op::SelectAndScatter { .. }
-            | Op::While(_)
+            Op::SelectAndScatter {
+                select,
+                scatter,
+                window,
+            } => self.select_and_scatter_at(inst, (*select, *scatter), window, idx, dt)?,
+            Op::Scatter { dims, combine } => self.scatter_at(inst, dims, *combine, idx, dt)?,
+            Op::While(_)
             | Op::Conditional(_)
             | Op::CompareTotalOrder(_)
             | Op::BitcastConvert

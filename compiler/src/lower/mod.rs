@@ -356,6 +356,9 @@ fn expensive(
                 || expensive(f, inst.args[0], depth + 1, done, memo)
         }
         Op::Binary(BinaryOp::Div | BinaryOp::Rem | BinaryOp::Pow) | Op::Random { .. } => true,
+        // A fold over its window: worth computing once where a broadcast reuses it.
+        Op::ReduceWindow { window, .. } if builder::window_taps(window) > 1 => true,
+        Op::SelectAndScatter { .. } | Op::Scatter { .. } => true,
         Op::Reduce { .. }
         | Op::DotGeneral(_)
         | Op::Convolution(_)
@@ -397,8 +400,10 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
 /// Why instruction `inst` of `f` has no compiled code yet, if it has none: an operand or
 /// result of a dtype the backends do not compile ([`kiln_ir::DType::has_compiled_code`]:
 /// `u8`, `u64`, …), the data-movement ops without an index map yet (`scatter`,
-/// `sort`), the windowed ones (`reduce_window`, `select_and_scatter`, integer
-/// `convolution`; a float one is a [`DotCall`]), control flow, and the elementwise ops
+/// `sort`), the windowed ones (integer `convolution` — a float one is a [`DotCall`] — a
+/// `reduce_window` over more than [`builder::MAX_WINDOW_TAPS`] elements and a
+/// `select_and_scatter` whose window squared is above
+/// [`builder::MAX_SELECT_SCATTER_TAPS`]), control flow, and the elementwise ops
 /// [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on the interpreter
 /// until the backends gain them. `mark_for_compilation` keeps them out of clusters with
 /// this reason, and lowering refuses them with it, so they never reach a backend.
@@ -417,6 +422,28 @@ pub fn no_compiled_code(f: &Func, inst: &kiln_ir::Inst) -> Option<String> {
         let operand = inst.args.first().map(|&a| f.ty(a).dtype);
         return (!operand.is_some_and(|d| d.is_float()))
             .then(|| "convolution: no compiled code for integer operands yet".to_string());
+    }
+    if let Op::ReduceWindow { window, .. } = op {
+        let taps = builder::window_taps(window);
+        if taps > builder::MAX_WINDOW_TAPS {
+            return Some(format!(
+                "reduce_window: a window of {taps} elements is not compiled (at most {} are unrolled)",
+                builder::MAX_WINDOW_TAPS
+            ));
+        }
+    }
+    if let Some(why) = builder::scatter_refusal(f, inst) {
+        return Some(why);
+    }
+    if let Op::SelectAndScatter { window, .. } = op {
+        let taps = builder::select_scatter_taps(window);
+        if taps > builder::MAX_SELECT_SCATTER_TAPS {
+            return Some(format!(
+                "select_and_scatter: a window of {} elements is not compiled (its square, {taps}, is above {})",
+                builder::window_taps(window),
+                builder::MAX_SELECT_SCATTER_TAPS
+            ));
+        }
     }
     if op.category() == kiln_ir::OpCategory::Control {
         return Some(format!(

@@ -4,9 +4,10 @@
 //! 1. **Candidates**, in instruction order while `--tf_xla_clustering_fuel` lasts: ops with a
 //!    manual `jit_scope` (unless `--tf_xla_auto_jit=-1`), plus, when auto-clustering is on,
 //!    ops whose category is auto-clusterable (`fusible` mode: pointwise, reduction, shape,
-//!    seeded random ops, constants and `reverse`/`pad`/`gather`/`dynamic_slice` only — no
+//!    seeded random ops, constants and `reverse`/`pad`/`gather`/`dynamic_slice`/
+//!    `reduce_window` only — no
 //!    `dot_general`). Ops with no compiled code yet (`crate::lower::no_compiled_code`:
-//!    `scatter`, `sort`, `u8` operands, …) are never candidates, even
+//!    `sort`, `u8` operands, windows too large to unroll, …) are never candidates, even
 //!    in a manual scope; each is logged as a refusal and runs on the interpreter.
 //! 2. **Edge contraction in post order** over a cycle-detection graph (one node per cluster):
 //!    a merge is refused — with the reason recorded — when both sides have different manual
@@ -52,22 +53,28 @@ pub fn auto_clusterable(op: &Op) -> bool {
         || compiled_movement(op)
 }
 
-/// The data-movement ops the kernel IR expresses as index maps (`reverse`, the general
-/// `pad`, `gather`, `dynamic_slice`, `dynamic_update_slice`): auto-clusterable like shape
-/// ops. Scatter and sort are not (they run on the interpreter).
+/// The data-movement and window ops the kernel IR expresses as index maps (`reverse`, the
+/// general `pad`, `gather`, `dynamic_slice`, `dynamic_update_slice`, `scatter`,
+/// `reduce_window`, `select_and_scatter`): auto-clusterable like shape ops (forms too large
+/// to unroll are refused by `no_compiled_code`). Sort is not (it runs on the interpreter).
 fn compiled_movement(op: &Op) -> bool {
-    op.category() == OpCategory::Movement && op.has_compiled_code(None)
+    matches!(op.category(), OpCategory::Movement | OpCategory::Window) && op.has_compiled_code(None)
 }
 
 /// Whether "XLA Lite" (`--tf_xla_auto_jit=fusible`) may take `op`: its category is in
 /// [`FUSIBLE`], or it is one of the data-movement ops XLA's fusible list names
-/// (`reverse`, `pad`, `gather`, `dynamic_slice`; TF's `MISC` and gather groups) and the
+/// (`reverse`, `pad`, `gather`, `dynamic_slice`, `reduce_window`; TF's `MISC`, gather and
+/// pooling groups) and the
 /// backends compile. `dynamic_update_slice` is not in it (TF clusters it only at level 1+).
 pub fn fusible(op: &Op) -> bool {
     FUSIBLE.contains(&op.category())
         || (matches!(
             op,
-            Op::Reverse { .. } | Op::PadGeneral { .. } | Op::Gather(_) | Op::DynamicSlice { .. }
+            Op::Reverse { .. }
+                | Op::PadGeneral { .. }
+                | Op::Gather(_)
+                | Op::DynamicSlice { .. }
+                | Op::ReduceWindow { .. }
         ) && op.has_compiled_code(None))
 }
 

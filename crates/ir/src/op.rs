@@ -578,8 +578,9 @@ impl Op {
 
     /// Whether the compiled backends have code for this op when its first operand has
     /// dtype `operand`: `reverse`, the general `pad`, `gather`, `dynamic_slice` and
-    /// `dynamic_update_slice` (index maps in the kernel IR), not the rest of
-    /// [`OpCategory::Movement`] (`scatter`, `sort`), nor [`UnaryOp::INTERPRETED`],
+    /// `dynamic_update_slice` (index maps in the kernel IR), `reduce_window`,
+    /// `select_and_scatter` and `scatter` (unrolled over their windows or index vectors),
+    /// not the rest of [`OpCategory::Movement`] (`sort`), nor [`UnaryOp::INTERPRETED`],
     /// [`BinaryOp::INTERPRETED`], integer `pow`, `bitcast_convert` and total-order
     /// `compare`, which run on the interpreter. The one rule clustering and lowering ask.
     pub fn has_compiled_code(&self, operand: Option<crate::DType>) -> bool {
@@ -592,7 +593,10 @@ impl Op {
             | Op::PadGeneral { .. }
             | Op::DynamicSlice { .. }
             | Op::DynamicUpdateSlice
-            | Op::Gather(_) => true,
+            | Op::Gather(_)
+            | Op::ReduceWindow { .. }
+            | Op::SelectAndScatter { .. }
+            | Op::Scatter { .. } => true,
             _ => !matches!(
                 self.category(),
                 OpCategory::Movement | OpCategory::Window | OpCategory::Control

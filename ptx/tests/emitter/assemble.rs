@@ -9,6 +9,7 @@ use crate::movement::movement_cases;
 use crate::ptxas_or_skip;
 use crate::random_ops::random_op_cases;
 use crate::rows::row_pattern_cases;
+use crate::window::window_cases;
 use kiln_compiler::kernel::Program;
 use kiln_compiler::lower::lower_cluster;
 use kiln_ir::Cluster;
@@ -28,6 +29,7 @@ fn every_emitted_program_assembles_for_sm80_and_sm90() {
     sources.extend(convert_cases());
     sources.extend(index_map_cases());
     sources.extend(movement_cases());
+    sources.extend(window_cases());
     sources.extend(reduction_cases());
     sources.extend(random_cases(150));
     sources.extend(random_op_cases().into_iter().map(|(l, s, _)| (l, s)));

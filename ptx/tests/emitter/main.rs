@@ -19,7 +19,8 @@
 //! `semantics.rs` (their bits,
 //! errors, launch descriptions), `random_ops.rs` (random ops and fills), `rows.rs` (row
 //! fusion), `vector.rs` (vectorised pointwise kernels, 32- and 64-bit indices, split
-//! reductions), `assemble.rs` (everything through `ptxas`).
+//! reductions), `window.rs` (reduce_window and select_and_scatter as unrolled folds),
+//! `assemble.rs` (everything through `ptxas`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -31,6 +32,7 @@ mod random_ops;
 mod rows;
 mod semantics;
 mod vector;
+mod window;
 
 use common::programs::{cluster, first_difference, random_tensor, simulate, Launch};
 pub use common::ptxas_or_skip;

@@ -17,7 +17,7 @@ use kiln_ir::indexing::{batch_dims, window_dims};
 use kiln_ir::{row_major_strides, BinaryOp, DType, GatherDims, Inst, Op, Scalar, Value, ValueDef};
 
 /// Where the elements of an index operand are read from.
-enum IndexSource {
+pub(super) enum IndexSource {
     /// A buffer (an input, a constant, or a scratch buffer computed before the kernel).
     Buffer(BufRef),
     /// A constant whose elements all equal this value.
@@ -28,7 +28,7 @@ impl KernelBuilder<'_> {
     /// Where index operand `v` (an `i32`, `i64` or `u32` tensor) can be read: a parameter
     /// or a constant where it is, a splat constant folded, anything else computed once into
     /// a scratch buffer by a kernel placed before the current one.
-    fn index_source(&mut self, v: Value) -> Result<IndexSource, LowerError> {
+    pub(super) fn index_source(&mut self, v: Value) -> Result<IndexSource, LowerError> {
         if let ValueDef::Param(i) = self.f.value(v).def {
             return Ok(IndexSource::Buffer(BufRef::Input(i)));
         }

@@ -10,6 +10,7 @@
 //! times single fused clusters.
 
 pub mod counting_alloc;
+pub mod half_workloads;
 pub mod harness;
 pub mod probe;
 pub mod program_bench;

@@ -209,6 +209,7 @@ fn render_workloads(report: &BenchReport, anchors: &[Anchor]) -> String {
         "GB/s",
         "%BW",
         "vs fallback",
+        "f32/16-bit",
     ]
     .into_iter()
     .map(String::from)
@@ -232,6 +233,7 @@ fn render_workloads(report: &BenchReport, anchors: &[Anchor]) -> String {
             format!("{:.1}", r.gbps),
             format!("{:.0}%", r.bw_pct),
             r.speedup.map_or("-".into(), |s| format!("{s:.2}x")),
+            f32_ratio(&records, r).map_or(String::new(), |x| format!("{x:.2}x")),
         ];
         for m in &modes {
             let a = anchors
@@ -290,6 +292,16 @@ fn render_workloads(report: &BenchReport, anchors: &[Anchor]) -> String {
         }
     }
     out
+}
+
+/// For a 16-bit variant's record (`gelu_f16`), the median of its `f32` workload's record
+/// of the same mode and size over its own: above 1, the 16-bit row is faster.
+fn f32_ratio(records: &[&Record], r: &Record) -> Option<f64> {
+    let (base, _) = crate::half_workloads::half_variant(&r.workload)?;
+    let f = records
+        .iter()
+        .find(|o| o.workload == base && o.mode == r.mode && o.size == r.size)?;
+    (r.median_ms > 0.0).then(|| f.median_ms / r.median_ms)
 }
 
 /// Lays out `rows` (the first is the header, underlined) in columns: the first `left`

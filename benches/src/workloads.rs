@@ -10,12 +10,18 @@ pub const WORKLOADS: &[&str] = &[
     "narrow_bias",
     "chain",
     "gelu",
+    "gelu_f16",
+    "gelu_bf16",
     "gelu_f64",
     "softmax",
     "layernorm",
+    "layernorm_f16",
+    "layernorm_bf16",
     "batchnorm",
     "sum",
     "mlp",
+    "mlp_f16",
+    "mlp_bf16",
     "frozen_dense",
     "rng_normal",
     "dropout",
@@ -168,6 +174,15 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
         let bytes = bytes_of(&args, out);
         Ok::<_, String>((Body::Graph(Call { func, args }), bytes))
     };
+    if let Some(half) = crate::half_workloads::build_half(name, size) {
+        let (body, bytes, agreement) = half?;
+        return Ok(Workload {
+            name: WORKLOADS.iter().find(|w| **w == name).ok_or_else(|| unknown(name))?,
+            body,
+            bytes,
+            agreement,
+        });
+    }
     let (body, bytes, agreement) = match name {
         "bias_relu" => {
             // `relu(x + b)` with a broadcast bias: little arithmetic per byte, so it shows

@@ -34,6 +34,12 @@ fn not_compiled(op: &str) -> String {
     format!("{op}: no compiled code for this op yet")
 }
 
+/// The error of arithmetic on a 16-bit float reaching the backend: the kernel pass
+/// `compute_halves_in_f32` runs it in `f32` and rounds (`crate::kernel::half`).
+fn half_arith(op: &str, dt: DType) -> String {
+    format!("{op} on {dt}: computed in f32 by the kernel pass compute_halves_in_f32")
+}
+
 /// A unary op on a value of dtype `dt`.
 pub fn unary(
     b: &mut FunctionBuilder,
@@ -43,6 +49,9 @@ pub fn unary(
     lanes: Lanes,
 ) -> Result<Value, String> {
     use UnaryOp::*;
+    if dt.is_half() {
+        return Err(half_arith(u.name(), dt));
+    }
     if dt.is_float() {
         return Ok(with_arith!(b, dt == DType::F64, lanes, |a| match u {
             Neg => a.neg(x),
@@ -96,6 +105,9 @@ pub fn binary(
     lanes: Lanes,
 ) -> Result<Value, String> {
     use BinaryOp::*;
+    if dt.is_half() {
+        return Err(half_arith(op.name(), dt));
+    }
     if dt.is_float() {
         return with_arith!(b, dt == DType::F64, lanes, |a| Ok(match op {
             Add => a.add(x, y),
@@ -145,6 +157,27 @@ pub fn convert(
     to: DType,
     lanes: Lanes,
 ) -> Result<Value, String> {
+    if let Some(((a, z), round)) = crate::kernel::half::convert_steps(from, to) {
+        // 16-bit floats: their f32 registers converted, then rounded once.
+        if lanes != Lanes::One {
+            return Err(format!("vector convert {from} -> {to}"));
+        }
+        let y = if a == z {
+            x
+        } else {
+            convert(b, x, a, z, lanes)?
+        };
+        return Ok(match round {
+            Some(h) => {
+                let arith = &mut ClifArith::<false> { b, vector: false };
+                kiln_math::float16::round_to(arith, y, h)
+            }
+            None => y,
+        });
+    }
+    if from.is_half() || to.is_half() {
+        return Err(format!("convert {from} -> {to}: not compiled"));
+    }
     use DType::*;
     let one_instruction = matches!(
         (from, to),

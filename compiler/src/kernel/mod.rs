@@ -14,6 +14,7 @@
 pub mod analysis;
 mod collapse;
 mod epilogue;
+pub mod half;
 pub mod narrow;
 mod parse;
 pub mod pipeline;

@@ -40,6 +40,11 @@ pub type KernelPass = fn(&mut Program, &TargetCaps) -> bool;
 
 /// Every pass, in pipeline order: `(name, stage, pass)`.
 pub const PASSES: &[(&str, Stage, KernelPass)] = &[
+    (
+        "compute_halves_in_f32",
+        Stage::Lowering,
+        super::half::compute_halves_in_f32,
+    ),
     ("fuse_epilogues", Stage::Lowering, fuse_epilogues),
     (
         "collapse_leading_dims",

@@ -417,6 +417,9 @@ pub fn no_compiled_code(f: &Func, inst: &kiln_ir::Inst) -> Option<String> {
     if let Some(d) = dtypes.into_iter().find(|d| !d.has_compiled_code()) {
         return Some(format!("{}: dtype {d} is not compiled", op.name()));
     }
+    if let Some(why) = crate::kernel::half::not_compiled_half(f, inst) {
+        return Some(why);
+    }
     if let Op::Convolution(_) = op {
         // A contraction step like `dot_general` (the interpreter's GEMM): floats only.
         let operand = inst.args.first().map(|&a| f.ty(a).dtype);

@@ -18,7 +18,8 @@ pub enum DType {
     U32,
     /// Boolean (one byte per element in host buffers).
     Bool,
-    // The dtypes below run on the interpreter only ([`DType::has_compiled_code`]). They come
+    // The dtypes below were added later (only `f16` and `bf16` have compiled code,
+    // [`DType::has_compiled_code`]). They come
     // after `Bool` so that serialized dtypes (bincode numbers variants) keep their numbers.
     /// 64-bit unsigned integer (JAX's Threefry counters and keys).
     U64,
@@ -145,12 +146,20 @@ impl DType {
     }
 
     /// Whether the compiled backends (CPU and PTX) handle this dtype: `f32 f64 i32 i64 u32
-    /// bool`. An op with an operand or result of another dtype runs on the interpreter
-    /// (the one rule is `kiln_compiler::lower::no_compiled_code`).
+    /// bool`, and `f16 bf16` (held in `f32` registers, each result rounded as the
+    /// interpreter rounds it). An op with an operand or result of another dtype runs on the
+    /// interpreter (the one rule is `kiln_compiler::lower::no_compiled_code`).
     pub fn has_compiled_code(self) -> bool {
         matches!(
             self,
-            DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U32 | DType::Bool
+            DType::F32
+                | DType::F64
+                | DType::I32
+                | DType::I64
+                | DType::U32
+                | DType::Bool
+                | DType::F16
+                | DType::Bf16
         )
     }
 
@@ -284,6 +293,7 @@ mod tests {
         assert!(DType::U64.is_unsigned_int() && !DType::Bool.is_unsigned_int());
         assert_eq!(DType::U16.bits(), 16);
         assert!(!DType::U8.has_compiled_code() && DType::U32.has_compiled_code());
+        assert!(DType::F16.has_compiled_code() && DType::Bf16.has_compiled_code());
     }
 
     #[test]

@@ -53,6 +53,21 @@ pub fn widen<A: Arith>(a: &mut A, h: A::U, from: Half) -> A::F {
     }
 }
 
+/// The 16 bits of `x`, an `f32` that holds a value of format `to` exactly (one [`widen`]
+/// gave, or [`round_to`] made): no rounding happens, and unlike [`narrow`] a NaN keeps its
+/// quiet bit as it is, so `pack(widen(h)) == h` for every 16-bit `h`, signalling NaNs
+/// included. What a compiled kernel applies when it stores a 16-bit float it holds in an
+/// `f32` register (data movement keeps the bits, as the interpreter's does).
+pub fn pack<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::U {
+    match to {
+        Half::F16 => f32_to_f16_bits_with(a, x, 0x7c00),
+        Half::Bf16 => {
+            let b = a.to_bits(x);
+            a.lshr(b, 16)
+        }
+    }
+}
+
 /// `x` rounded to `to` and widened back: the `f32` value a 16-bit float result holds. What
 /// each elementwise op on `f16`/`bf16` applies to its `f32` result.
 pub fn round_to<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::F {
@@ -61,6 +76,12 @@ pub fn round_to<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::F {
 }
 
 fn f32_to_f16_bits<A: Arith>(a: &mut A, x: A::F) -> A::U {
+    f32_to_f16_bits_with(a, x, 0x7e00)
+}
+
+/// [`f32_to_f16_bits`] with `nan_bits` (`0x7e00`: quieted, `0x7c00`: kept) or'd into a NaN's
+/// payload.
+fn f32_to_f16_bits_with<A: Arith>(a: &mut A, x: A::F, nan_bits: u32) -> A::U {
     let b = a.to_bits(x);
     let abs_mask = a.uconst(0x7fff_ffff);
     let abs = a.and(b, abs_mask);
@@ -97,7 +118,7 @@ fn f32_to_f16_bits<A: Arith>(a: &mut A, x: A::F) -> A::U {
     let is_nan = a.icmp(IntCC::Ugt, abs, inf32);
     let payload_mask = a.uconst(0x3ff);
     let payload = a.and(mant, payload_mask);
-    let qnan = a.uconst(0x7e00);
+    let qnan = a.uconst(u64::from(nan_bits));
     let nan = a.or(qnan, payload);
     let r = a.select_u(is_nan, nan, r);
     a.or(r, sign)
@@ -273,6 +294,20 @@ mod tests {
                 from_f32(g, Half::Bf16),
                 h | if g.is_nan() { 0x40 } else { 0 }
             );
+        }
+    }
+
+    #[test]
+    fn packing_inverts_widening_bit_for_bit() {
+        for to in [Half::F16, Half::Bf16] {
+            for h in 0..=u16::MAX {
+                let f = to_f32(h, to);
+                assert_eq!(pack(&mut ScalarF32, f, to) as u16, h, "{to:?} {h:#x}");
+                // Where no NaN is involved, packing is narrowing.
+                if !f.is_nan() {
+                    assert_eq!(from_f32(f, to), h, "{to:?} {h:#x}");
+                }
+            }
         }
     }
 

@@ -6,6 +6,7 @@ use super::types::{elem_bytes, mem_type};
 use crate::module::{Reg, RegClass};
 use crate::schedule::LANES;
 use kiln_compiler::kernel::analysis::{kernel_buffers, Affine};
+use kiln_compiler::kernel::half::half_of;
 use kiln_compiler::kernel::{BufRef, IExpr};
 use kiln_ir::DType;
 
@@ -52,6 +53,8 @@ impl<'a> Emitter<'a> {
     pub(super) fn store_to(&mut self, buf: BufRef, dt: DType, m: &str, v: Reg) {
         let src = if dt == DType::Bool {
             self.def(RegClass::B32, "selp.u32", &[&1, &0, &v])
+        } else if let Some(h) = half_of(dt) {
+            self.pack_half(v, h)
         } else {
             v
         };

@@ -89,6 +89,7 @@
 //! Float `rem` is the exact `fmod` of [`crate::fmod`]: a data-dependent PTX loop (long
 //! division on the significands), the one place a kernel's element code branches.
 
+mod half;
 mod kernel;
 mod loops;
 mod memory;

@@ -6,6 +6,7 @@ use super::state::{Emitter, R};
 use super::types::{class, mem_type};
 use crate::module::{Reg, RegClass};
 use crate::random;
+use kiln_compiler::kernel::half::half_of;
 use kiln_compiler::kernel::{BufRef, IExpr, NodeKind};
 use kiln_compiler::lower::{RED_ZONE, STACK_SEGMENT};
 use kiln_ir::DType;
@@ -98,11 +99,16 @@ impl<'a> Emitter<'a> {
                 if dt == DType::Bool {
                     let byte = self.def(RegClass::B32, &ld, &[&m]);
                     self.def(RegClass::Pred, "setp.ne.u32", &[&byte, &0])
+                } else if let Some(h) = half_of(dt) {
+                    self.load_half(&ld, &m, h)
                 } else {
                     self.def(class(dt), &ld, &[&m])
                 }
             }
-            NodeKind::Const(bits) => self.constant(dt, *bits),
+            NodeKind::Const(bits) => match self.half_constant(dt, *bits) {
+                Some(r) => r,
+                None => self.constant(dt, *bits),
+            },
             NodeKind::Index(e) if self.narrow => {
                 let x = self.iexpr(e, vars)?;
                 match dt {
@@ -172,7 +178,11 @@ impl<'a> Emitter<'a> {
             }
             NodeKind::Convert(a) => {
                 let (x, from) = self.operand(n, *a, vars)?;
-                match self.convert(x, from, dt) {
+                let r = match self.convert_half(x, from, dt) {
+                    Some(r) => r,
+                    None => self.convert(x, from, dt),
+                };
+                match r {
                     Some(r) => r,
                     None => return self.unsupported(format!("convert {from} -> {dt}")),
                 }

@@ -142,6 +142,10 @@ impl<'a> Emitter<'a> {
     }
 
     pub(super) fn unary(&mut self, u: UnaryOp, dt: DType, x: Reg) -> Option<Reg> {
+        if dt.is_half() {
+            // Computed in f32 by the kernel pass `compute_halves_in_f32`.
+            return None;
+        }
         match dt {
             DType::F32 => float_unary::<Single>(&mut self.b, u, x),
             DType::F64 => float_unary::<Double>(&mut self.b, u, x),
@@ -184,6 +188,9 @@ impl<'a> Emitter<'a> {
 
     /// A binary op on two values of `dt`; `None` where it is not defined for `dt`.
     pub(super) fn binary_op(&mut self, op: BinaryOp, dt: DType, x: Reg, y: Reg) -> Option<Reg> {
+        if dt.is_half() {
+            return None;
+        }
         match dt {
             DType::F32 => float_binary::<Single>(&mut self.b, op, x, y),
             DType::F64 => float_binary::<Double>(&mut self.b, op, x, y),

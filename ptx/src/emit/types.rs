@@ -28,8 +28,10 @@ pub(super) fn class(dt: DType) -> RegClass {
         DType::I32 | DType::U32 => RegClass::B32,
         DType::I64 => RegClass::B64,
         DType::Bool => RegClass::Pred,
+        // Held as f32 (`kiln_compiler::kernel::half`).
+        DType::F16 | DType::Bf16 => RegClass::F32,
         // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
-        DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => RegClass::B32,
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 => RegClass::B32,
         DType::U64 => RegClass::B64,
     }
 }
@@ -47,10 +49,10 @@ pub(super) fn mem_type(dt: DType) -> &'static str {
         DType::I32 | DType::U32 => "u32",
         DType::I64 => "u64",
         DType::Bool => "u8",
+        // Their 16 bits, widened and packed around the access (`super::half`).
+        DType::F16 | DType::Bf16 => "u16",
         // Never emitted: `verify_program` refuses these dtypes (no compiled code yet).
-        DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::U64 | DType::F16 | DType::Bf16 => {
-            "u8"
-        }
+        DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::U64 => "u8",
     }
 }
 

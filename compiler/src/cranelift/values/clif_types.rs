@@ -17,8 +17,19 @@ impl ValueEmitter<'_> {
             DType::Bool => types::I8,
             // Storage only: ops on these dtypes are never lowered (`lower::no_compiled_code`).
             DType::I8 | DType::U8 => types::I8,
-            DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => types::I16,
+            DType::I16 | DType::U16 => types::I16,
             DType::U64 => types::I64,
+            // Values of the 16-bit floats live in f32 registers (`crate::kernel::half`).
+            DType::F16 | DType::Bf16 => types::F32,
+        }
+    }
+
+    /// The Cranelift type of one element of a `dt` buffer in memory.
+    pub fn storage_type(&self, dt: DType) -> Type {
+        if dt.is_half() {
+            types::I16
+        } else {
+            self.scalar_type(dt)
         }
     }
 

@@ -8,10 +8,11 @@
 mod clif_types;
 mod staging;
 
-use super::arith::{float_min_max, MinMax};
+use super::arith::{float_min_max, ClifArith, MinMax};
 use super::host::HostCalls;
 use super::lanes::{select, Lanes};
 use crate::cranelift::plan::KernelPlan;
+use crate::kernel::half::half_of;
 use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use crate::lower::{RED_ZONE, STACK_SEGMENT};
@@ -408,7 +409,7 @@ impl<'a> ValueEmitter<'a> {
         offset: &IExpr,
         vars: &[Value],
     ) -> Result<(Value, i32), String> {
-        let size = self.scalar_type(buf_dtype(self.p, buf)).bytes();
+        let size = self.storage_type(buf_dtype(self.p, buf)).bytes();
         let base = self.base(buf)?;
         let split = offset.coefficient(self.inner(vars)).and_then(|c| {
             let (vs, delta) = self.step_split(vars);
@@ -460,7 +461,18 @@ impl<'a> ValueEmitter<'a> {
         vars: &[Value],
         lanes: Lanes,
     ) -> Result<Value, String> {
-        let st = self.scalar_type(buf_dtype(self.p, buf));
+        let dt = buf_dtype(self.p, buf);
+        if let Some(h) = half_of(dt) {
+            // One lane: 16-bit floats have no vector form (`plan::vector_form`).
+            if lanes != Lanes::One {
+                return Err(format!("vector load of {dt}"));
+            }
+            let (a, d) = self.address(b, buf, offset, vars)?;
+            let bits = b.ins().uload16(types::I32, flags(), a, d);
+            let a = &mut ClifArith::<false> { b, vector: false };
+            return Ok(kiln_math::float16::widen(a, bits, h));
+        }
+        let st = self.scalar_type(dt);
         let inner = self.inner(vars);
         match (lanes, offset.coefficient(inner)) {
             (Lanes::One, _) => {
@@ -514,7 +526,19 @@ impl<'a> ValueEmitter<'a> {
                 }
                 _ => {
                     let (a, d) = self.address(b, st.buf, &offset, vars)?;
-                    b.ins().store(flags(), v, a, d);
+                    match half_of(buf_dtype(self.p, st.buf)) {
+                        Some(_) if lanes != Lanes::One => {
+                            return Err("vector store of a 16-bit float".into())
+                        }
+                        Some(h) => {
+                            let arith = &mut ClifArith::<false> { b, vector: false };
+                            let bits = kiln_math::float16::pack(arith, v, h);
+                            b.ins().istore16(flags(), bits, a, d);
+                        }
+                        None => {
+                            b.ins().store(flags(), v, a, d);
+                        }
+                    }
                 }
             }
         }
@@ -616,6 +640,10 @@ impl<'a> ValueEmitter<'a> {
                         .ins()
                         .iconst(types::I32, if *bits != 0 { 0xffff_ffff } else { 0 }),
                     DType::Bool => b.ins().iconst(types::I8, (*bits != 0) as i64),
+                    DType::F16 | DType::Bf16 => {
+                        let h = half_of(dt).ok_or("a 16-bit float")?;
+                        b.ins().f32const(kiln_math::float16::to_f32(*bits as u16, h))
+                    }
                     other => return Err(format!("dtype {other} is not compiled")),
                 };
                 let t = self.vtype(dt, lanes);

@@ -1,0 +1,221 @@
+//! `f16` and `bf16` compiled on the CPU (`kiln_compiler::kernel::half`): compiled output
+//! equals the interpreter's bit for bit on special values (infinities, NaNs, subnormals,
+//! the largest finite value, rounding ties), through data movement, arithmetic,
+//! conversions and reductions, at several thread counts, and on fused chains over shapes
+//! with broadcasts. (`cpu_ops` runs every op over both dtypes.)
+
+mod common;
+use common::*;
+use kiln_compiler::cpu::{compile_cluster, CpuOptions};
+use kiln_interp::Interpreter;
+use kiln_ir::{Buffer, DType, Tensor};
+
+/// Interesting 16-bit patterns of `dt`: zeros, subnormals, the smallest and largest normal
+/// values, infinities, quiet and signalling NaNs with payloads, values next to ties.
+fn specials(dt: DType) -> Vec<u16> {
+    let mut v: Vec<u16> = match dt {
+        DType::F16 => vec![
+            0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00,
+            0x7e00, 0xfe01, 0x7c01, 0x7d55, 0x3c00, 0x3c01, 0xbc01, 0x3555, 0x0200, 0x7bfe,
+        ],
+        _ => vec![
+            0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x7f7f, 0xff7f, 0x7f80, 0xff80,
+            0x7fc0, 0xffc1, 0x7f81, 0x7fa5, 0x3f80, 0x3f81, 0xbf81, 0x3eab, 0x0040, 0x7f7e,
+        ],
+    };
+    // Pseudo-random patterns too (every exponent).
+    let mut r = Rng(99);
+    v.extend((0..43).map(|_| (r.next() >> 48) as u16));
+    v
+}
+
+fn tensor(dt: DType, shape: &[usize], bits: &[u16]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let b = (0..n).map(|i| bits[i % bits.len()]);
+    let data = match dt {
+        DType::F16 => Buffer::F16(b.map(kiln_ir::f16::from_bits).collect()),
+        _ => Buffer::Bf16(b.map(kiln_ir::bf16::from_bits).collect()),
+    };
+    Tensor::new(shape.to_vec(), data).expect("sizes match")
+}
+
+/// Compiled == interpreter at 1, 3 and 8 threads, NaN payloads included.
+fn check_exact(src: &str, inputs: &[Tensor]) {
+    let c = cluster(src);
+    let want = Interpreter::new(1)
+        .expect("pool")
+        .run(&c.body, inputs)
+        .expect("interpreter runs");
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    for threads in [1, 3, 8] {
+        let opts = CpuOptions {
+            threads,
+            ..Default::default()
+        };
+        let exe = compile_cluster(&c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let got = exe.run(&refs).expect("compiled run");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.ty(), w.ty());
+            for k in 0..g.num_elements() {
+                let (a, b) = (g.data().get(k), w.data().get(k));
+                assert!(
+                    a.same_bits(b),
+                    "{threads} threads, element {k}: compiled {a} vs interpreter {b}\n{src}\n{}",
+                    exe.kernel_ir_text()
+                );
+            }
+        }
+    }
+    // Also with NaN payloads aside, through every option the other CPU tests use.
+    check_with_inputs(&c, inputs);
+}
+
+#[test]
+fn movement_keeps_every_bit_signalling_nans_included() {
+    for dt in [DType::F16, DType::Bf16] {
+        let src = format!(
+            "func @f(%x: {dt}[7,9], %p: bool[9,7]) -> ({dt}[9,7], {dt}[3,7]) {{
+  %t = transpose %x, perm=[1,0] : {dt}[9,7]
+  %z = constant 0.0 : {dt}[9,7]
+  %s = select %p, %t, %z : {dt}[9,7]
+  %l = slice %t, start=[1,0], limit=[7,7], stride=[2,1] : {dt}[3,7]
+  return %s, %l
+}}"
+        );
+        let p = Tensor::new(
+            vec![9, 7],
+            Buffer::Bool((0..63).map(|i| i % 5 != 0).collect()),
+        )
+        .unwrap();
+        check_exact(&src, &[tensor(dt, &[7, 9], &specials(dt)), p]);
+    }
+}
+
+#[test]
+fn arithmetic_rounds_each_result_once() {
+    for dt in [DType::F16, DType::Bf16] {
+        let src = format!(
+            "func @f(%x: {dt}[63], %y: {dt}[63]) -> ({dt}[63], {dt}[63], bool[63], f32[63]) {{
+  %a = add %x, %y : {dt}[63]
+  %m = mul %a, %x : {dt}[63]
+  %d = div %m, %y : {dt}[63]
+  %e = exp %d : {dt}[63]
+  %n = neg %x : {dt}[63]
+  %c = compare %n, %y, dir=lt : bool[63]
+  %w = convert %e : f32[63]
+  return %d, %n, %c, %w
+}}"
+        );
+        let s = specials(dt);
+        let mut rev = s.clone();
+        rev.reverse();
+        check_exact(&src, &[tensor(dt, &[63], &s), tensor(dt, &[63], &rev)]);
+    }
+}
+
+#[test]
+fn conversions_round_to_nearest_even() {
+    // Each 16-bit float to the other and to integers; f32 values at and around ties to each.
+    let mut f32_bits: Vec<u32> = vec![
+        0x3f80_1000, // 1 + 2^-10: an f16 tie (to even: 1.0)
+        0x3f80_3000, // 1 + 3·2^-11: a tie up
+        0x3f80_8000, // 1 + 2^-8: a bf16 tie
+        0x3f81_8000, // a bf16 tie up
+        0x477f_f000, // 65520: rounds to f16 infinity
+        0x477f_efff, // just below: 65504
+        0x3380_0000, // 2^-24: the smallest f16 subnormal
+        0x3300_0000, // 2^-25: a tie to zero
+        0x7f80_0001, // signalling NaN
+        0xffc0_1234, // quiet NaN with payload
+        0x0000_0001, // f32 subnormal
+        0x7f7f_ffff, // f32 max: bf16 infinity
+    ];
+    let mut r = Rng(5);
+    f32_bits.extend((0..51).map(|_| (r.next() >> 32) as u32));
+    let x = Tensor::new(
+        vec![63],
+        Buffer::F32(f32_bits.iter().map(|&b| f32::from_bits(b)).collect()),
+    )
+    .unwrap();
+    let src = "func @f(%x: f32[63]) -> (f16[63], bf16[63], bf16[63], i32[63], f16[63], f64[63]) {
+  %h = convert %x : f16[63]
+  %b = convert %x : bf16[63]
+  %hb = convert %h : bf16[63]
+  %i = convert %b : i32[63]
+  %ih = convert %i : f16[63]
+  %d = convert %h : f64[63]
+  return %h, %b, %hb, %i, %ih, %d
+}";
+    check_exact(src, &[x]);
+}
+
+#[test]
+fn reductions_accumulate_in_f32_and_round_once() {
+    for dt in [DType::F16, DType::Bf16] {
+        for (shape, axes, out) in [("5,9", "1", "5"), ("9,5", "0", "5"), ("4103", "0", "")] {
+            for kind in ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"] {
+                let src = format!(
+                    "func @f(%x: {dt}[{shape}]) -> {dt}[{out}] {{
+  %y = {kind} %x, axes=[{axes}] : {dt}[{out}]
+  return %y
+}}"
+                );
+                check_cluster(&cluster(&src), 3);
+                check_cluster_finite(&cluster(&src), 4);
+            }
+        }
+        // A sum of many ones: 4103 in f32, rounded once (f16: 4104; bf16: 4096), where
+        // rounding per step would stop at 2048 (f16) or 256 (bf16).
+        let src = format!(
+            "func @f(%x: {dt}[4103]) -> {dt}[] {{
+  %y = reduce_sum %x, axes=[0] : {dt}[]
+  return %y
+}}"
+        );
+        let one = if dt == DType::F16 { 0x3c00 } else { 0x3f80 };
+        check_exact(&src, &[tensor(dt, &[4103], &[one])]);
+    }
+}
+
+#[test]
+fn fused_chains_over_shapes_and_broadcasts() {
+    // Layer norm and GELU-like chains, every dims 1–9 of a row and odd row counts.
+    for dt in ["f16", "bf16"] {
+        for (rows, cols) in [(1, 1), (3, 9), (7, 5), (9, 2), (2, 8), (5, 7)] {
+            let src = format!(
+                "func @f(%x: {dt}[{rows},{cols}], %g: {dt}[{cols}]) -> {dt}[{rows},{cols}] {{
+  %s = reduce_sum %x, axes=[1] : {dt}[{rows}]
+  %n = constant {cols}.0 : {dt}[{rows}]
+  %m = div %s, %n : {dt}[{rows}]
+  %mb = broadcast_in_dim %m, dims=[0] : {dt}[{rows},{cols}]
+  %c = sub %x, %mb : {dt}[{rows},{cols}]
+  %gb = broadcast_in_dim %g, dims=[1] : {dt}[{rows},{cols}]
+  %t = tanh %c : {dt}[{rows},{cols}]
+  %h = mul %t, %gb : {dt}[{rows},{cols}]
+  %y = add %h, %x : {dt}[{rows},{cols}]
+  return %y
+}}"
+            );
+            check_cluster(&cluster(&src), (rows * 10 + cols) as u64);
+            check_cluster_finite(&cluster(&src), 7);
+        }
+    }
+}
+
+#[test]
+fn what_stays_on_the_interpreter_is_refused_with_a_reason() {
+    let r = expect_unsupported(
+        "func @f(%a: f16[2,3], %b: f16[3,4]) -> f16[2,4] {
+  %y = dot_general %a, %b, lhs_contract=[1], rhs_contract=[0] : f16[2,4]
+  return %y
+}",
+    );
+    assert!(r.contains("dot_general: 16-bit float operands"), "{r}");
+    let r = expect_unsupported(
+        "func @f(%a: f64[3]) -> f16[3] {
+  %y = convert %a : f16[3]
+  return %y
+}",
+    );
+    assert!(r.contains("f64 -> f16"), "{r}");
+}

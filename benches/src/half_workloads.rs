@@ -36,45 +36,48 @@ pub fn build_half(name: &str, size: Size) -> Option<Result<(Body, usize, Agreeme
     let ty = |shape: &[usize]| TensorType::new(dt, shape.to_vec());
     let n = size.elements();
     let [r, c] = size.rows();
-    let (func, args, out, agreement): (Result<Func, _>, Vec<Tensor>, usize, Agreement) =
-        match base {
-            "gelu" => (
-                trace(name, &[ty(&[n])], |a| a[0].gelu()),
-                vec![half_input(dt, &[n], 2, 1.0)],
-                n,
-                Agreement::Exact,
-            ),
-            "layernorm" => (
-                trace(name, &[ty(&[r, c])], |a| a[0].layer_norm(1, 1e-5)),
-                vec![half_input(dt, &[r, c], 4, 1.0)],
-                r * c,
-                Agreement::Exact,
-            ),
-            "mlp" => {
-                let b = size.batch();
-                let shapes: [&[usize]; 5] = [&[b, 784], &[784, 512], &[512], &[512, 10], &[10]];
-                let tys: Vec<TensorType> = shapes.iter().map(|s| ty(s)).collect();
-                let f = trace(name, &tys, |a| {
-                    let h = (&a[0].matmul(&a[1]) + &a[2]).relu();
-                    (&h.matmul(&a[3]) + &a[4]).softmax(1)
-                });
-                let scales = [0.25, 0.01, 0.01, 0.01, 0.01];
-                let args = shapes
-                    .iter()
-                    .zip(scales)
-                    .enumerate()
-                    .map(|(i, (s, k))| half_input(dt, s, 6 + i as u64, k))
-                    .collect();
-                // The products run on the interpreter in both modes; a 1-ulp difference of
-                // an f32 partial can still move a 16-bit result by one ulp.
-                (f, args, b * 10, Agreement::Close(1e-2))
-            }
-            _ => return None,
-        };
-    Some(func.map_err(|e| format!("tracing {name}: {e}")).map(|func| {
-        let elems: usize = args.iter().map(|t| t.num_elements()).sum::<usize>() + out;
-        (Body::Graph(Call { func, args }), 2 * elems, agreement)
-    }))
+    let (func, args, out, agreement): (Result<Func, _>, Vec<Tensor>, usize, Agreement) = match base
+    {
+        "gelu" => (
+            trace(name, &[ty(&[n])], |a| a[0].gelu()),
+            vec![half_input(dt, &[n], 2, 1.0)],
+            n,
+            Agreement::Exact,
+        ),
+        "layernorm" => (
+            trace(name, &[ty(&[r, c])], |a| a[0].layer_norm(1, 1e-5)),
+            vec![half_input(dt, &[r, c], 4, 1.0)],
+            r * c,
+            Agreement::Exact,
+        ),
+        "mlp" => {
+            let b = size.batch();
+            let shapes: [&[usize]; 5] = [&[b, 784], &[784, 512], &[512], &[512, 10], &[10]];
+            let tys: Vec<TensorType> = shapes.iter().map(|s| ty(s)).collect();
+            let f = trace(name, &tys, |a| {
+                let h = (&a[0].matmul(&a[1]) + &a[2]).relu();
+                (&h.matmul(&a[3]) + &a[4]).softmax(1)
+            });
+            let scales = [0.25, 0.01, 0.01, 0.01, 0.01];
+            let args = shapes
+                .iter()
+                .zip(scales)
+                .enumerate()
+                .map(|(i, (s, k))| half_input(dt, s, 6 + i as u64, k))
+                .collect();
+            // The products run on the interpreter in both modes; a 1-ulp difference of
+            // an f32 partial can still move a 16-bit result by one ulp.
+            (f, args, b * 10, Agreement::Close(1e-2))
+        }
+        _ => return None,
+    };
+    Some(
+        func.map_err(|e| format!("tracing {name}: {e}"))
+            .map(|func| {
+                let elems: usize = args.iter().map(|t| t.num_elements()).sum::<usize>() + out;
+                (Body::Graph(Call { func, args }), 2 * elems, agreement)
+            }),
+    )
 }
 
 #[cfg(test)]
@@ -88,7 +91,9 @@ mod tests {
         assert_eq!(half_variant("gelu_f64"), None);
         for name in ["gelu_f16", "layernorm_bf16", "mlp_f16"] {
             let (body, bytes, _) = build_half(name, Size::Small).unwrap().unwrap();
-            let Body::Graph(call) = body else { panic!("{name}") };
+            let Body::Graph(call) = body else {
+                panic!("{name}")
+            };
             assert!(call.args.iter().all(|t| t.dtype().is_half()), "{name}");
             assert!(bytes > 0);
         }

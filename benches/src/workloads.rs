@@ -177,7 +177,10 @@ pub fn build(name: &str, size: Size) -> Result<Workload, String> {
     if let Some(half) = crate::half_workloads::build_half(name, size) {
         let (body, bytes, agreement) = half?;
         return Ok(Workload {
-            name: WORKLOADS.iter().find(|w| **w == name).ok_or_else(|| unknown(name))?,
+            name: WORKLOADS
+                .iter()
+                .find(|w| **w == name)
+                .ok_or_else(|| unknown(name))?,
             body,
             bytes,
             agreement,

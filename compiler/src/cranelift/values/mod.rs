@@ -12,8 +12,8 @@ use super::arith::{float_min_max, ClifArith, MinMax};
 use super::host::HostCalls;
 use super::lanes::{select, Lanes};
 use crate::cranelift::plan::KernelPlan;
-use crate::kernel::half::half_of;
 use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
+use crate::kernel::half::half_of;
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
 use crate::lower::{RED_ZONE, STACK_SEGMENT};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -642,7 +642,8 @@ impl<'a> ValueEmitter<'a> {
                     DType::Bool => b.ins().iconst(types::I8, (*bits != 0) as i64),
                     DType::F16 | DType::Bf16 => {
                         let h = half_of(dt).ok_or("a 16-bit float")?;
-                        b.ins().f32const(kiln_math::float16::to_f32(*bits as u16, h))
+                        b.ins()
+                            .f32const(kiln_math::float16::to_f32(*bits as u16, h))
                     }
                     other => return Err(format!("dtype {other} is not compiled")),
                 };

@@ -197,6 +197,9 @@ fn scalar(text: &str, dt: DType) -> Option<Scalar> {
             t => t.parse().ok()?,
         }),
         DType::F64 => Scalar::F64(float(text)?),
+        // The printer writes a 16-bit value's shortest decimal, which rounds back exactly.
+        DType::F16 => Scalar::F16(kiln_ir::f16::from_f64(float(text)?)),
+        DType::Bf16 => Scalar::Bf16(kiln_ir::bf16::from_f64(float(text)?)),
         DType::Bool => Scalar::Bool(text.parse().ok()?),
         int => Scalar::from_int(int, text.parse().ok()?)?,
     })

@@ -10,7 +10,7 @@ use kiln_ir::{Func, Tensor, TensorType, Value};
 use std::sync::{Arc, Mutex};
 
 /// A graph argument or result: a host tensor, or a tensor in the runtime backend's device
-/// memory ([`Runtime::place`], [`Runtime::run_placed`]).
+/// memory ([`crate::Runtime::place`], [`crate::Runtime::run_placed`]).
 #[derive(Clone)]
 pub enum Placed {
     /// On the host.

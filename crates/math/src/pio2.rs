@@ -190,8 +190,8 @@ pub(crate) fn reduce_pio2<A: Arith>(a: &mut A, ax: A::F) -> (Df<A::F>, A::U) {
     (df_mul(a, frac, pio2), q)
 }
 
-/// The f32 arguments below which `sin` and `cos` reduce with [`reduce_pio2_medium`]
-/// (`2^20`); at and above it with [`reduce_pio2`].
+/// The f32 arguments below which `sin` and `cos` reduce with `reduce_pio2_medium`
+/// (`2^20`); at and above it with `reduce_pio2`.
 pub const TRIG_MEDIUM_F32: f32 = 1_048_576.0;
 
 /// [`TRIG_MEDIUM_F32`] for f64 (also `2^20`).

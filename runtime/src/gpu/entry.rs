@@ -26,7 +26,7 @@ pub struct LaunchRecord {
 /// What the persistent cache stores for a GPU executable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuEntry {
-    /// [`ENTRY_FORMAT`].
+    /// The entry layout version (`ENTRY_FORMAT`); an entry of another version is not read.
     pub format: u32,
     /// The `sm_XX` the image was built for.
     pub sm: u32,

@@ -26,7 +26,7 @@ pub struct BenchArgs {
     /// Real programs to time, one folder per program in DIR: `model.hlo` (or `model.kir`),
     /// inputs `in0.npy`, `in1.npy`, …, and optionally the framework's outputs `ref0.npy`, …
     /// Before timing, the compiled output must equal the fallback's bit for bit, and the
-    /// fallback must match every ref<i>.npy within the folder's relative tolerance:
+    /// fallback must match every `ref<i>.npy` within the folder's relative tolerance:
     /// `tolerance.txt` holds one number (default 1e-5), an element passing when
     /// |kiln - ref| <= tol * (|ref| + the output's largest |ref|); a line `unchecked K …`
     /// exempts outputs decided by rounding. Reported per program: median of warm calls

@@ -13,7 +13,7 @@ use crate::stats::summarize;
 use crate::workloads::{build, Agreement, Body, Call, Size, Workload};
 use crate::BenchError;
 use kiln_compiler::{run_pipeline, Options};
-use kiln_flags::Flags;
+use kiln_flags::{AmpDtype, Flags};
 use kiln_ir::Tensor;
 use kiln_runtime::{
     Backend, CpuBackend, GpuBackend, Placed, PolicyConfig, Runtime, RuntimeOptions,
@@ -41,6 +41,11 @@ pub struct BenchOptions {
     pub programs: Vec<Program>,
     /// How long to time each program.
     pub program_budget: ProgramBudget,
+    /// Also time programs with TensorFlow's automatic mixed precision rewrite to each of
+    /// these types (`kiln bench --amp`), as rows `<program>+amp_<dtype>` beside the f32 row.
+    pub amp: Vec<AmpDtype>,
+    /// The programs [`BenchOptions::amp`] applies to; `None`: every program.
+    pub amp_programs: Option<Vec<String>>,
 }
 
 impl BenchOptions {
@@ -55,6 +60,18 @@ impl BenchOptions {
             gpu: None,
             programs: Vec::new(),
             program_budget: ProgramBudget::default(),
+            amp: Vec::new(),
+            amp_programs: None,
+        }
+    }
+}
+
+impl BenchOptions {
+    /// The mixed precision types program `p` is also timed with.
+    fn amp_dtypes(&self, p: &Program) -> &[AmpDtype] {
+        match &self.amp_programs {
+            Some(names) if !names.contains(&p.name) => &[],
+            _ => &self.amp,
         }
     }
 }
@@ -103,8 +120,13 @@ pub fn run_bench(opts: &BenchOptions, flags: &Flags) -> Result<BenchReport, Benc
     }
     for p in &opts.programs {
         bar.set_message(p.name.clone());
-        let recs = bench_program(p, opts.program_budget, flags, bandwidth)?;
+        let recs = bench_program(p, None, opts.program_budget, flags, bandwidth)?;
         report.records.extend(recs);
+        for &d in opts.amp_dtypes(p) {
+            bar.set_message(crate::program_bench::amp_name(&p.name, d));
+            let recs = bench_program(p, Some(d), opts.program_budget, flags, bandwidth)?;
+            report.records.extend(recs);
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -387,6 +409,7 @@ fn bench_graph(
             pipelined_ms,
             pipelined_bw_pct: pipelined_ms
                 .map(|d| 100.0 * w.bytes as f64 / (d / 1e3) / gpu_bw.max(1.0)),
+            ref_error: None,
             note: String::new(),
         });
     }

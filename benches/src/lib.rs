@@ -23,7 +23,7 @@ pub mod stats;
 pub mod workloads;
 
 pub use harness::{check_agreement, run_bench, BenchOptions, BenchReport};
-pub use program_bench::{ProgramBudget, PROGRAM_SIZE};
+pub use program_bench::{ProgramBudget, DEFAULT_AMP_PROGRAMS, PROGRAM_SIZE};
 pub use program_dir::{committed_corpus, load_programs, Program};
 pub use reference::Tolerance;
 pub use report::{parse_anchors, render_svg, render_table, to_json, Anchor, Record};

@@ -19,13 +19,17 @@ use crate::report::Record;
 use crate::stats::summarize;
 use crate::BenchError;
 use kiln::{Device, Session};
-use kiln_flags::Flags;
+use kiln_flags::{AmpDtype, Flags};
 use kiln_ir::{Func, Tensor};
 use std::time::{Duration, Instant};
 
 /// The `size` of every program record (programs have one size: their own). Anchors for
 /// programs carry it too.
 pub const PROGRAM_SIZE: &str = "program";
+
+/// The committed programs the default `kiln bench` also times under the mixed precision
+/// rewrite (f16 and bf16): the MLP and the transformer the mixed precision issue names.
+pub const DEFAULT_AMP_PROGRAMS: &[&str] = &["flax_mlp", "flax_transformer"];
 
 /// How long to time each program.
 #[derive(Debug, Clone, Copy)]
@@ -141,34 +145,83 @@ impl Mode {
     }
 }
 
-fn mismatch(p: &Program, mode: &str, detail: String) -> BenchError {
+fn mismatch(name: &str, mode: &str, detail: String) -> BenchError {
     BenchError::Mismatch {
-        workload: p.name.clone(),
+        workload: name.into(),
         mode: mode.into(),
         detail,
     }
 }
 
-/// Checks and times `p`; returns its `fallback` and `cpu` records.
+/// The record name of program `program` timed with TensorFlow's automatic mixed precision
+/// rewrite converting to `dtype` (`kiln bench --amp`): `flax_mlp+amp_f16`.
+pub fn amp_name(program: &str, dtype: AmpDtype) -> String {
+    format!("{program}{AMP_MARK}{}", dtype.name())
+}
+
+const AMP_MARK: &str = "+amp_";
+
+/// The program and dtype name an [`amp_name`] names; `None` for a plain program's name.
+pub fn amp_variant(name: &str) -> Option<(&str, &str)> {
+    name.rsplit_once(AMP_MARK)
+}
+
+/// `flags` with the automatic mixed precision rewrite on, converting to `dtype`.
+fn amp_flags(flags: &Flags, dtype: AmpDtype) -> Flags {
+    let mut f = flags.clone();
+    f.mixed_precision.graph_rewrite = true;
+    f.mixed_precision.dtype = dtype;
+    f
+}
+
+/// How far `outputs` are from the program's references: the largest relative error
+/// ([`crate::Tolerance::check`]'s measure), an error when beyond the program's tolerance.
+/// Under the mixed precision rewrite the outputs are the program's f32 outputs computed
+/// partly in 16 bits, so the error is measured, not bounded: float outputs with no limit,
+/// other outputs (an argmax that rounding can move) not compared.
+fn ref_error(p: &Program, outputs: &[Tensor], amp: bool) -> Result<Option<f64>, String> {
+    if p.refs.is_empty() {
+        return Ok(None);
+    }
+    let tolerance = if amp {
+        let mut t = p.tolerance.clone();
+        t.rel = f64::INFINITY;
+        t.unchecked
+            .extend((0..p.refs.len()).filter(|&k| !p.refs[k].dtype().is_float()));
+        t
+    } else {
+        p.tolerance.clone()
+    };
+    tolerance
+        .check(outputs, &p.refs)
+        .map(Some)
+        .map_err(|e| format!("against ref<i>.npy: {e}"))
+}
+
+/// Checks and times `p` (with the mixed precision rewrite to `amp` when given); returns its
+/// `fallback` and `cpu` records, named `p.name` (or [`amp_name`]).
 pub fn bench_program(
     p: &Program,
+    amp: Option<AmpDtype>,
     budget: ProgramBudget,
     flags: &Flags,
     bw: Bandwidth,
 ) -> Result<Vec<Record>, BenchError> {
+    let (name, flags) = match amp {
+        Some(d) => (amp_name(&p.name, d), amp_flags(flags, d)),
+        None => (p.name.clone(), flags.clone()),
+    };
+    let flags = &flags;
     let fb_flags = fallback_flags(flags);
     let mut eager = flags.clone();
     eager.lazy_compilation = false;
     eager.always_defer_compilation = false;
     let fb_first = first_result(p, &fb_flags)?;
     let cpu_first = first_result(p, &eager)?;
-    if !p.refs.is_empty() {
-        p.tolerance
-            .check(&fb_first.outputs, &p.refs)
-            .map_err(|e| mismatch(p, "fallback", format!("against ref<i>.npy: {e}")))?;
-    }
+    let ref_error = ref_error(p, &fb_first.outputs, amp.is_some())
+        .map_err(|e| mismatch(&name, "fallback", e))?;
     check_bits(&cpu_first.outputs, &fb_first.outputs)
-        .map_err(|e| mismatch(p, "cpu", format!("first call: {e}")))?;
+        .map_err(|e| mismatch(&name, "cpu", format!("first call: {e}")))?;
 
     let mut modes = [
         Mode::new("fallback", p, &fb_flags)?,
@@ -187,7 +240,7 @@ pub fn bench_program(
         per_rep += ms;
         warm.push(out);
     }
-    check_bits(&warm[1], &warm[0]).map_err(|e| mismatch(p, "cpu", e))?;
+    check_bits(&warm[1], &warm[0]).map_err(|e| mismatch(&name, "cpu", e))?;
     let reps = ((budget.budget.as_secs_f64() * 1e3 / per_rep.max(1e-3)) as usize)
         .clamp(budget.reps.0, budget.reps.1);
     for _ in 0..reps {
@@ -209,7 +262,7 @@ pub fn bench_program(
         let warm = counts(&m.session);
         let gbps = bytes as f64 / (s.median_ms / 1e3) / 1e9;
         out.push(Record {
-            workload: p.name.clone(),
+            workload: name.clone(),
             size: PROGRAM_SIZE.into(),
             mode: m.name.into(),
             median_ms: s.median_ms,
@@ -229,7 +282,15 @@ pub fn bench_program(
             speedup: fb_median.map(|f| f / s.median_ms),
             pipelined_ms: None,
             pipelined_bw_pct: None,
-            note: String::new(),
+            // The compiled outputs equal the fallback's bit for bit (checked above).
+            ref_error,
+            note: match amp {
+                Some(d) => format!(
+                    "TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE=1 --kiln_amp_dtype={}",
+                    d.name()
+                ),
+                None => String::new(),
+            },
         });
     }
     Ok(out)

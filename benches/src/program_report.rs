@@ -3,7 +3,7 @@
 //! (`benches/anchors/xla_programs.py`: XLA:CPU on the same folders) median and first call,
 //! with the ratios anchor / Kiln (above 1: Kiln is faster) and their geometric means.
 
-use crate::program_bench::PROGRAM_SIZE;
+use crate::program_bench::{amp_variant, PROGRAM_SIZE};
 use crate::report::{layout, ms, Anchor, BenchReport, Record};
 use std::fmt::Write as _;
 
@@ -42,7 +42,11 @@ pub fn render_programs(report: &BenchReport, anchors: &[Anchor]) -> String {
         head.push(format!("{m} 1st ms"));
         head.push(format!("{m}/kiln 1st"));
     }
-    head.extend(["compile ms", "clusters", "compiled", "failures"].map(String::from));
+    head.extend(["compile ms", "clusters", "compiled", "failures", "vs ref"].map(String::from));
+    let any_amp = names.iter().any(|n| amp_variant(n).is_some());
+    if any_amp {
+        head.push("f32/amp".into());
+    }
     let mut rows = vec![head];
     // Per anchor mode: the steady-state and first-result ratios, for the geometric means.
     let mut ratios: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); modes.len()];
@@ -90,7 +94,19 @@ pub fn render_programs(report: &BenchReport, anchors: &[Anchor]) -> String {
             cpu.clusters.to_string(),
             cpu.compiled_clusters.to_string(),
             cpu.compile_failures.to_string(),
+            cpu.ref_error.map_or("-".into(), |e| format!("{e:.1e}")),
         ]);
+        if any_amp {
+            // The f32 program's compiled median over this one's: above 1, the rewrite pays.
+            let f32_cpu = amp_variant(name).and_then(|(program, _)| {
+                records
+                    .iter()
+                    .find(|r| r.workload == program && r.mode == "cpu")
+            });
+            row.push(f32_cpu.map_or(String::new(), |f| {
+                format!("{:.2}x", f.median_ms / cpu.median_ms)
+            }));
+        }
         rows.push(row);
     }
     let mut out = String::new();
@@ -99,8 +115,17 @@ pub fn render_programs(report: &BenchReport, anchors: &[Anchor]) -> String {
         "\nreal programs: medians of warm calls (fallback and compiled interleaved); 1st result: \
          from the program's text to its first result in a fresh session with \
          --tf_xla_enable_lazy_compilation=false, compile included; an anchor's 1st: its \
-         compile + first run; anchor/kiln above 1: Kiln is faster"
+         compile + first run; anchor/kiln above 1: Kiln is faster; vs ref: the largest \
+         relative error against the framework's ref<i>.npy"
     );
+    if any_amp {
+        let _ = writeln!(
+            out,
+            "<program>+amp_<dtype>: the program with TensorFlow's automatic mixed precision \
+             rewrite (--amp); f32/amp: the f32 program's compiled time over this row's (above \
+             1: the rewrite pays); its vs ref is measured, not bounded"
+        );
+    }
     out += &layout(&rows, 1);
     for (m, (steady, first)) in modes.iter().zip(&ratios) {
         if let (Some(s), Some(f)) = (geomean(steady), geomean(first)) {
@@ -150,6 +175,7 @@ mod tests {
             speedup: Some(2.0),
             pipelined_ms: None,
             pipelined_bw_pct: None,
+            ref_error: None,
             note: String::new(),
         }
     }
@@ -192,19 +218,70 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         // program, fallback, compiled, vs fallback, xla, xla/kiln, 1st, xla 1st, ratio,
-        // compile, clusters, compiled, failures.
+        // compile, clusters, compiled, failures, vs ref.
         assert_eq!(
             row("mlp"),
             [
                 "mlp", "2.00", "1.00", "2.00x", "2.00", "2.00x", "10.0", "1000", "100.0x", "3.00",
-                "4", "3", "1"
+                "4", "3", "1", "-"
             ]
         );
+        assert!(!table.contains("f32/amp"), "{table}");
         assert_eq!(row("cnn")[5], "2.00x");
         assert!(
             table.contains("xla/kiln geometric mean over 2 programs: 2.00x steady state, 141.4x"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn a_mixed_precision_row_shows_its_speed_over_the_f32_program_and_its_error() {
+        let mut amp_cpu = record("mlp+amp_f16", "cpu", 0.5, 10.0);
+        amp_cpu.ref_error = Some(3.21e-3);
+        let report = BenchReport {
+            bandwidth: Bandwidth {
+                copy: 1e10,
+                triad: 1e10,
+            },
+            threads: 2,
+            records: vec![
+                record("mlp", "fallback", 2.0, 5.0),
+                record("mlp", "cpu", 1.0, 10.0),
+                record("mlp+amp_f16", "fallback", 4.0, 5.0),
+                amp_cpu,
+            ],
+            notes: vec![],
+        };
+        let table = render_programs(&report, &[]);
+        let cells = |name: &str| {
+            table
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .unwrap()
+                .split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        // program, fallback, compiled, vs fallback, 1st, compile, clusters, compiled,
+        // failures, vs ref, f32/amp (blank for the f32 row).
+        assert_eq!(
+            cells("mlp+amp_f16"),
+            [
+                "mlp+amp_f16",
+                "4.00",
+                "0.50",
+                "2.00x",
+                "10.0",
+                "3.00",
+                "4",
+                "3",
+                "1",
+                "3.2e-3",
+                "2.00x"
+            ]
+        );
+        assert_eq!(cells("mlp").len(), 10, "{table}");
+        assert!(table.contains("f32/amp"), "{table}");
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub struct Record {
     /// The bytes moved per [`Record::pipelined_ms`], as a share of the device's copy
     /// bandwidth.
     pub pipelined_bw_pct: Option<f64>,
+    /// Real programs: the largest relative error of this mode's first outputs against the
+    /// program's `ref<i>.npy` ([`crate::Tolerance::check`]'s measure); `None` elsewhere.
+    pub ref_error: Option<f64>,
     /// Anything the reader must know about this row.
     pub note: String,
 }
@@ -84,7 +87,7 @@ impl Record {
             "compiles": self.compiles, "cache_hits": self.cache_hits,
             "compiled_runs": self.compiled_runs, "gbps": self.gbps, "bw_pct": self.bw_pct,
             "speedup_vs_fallback": self.speedup, "pipelined_ms": self.pipelined_ms,
-            "pipelined_bw_pct": self.pipelined_bw_pct,
+            "pipelined_bw_pct": self.pipelined_bw_pct, "ref_error": self.ref_error,
             "note": self.note,
         })
     }

@@ -6,7 +6,9 @@
 use kiln::KilnError;
 use kiln_benches::{
     committed_corpus, load_programs, parse_workloads, run_bench, BenchOptions, ProgramBudget, Size,
+    DEFAULT_AMP_PROGRAMS,
 };
+use kiln_flags::AmpDtype;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,6 +39,13 @@ pub struct BenchArgs {
     /// corpus tests/hlo/corpus (skipped with a note when it is not found).
     #[arg(long, value_name = "DIR")]
     programs: Option<PathBuf>,
+    /// Also time every program with TensorFlow's automatic mixed precision rewrite
+    /// (TF_ENABLE_AUTO_MIXED_PRECISION_GRAPH_REWRITE=1) to each of these types, as rows
+    /// `<program>+amp_<dtype>` with their speed over the f32 program's ("f32/amp") and their
+    /// error against its f32 references. Comma-separated: f16, bf16. Without any option,
+    /// `kiln bench` does this for flax_mlp and flax_transformer in both types.
+    #[arg(long, value_name = "f16,bf16")]
+    amp: Option<String>,
     /// Seconds of warm repetitions to aim for per program (both modes together).
     #[arg(long, default_value_t = 1.0)]
     program_budget: f64,
@@ -57,6 +66,28 @@ pub struct BenchArgs {
     /// Default: the KILN_DEVICE environment variable, else auto.
     #[arg(long, value_name = "cpu|gpu|auto")]
     device: Option<kiln::Device>,
+}
+
+/// The types of `--amp` (`f16,bf16`); an error names an unknown one.
+fn parse_amp(list: &str) -> Result<Vec<AmpDtype>, KilnError> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let d = AmpDtype::parse(name).ok_or_else(|| {
+            KilnError::Invalid(format!(
+                "--amp: unknown type `{name}`; expected {}",
+                AmpDtype::NAMES.join(" or ")
+            ))
+        })?;
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    if out.is_empty() {
+        return Err(KilnError::Invalid(
+            "--amp: no type given (f16, bf16)".into(),
+        ));
+    }
+    Ok(out)
 }
 
 /// Runs the benchmark and prints the table.
@@ -85,6 +116,14 @@ pub fn bench(a: BenchArgs, flags: &kiln::config::Flags) -> Result<ExitCode, Kiln
     };
     if let Some(dir) = &programs_dir {
         opts.programs = load_programs(dir).map_err(|e| KilnError::Invalid(e.to_string()))?;
+    }
+    match (&a.amp, &a.programs, &a.workloads) {
+        (Some(list), _, _) => opts.amp = parse_amp(list)?,
+        (None, None, None) => {
+            opts.amp = vec![AmpDtype::F16, AmpDtype::Bf16];
+            opts.amp_programs = Some(DEFAULT_AMP_PROGRAMS.iter().map(|s| s.to_string()).collect());
+        }
+        _ => {}
     }
     opts.program_budget = ProgramBudget {
         budget: std::time::Duration::from_secs_f64(a.program_budget.clamp(0.0, 3600.0)),

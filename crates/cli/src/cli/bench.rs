@@ -154,3 +154,25 @@ pub fn bench(a: BenchArgs, flags: &kiln::config::Flags) -> Result<ExitCode, Kiln
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amp_types_parse_in_order_once_each_and_unknown_ones_are_named() {
+        assert_eq!(
+            parse_amp("bf16, f16,bf16").unwrap(),
+            [AmpDtype::Bf16, AmpDtype::F16]
+        );
+        let e = parse_amp("f16,fp16").unwrap_err().to_string();
+        assert!(
+            e.contains("--amp: unknown type `fp16`; expected f16 or bf16"),
+            "{e}"
+        );
+        assert!(parse_amp(" , ")
+            .unwrap_err()
+            .to_string()
+            .contains("no type given"));
+    }
+}

@@ -152,7 +152,7 @@ pub fn check_bits(compiled: &[Tensor], fallback: &[Tensor]) -> Result<(), String
 fn floats(t: &Tensor) -> Option<Vec<f64>> {
     Some(match t.data() {
         Buffer::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Buffer::F64(v) => v.clone(),
+        Buffer::F64(v) => v.to_vec(),
         _ => return None,
     })
 }

@@ -154,7 +154,7 @@ fn seed_type() -> TensorType {
 
 /// A seed tensor `[s0, s1]`.
 fn seed(s0: i64, s1: i64) -> Tensor {
-    Tensor::new([2], Buffer::I64(vec![s0, s1])).expect("two elements")
+    Tensor::new([2], Buffer::I64(vec![s0, s1].into())).expect("two elements")
 }
 
 fn bytes_of(args: &[Tensor], out_elems: usize) -> usize {

@@ -62,7 +62,7 @@ fn check_5000(chain: Chain) {
         "{chain:?}: PTX emission peaked at {ptx_peak} bytes"
     );
     let x: Vec<f32> = (0..16 * 64).map(|i| i as f32 * 0.5 - 7.0).collect();
-    let x = kiln_ir::Tensor::new(vec![16, 64], kiln_ir::Buffer::F32(x)).unwrap();
+    let x = kiln_ir::Tensor::new(vec![16, 64], kiln_ir::Buffer::F32(x.into())).unwrap();
     let want = kiln_interp::Interpreter::new(1)
         .unwrap()
         .run(&c.body, std::slice::from_ref(&x))

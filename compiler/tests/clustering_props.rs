@@ -78,7 +78,7 @@ fn build(steps: &[Step], outputs: &[usize]) -> Func {
                 // A seeded random op: clusterable, and CSE may merge identical ones.
                 let seed = f.push(
                     Op::Constant(
-                        Tensor::new([2], Buffer::I64(vec![s.a as i64, -(s.b as i64)]))
+                        Tensor::new([2], Buffer::I64(vec![s.a as i64, -(s.b as i64)].into()))
                             .unwrap()
                             .into(),
                     ),

@@ -408,7 +408,7 @@ fn float_rem_special_values_match_interpreter() {
                     vec![n, n],
                     Buffer::F32(v.iter().map(|&e| e as f32).collect()),
                 ),
-                _ => Tensor::new(vec![n, n], Buffer::F64(v.to_vec())),
+                _ => Tensor::new(vec![n, n], Buffer::F64(v.to_vec().into())),
             }
             .expect("shape")
         };

@@ -44,7 +44,7 @@ const SEEDS: [[i64; 2]; 7] = [
 ];
 
 fn seed_tensor(s: [i64; 2]) -> Tensor {
-    Tensor::new([2], kiln_ir::Buffer::I64(s.to_vec())).expect("seed tensor")
+    Tensor::new([2], kiln_ir::Buffer::I64(s.to_vec().into())).expect("seed tensor")
 }
 
 fn opts(threads: usize) -> CpuOptions {
@@ -139,7 +139,7 @@ fn generator_state_draws_match_interpreter() {
     ];
     let sets: Vec<Vec<Tensor>> = states
         .iter()
-        .map(|s| vec![Tensor::new([3], kiln_ir::Buffer::I64(s.to_vec())).expect("state")])
+        .map(|s| vec![Tensor::new([3], kiln_ir::Buffer::I64(s.to_vec().into())).expect("state")])
         .collect();
     for (op, dt) in [
         ("random_uniform", "f32"),

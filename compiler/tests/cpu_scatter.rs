@@ -32,7 +32,7 @@ fn index(r: &mut Rng, n: usize, size: usize) -> i64 {
 fn indices(dt: DType, shape: Vec<usize>, values: &[i64]) -> Tensor {
     let data = match dt {
         DType::I32 => Buffer::I32(values.iter().map(|&v| v as i32).collect()),
-        DType::I64 => Buffer::I64(values.to_vec()),
+        DType::I64 => Buffer::I64(values.to_vec().into()),
         _ => Buffer::U32(values.iter().map(|&v| v as u32).collect()),
     };
     Tensor::new(shape, data).expect("sizes match")

@@ -194,7 +194,7 @@ fn rows_with_specials(rows: usize, cols: usize, dtype: &str) -> kiln_ir::Tensor 
     }
     let data = match dtype {
         "f32" => kiln_ir::Buffer::F32(v.iter().map(|&x| x as f32).collect()),
-        _ => kiln_ir::Buffer::F64(v),
+        _ => kiln_ir::Buffer::F64(v.into()),
     };
     kiln_ir::Tensor::new(vec![rows, cols], data).expect("sizes match")
 }
@@ -522,7 +522,7 @@ fn long_reductions_with_few_results_are_split_across_threads_with_the_same_bits(
                     // Not exactly representable in f32: f64 bits that f32 math cannot fake.
                     kiln_ir::Buffer::F64(x.iter().map(|&v| f64::from(v) * 1.000_000_1).collect())
                 } else {
-                    kiln_ir::Buffer::F32(x)
+                    kiln_ir::Buffer::F32(x.into())
                 },
             )
             .expect("shape");

@@ -95,7 +95,8 @@ fn an_init_value_given_as_input_takes_part() {
     let mut r = Rng(5);
     let a = random_tensor(&c.body.param_types()[0], &mut r);
     for init in [-0.0f32, 0.0, f32::NAN, 1e30] {
-        let i = kiln_ir::Tensor::new(vec![], kiln_ir::Buffer::F32(vec![init])).expect("scalar");
+        let i =
+            kiln_ir::Tensor::new(vec![], kiln_ir::Buffer::F32(vec![init].into())).expect("scalar");
         check_with_inputs(&c, &[a.clone(), i]);
     }
 }
@@ -186,8 +187,8 @@ fn max_pool_gradient_picks_the_first_maximum_of_ties() {
 }";
     let c = cluster(src);
     let a: Vec<f32> = (0..49).map(|i| [1.0, 2.0, 2.0, -0.0, 0.0][i % 5]).collect();
-    let a = kiln_ir::Tensor::new(vec![7, 7], kiln_ir::Buffer::F32(a)).expect("sizes");
+    let a = kiln_ir::Tensor::new(vec![7, 7], kiln_ir::Buffer::F32(a.into())).expect("sizes");
     let s: Vec<f32> = (0..9).map(|i| 0.1 * (i as f32 + 1.0)).collect();
-    let s = kiln_ir::Tensor::new(vec![3, 3], kiln_ir::Buffer::F32(s)).expect("sizes");
+    let s = kiln_ir::Tensor::new(vec![3, 3], kiln_ir::Buffer::F32(s.into())).expect("sizes");
     check_with_inputs(&c, &[a, s]);
 }

@@ -328,8 +328,8 @@ mod tests {
         let y = data(rhs.iter().product(), 2);
         let shape = out_shape(lhs, rhs, &d);
         let interp = Interpreter::new(1).unwrap();
-        let tx = Tensor::new(lhs.to_vec(), Buffer::F64(x.clone())).unwrap();
-        let ty = Tensor::new(rhs.to_vec(), Buffer::F64(y.clone())).unwrap();
+        let tx = Tensor::new(lhs.to_vec(), Buffer::F64(x.clone().into())).unwrap();
+        let ty = Tensor::new(rhs.to_vec(), Buffer::F64(y.clone().into())).unwrap();
         let want = interp
             .eval(
                 &Op::DotGeneral(d.clone()),

@@ -120,7 +120,7 @@ fn f64_rem_is_rusts_remainder() {
         }
     }
     let n = xs.len();
-    let x = Tensor::new(vec![n], Buffer::F64(xs)).expect("shape");
-    let y = Tensor::new(vec![n], Buffer::F64(ys)).expect("shape");
+    let x = Tensor::new(vec![n], Buffer::F64(xs.into())).expect("shape");
+    let y = Tensor::new(vec![n], Buffer::F64(ys.into())).expect("shape");
     check("f64", x, y);
 }

@@ -56,7 +56,7 @@ fn session(tf_xla_flags: &str) -> Session {
 
 fn inputs(n: i32) -> Vec<Tensor> {
     let x = Tensor::from_f32([64], (0..64).map(|i| (i as f32 - 30.0) * 0.05).collect()).unwrap();
-    let n = Tensor::new(vec![], kiln::Buffer::I32(vec![n])).unwrap();
+    let n = Tensor::new(vec![], kiln::Buffer::I32(vec![n].into())).unwrap();
     vec![x, n]
 }
 
@@ -127,7 +127,7 @@ fn a_traced_loop_is_traced_once() {
     .unwrap();
     let x = Tensor::from_f32([4], vec![0.1, -0.2, 0.3, 0.0]).unwrap();
     for n in [0, 1, 5] {
-        let n = Tensor::new(vec![], kiln::Buffer::I32(vec![n])).unwrap();
+        let n = Tensor::new(vec![], kiln::Buffer::I32(vec![n].into())).unwrap();
         f.call(&[x.clone(), n]).unwrap();
     }
     assert_eq!(
@@ -135,7 +135,7 @@ fn a_traced_loop_is_traced_once() {
         1,
         "the loop runs as often as the data says, traced once"
     );
-    let zero = Tensor::new(vec![], kiln::Buffer::I32(vec![0])).unwrap();
+    let zero = Tensor::new(vec![], kiln::Buffer::I32(vec![0].into())).unwrap();
     let same = f.call(&[x.clone(), zero]).unwrap();
     assert!(
         same[0].bit_eq(&x),

@@ -95,7 +95,7 @@ fn placed_calls_take_static_arguments_as_part_of_the_signature() {
 fn dtype_is_part_of_the_signature() {
     let f = Function::new("neg", |a: &[Tracer]| -&a[0]).unwrap();
     f.call(&[vec_f32(2, |_| 1.0)]).unwrap();
-    let i = Tensor::new([2], kiln::Buffer::I32(vec![1, -2])).unwrap();
+    let i = Tensor::new([2], kiln::Buffer::I32(vec![1, -2].into())).unwrap();
     let out = f.call(&[i]).unwrap();
     assert_eq!(out[0].dtype(), DType::I32);
     assert_eq!(f.trace_count(), 2);

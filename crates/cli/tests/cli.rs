@@ -103,7 +103,7 @@ fn run_rejects_wrong_npy_dtype() {
         "error: input '%x' from examples/data/layernorm/gamma.npy: expected f32[16,64], got f32[64]\n"
     );
     let ints = temp("ints.npy");
-    let t = kiln::Tensor::new([16, 64], kiln::Buffer::I32(vec![0; 1024])).unwrap();
+    let t = kiln::Tensor::new([16, 64], kiln::Buffer::I32(vec![0; 1024].into())).unwrap();
     kiln::npy::write_npy(&ints, &t).unwrap();
     let o = kiln(&[
         "run",
@@ -587,9 +587,9 @@ fn run_passes_u8_tensors_between_compiled_clusters_and_the_interpreter() {
 ",
     );
     let (pix, scale) = (temp("pixels_u8.npy"), temp("scale_f32.npy"));
-    let u8s = kiln::Buffer::U8(vec![0, 1, 2, 100, 200, 255]);
+    let u8s = kiln::Buffer::U8(vec![0, 1, 2, 100, 200, 255].into());
     kiln::npy::write_npy(&pix, &kiln::Tensor::new([2, 3], u8s).unwrap()).unwrap();
-    let f32s = kiln::Buffer::F32(vec![1.5, 2.0, -1.0, 2.0, 1.0, 0.5]);
+    let f32s = kiln::Buffer::F32(vec![1.5, 2.0, -1.0, 2.0, 1.0, 0.5].into());
     kiln::npy::write_npy(&scale, &kiln::Tensor::new([2, 3], f32s).unwrap()).unwrap();
     let (out_h, out_r) = (temp("h.npy"), temp("r.npy"));
     let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
@@ -621,5 +621,8 @@ fn run_passes_u8_tensors_between_compiled_clusters_and_the_interpreter() {
     assert_eq!(h.as_f32().unwrap(), [1.5, 4.0, -3.0, 202.0, 201.0, 128.0]);
     // convert saturates (-3 -> 0) and truncates (1.5 -> 1); the add wraps modulo 256.
     let r = kiln::npy::read_npy(&out_r).unwrap();
-    assert_eq!(r.data(), &kiln::Buffer::U8(vec![1, 5, 2, 46, 145, 127]));
+    assert_eq!(
+        r.data(),
+        &kiln::Buffer::U8(vec![1, 5, 2, 46, 145, 127].into())
+    );
 }

@@ -19,7 +19,7 @@ fn session() -> Session {
 
 /// A dummy argument: traced draws need a value of the trace to name it.
 fn unit() -> Tensor {
-    Tensor::new(Vec::<usize>::new(), Buffer::I32(vec![0])).unwrap()
+    Tensor::new(Vec::<usize>::new(), Buffer::I32(vec![0].into())).unwrap()
 }
 
 /// A draw kind, recorded in a trace.

@@ -185,7 +185,7 @@ mod tests {
         assert!(v[2].is_nan());
         assert_eq!(v[3], 1e-7);
         let b = tensor(&lit("{true, false}"), &TensorType::new(DType::Bool, [2])).unwrap();
-        assert_eq!(b.data(), &Buffer::Bool(vec![true, false]));
+        assert_eq!(b.data(), &Buffer::Bool(vec![true, false].into()));
         let err = tensor(&lit("{1, 2, 3}"), &TensorType::new(DType::F32, [2])).unwrap_err();
         assert_eq!(err.1, "expected 2 elements in this literal list, found 3");
         let err = tensor(&lit("4294967296"), &TensorType::scalar(DType::U32)).unwrap_err();
@@ -201,7 +201,7 @@ mod tests {
         .unwrap();
         assert_eq!(u.data().get(0), kiln_ir::Scalar::U64(u64::MAX));
         let s = tensor(&lit("{-32768, 32767}"), &TensorType::new(DType::I16, [2])).unwrap();
-        assert_eq!(s.data(), &Buffer::I16(vec![i16::MIN, i16::MAX]));
+        assert_eq!(s.data(), &Buffer::I16(vec![i16::MIN, i16::MAX].into()));
         let err = tensor(&lit("{...}"), &TensorType::new(DType::F32, [9])).unwrap_err();
         assert!(err.1.contains("print_large_constants"), "{}", err.1);
         assert!(tensor(&lit("{}"), &TensorType::new(DType::F32, [0])).is_ok());

@@ -149,8 +149,8 @@ const TF: &str = include_str!("data/control_tf_style.hlo");
 fn run_tf(p: bool) -> Vec<Tensor> {
     let m = import(TF, "control.hlo").unwrap_or_else(|e| panic!("{e}"));
     let x = Tensor::from_f32(vec![3], vec![1.0, 2.0, 3.0]).unwrap();
-    let n = Tensor::new(vec![], Buffer::I32(vec![3])).unwrap();
-    let p = Tensor::new(vec![], Buffer::Bool(vec![p])).unwrap();
+    let n = Tensor::new(vec![], Buffer::I32(vec![3].into())).unwrap();
+    let p = Tensor::new(vec![], Buffer::Bool(vec![p].into())).unwrap();
     Interpreter::new(1)
         .unwrap()
         .run(m.entry().unwrap(), &[x, n, p])
@@ -186,7 +186,7 @@ fn tensorflow_style_with_nested_tuples() {
     let expect = |p: bool, n: i32, s: f32| {
         let got = run_tf(p);
         assert_eq!(got[0].as_f32().unwrap(), [8.0, 16.0, 24.0]);
-        assert_eq!(got[1].data(), &Buffer::I32(vec![n]));
+        assert_eq!(got[1].data(), &Buffer::I32(vec![n].into()));
         assert_eq!(got[2].as_f32().unwrap(), [s]);
     };
     expect(true, 3, 48.0);
@@ -226,7 +226,7 @@ fn a_loop_of_a_one_tuple_runs() {
         .unwrap()
         .run(m.entry().unwrap(), &[])
         .unwrap();
-    assert_eq!(got[0].data(), &Buffer::I32(vec![3]));
+    assert_eq!(got[0].data(), &Buffer::I32(vec![3].into()));
 }
 
 /// Malformed control flow is an error naming the place and the instruction, never a panic.

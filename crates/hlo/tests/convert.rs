@@ -15,11 +15,11 @@ fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
 }
 
 fn i32s(shape: &[usize], v: &[i32]) -> Tensor {
-    Tensor::new(shape.to_vec(), Buffer::I32(v.to_vec())).unwrap()
+    Tensor::new(shape.to_vec(), Buffer::I32(v.to_vec().into())).unwrap()
 }
 
 fn bools(shape: &[usize], v: &[bool]) -> Tensor {
-    Tensor::new(shape.to_vec(), Buffer::Bool(v.to_vec())).unwrap()
+    Tensor::new(shape.to_vec(), Buffer::Bool(v.to_vec().into())).unwrap()
 }
 
 fn imported(text: &str) -> Module {

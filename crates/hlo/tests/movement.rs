@@ -12,7 +12,7 @@ fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
 }
 
 fn i32s(shape: &[usize], v: &[i32]) -> Tensor {
-    Tensor::new(shape.to_vec(), Buffer::I32(v.to_vec())).unwrap()
+    Tensor::new(shape.to_vec(), Buffer::I32(v.to_vec().into())).unwrap()
 }
 
 /// Imports `text` (which must verify and print as `.kir` that reads back), runs its entry
@@ -63,7 +63,7 @@ fn dynamic_slice_and_update_clamp_their_starts() {
     );
     let x = f32s(&[3, 4], &(0..12).map(|v| v as f32).collect::<Vec<_>>());
     let u = f32s(&[2, 2], &[-1., -2., -3., -4.]);
-    let j = |v: i64| Tensor::new(vec![], Buffer::I64(vec![v])).unwrap();
+    let j = |v: i64| Tensor::new(vec![], Buffer::I64(vec![v].into())).unwrap();
     // In range.
     let got = run(&text, &[x.clone(), i32s(&[], &[1]), j(1), u.clone()]);
     assert_eq!(got[0], f32s(&[2, 2], &[5., 6., 9., 10.]));

@@ -143,13 +143,16 @@ fn tensorflow_style_sort_descending_is_stable() {
         text.contains("sort %arg0.1, %TopKV2.13, dim=1, keys=1, dir=gt, order=total, output=1"),
         "{text}"
     );
-    let x = Tensor::new(vec![2, 4], Buffer::I32(vec![5, 1, 5, 2, 0, 7, 7, 1])).unwrap();
+    let x = Tensor::new(vec![2, 4], Buffer::I32(vec![5, 1, 5, 2, 0, 7, 7, 1].into())).unwrap();
     let got = Interpreter::new(1)
         .unwrap()
         .run(module.entry().unwrap(), &[x])
         .unwrap();
     // tf.argsort(-x - 1... ) as TF 2.21 gives it: descending, ties in index order.
-    assert_eq!(got[0].data(), &Buffer::I32(vec![0, 2, 3, 1, 1, 2, 3, 0]));
+    assert_eq!(
+        got[0].data(),
+        &Buffer::I32(vec![0, 2, 3, 1, 1, 2, 3, 0].into())
+    );
 }
 
 /// TensorFlow's `tf.argmax` / `tf.argmin` under `jit_compile=True` (`export_tf.py`): TF's

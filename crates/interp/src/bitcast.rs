@@ -21,7 +21,7 @@ fn le_bytes(a: &Buffer) -> Result<Vec<u8>, String> {
         Buffer::I16(v) => bytes(v, i16::to_le_bytes),
         Buffer::I32(v) => bytes(v, i32::to_le_bytes),
         Buffer::I64(v) => bytes(v, i64::to_le_bytes),
-        Buffer::U8(v) => v.clone(),
+        Buffer::U8(v) => v.to_vec(),
         Buffer::U16(v) => bytes(v, u16::to_le_bytes),
         Buffer::U32(v) => bytes(v, u32::to_le_bytes),
         Buffer::U64(v) => bytes(v, u64::to_le_bytes),
@@ -46,18 +46,18 @@ fn from_le_bytes(bytes: &[u8], to: DType) -> Result<Buffer, String> {
         ));
     }
     Ok(match to {
-        DType::F32 => Buffer::F32(read(bytes, f32::from_le_bytes)),
-        DType::F64 => Buffer::F64(read(bytes, f64::from_le_bytes)),
-        DType::I8 => Buffer::I8(read(bytes, i8::from_le_bytes)),
-        DType::I16 => Buffer::I16(read(bytes, i16::from_le_bytes)),
-        DType::I32 => Buffer::I32(read(bytes, i32::from_le_bytes)),
-        DType::I64 => Buffer::I64(read(bytes, i64::from_le_bytes)),
-        DType::U8 => Buffer::U8(bytes.to_vec()),
-        DType::U16 => Buffer::U16(read(bytes, u16::from_le_bytes)),
-        DType::U32 => Buffer::U32(read(bytes, u32::from_le_bytes)),
-        DType::U64 => Buffer::U64(read(bytes, u64::from_le_bytes)),
-        DType::F16 => Buffer::F16(read(bytes, kiln_ir::f16::from_le_bytes)),
-        DType::Bf16 => Buffer::Bf16(read(bytes, kiln_ir::bf16::from_le_bytes)),
+        DType::F32 => Buffer::F32(read(bytes, f32::from_le_bytes).into()),
+        DType::F64 => Buffer::F64(read(bytes, f64::from_le_bytes).into()),
+        DType::I8 => Buffer::I8(read(bytes, i8::from_le_bytes).into()),
+        DType::I16 => Buffer::I16(read(bytes, i16::from_le_bytes).into()),
+        DType::I32 => Buffer::I32(read(bytes, i32::from_le_bytes).into()),
+        DType::I64 => Buffer::I64(read(bytes, i64::from_le_bytes).into()),
+        DType::U8 => Buffer::U8(bytes.to_vec().into()),
+        DType::U16 => Buffer::U16(read(bytes, u16::from_le_bytes).into()),
+        DType::U32 => Buffer::U32(read(bytes, u32::from_le_bytes).into()),
+        DType::U64 => Buffer::U64(read(bytes, u64::from_le_bytes).into()),
+        DType::F16 => Buffer::F16(read(bytes, kiln_ir::f16::from_le_bytes).into()),
+        DType::Bf16 => Buffer::Bf16(read(bytes, kiln_ir::bf16::from_le_bytes).into()),
         DType::Bool => return Err("cannot bitcast to bool".into()),
     })
 }
@@ -76,43 +76,47 @@ mod tests {
 
     #[test]
     fn same_width_keeps_the_bits() {
-        let v = Buffer::F32(vec![1.0, -0.0, f32::NAN]);
+        let v = Buffer::F32(vec![1.0, -0.0, f32::NAN].into());
         let i = bitcast_convert(&v, DType::I32).unwrap();
         assert_eq!(
             i,
-            Buffer::I32(vec![0x3f80_0000, i32::MIN, f32::NAN.to_bits() as i32])
+            Buffer::I32(vec![0x3f80_0000, i32::MIN, f32::NAN.to_bits() as i32].into())
         );
         let Buffer::F32(b) = bitcast_convert(&i, DType::F32).unwrap() else {
             panic!("an f32 buffer")
         };
         assert_eq!(b[0].to_bits(), 0x3f80_0000);
         assert_eq!(b[1].to_bits(), 0x8000_0000);
-        let d = bitcast_convert(&Buffer::F64(vec![1.0]), DType::I64).unwrap();
-        assert_eq!(d, Buffer::I64(vec![0x3ff0_0000_0000_0000]));
-        let u = bitcast_convert(&Buffer::I8(vec![-1, i8::MIN, 5]), DType::U8).unwrap();
-        assert_eq!(u, Buffer::U8(vec![0xff, 0x80, 5]));
-        let s = bitcast_convert(&Buffer::U16(vec![0xffff, 0x8000]), DType::I16).unwrap();
-        assert_eq!(s, Buffer::I16(vec![-1, i16::MIN]));
+        let d = bitcast_convert(&Buffer::F64(vec![1.0].into()), DType::I64).unwrap();
+        assert_eq!(d, Buffer::I64(vec![0x3ff0_0000_0000_0000].into()));
+        let u = bitcast_convert(&Buffer::I8(vec![-1, i8::MIN, 5].into()), DType::U8).unwrap();
+        assert_eq!(u, Buffer::U8(vec![0xff, 0x80, 5].into()));
+        let s = bitcast_convert(&Buffer::U16(vec![0xffff, 0x8000].into()), DType::I16).unwrap();
+        assert_eq!(s, Buffer::I16(vec![-1, i16::MIN].into()));
     }
 
     #[test]
     fn a_narrower_dtype_gets_the_bytes_lowest_first() {
         // jax.lax.bitcast_convert_type(jnp.float32([1.0, -2.5]), jnp.uint8) on CPU.
-        let b = bitcast_convert(&Buffer::F32(vec![1.0, -2.5]), DType::U8).unwrap();
-        assert_eq!(b, Buffer::U8(vec![0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0]));
-        let h = bitcast_convert(&Buffer::U64(vec![0x0123_4567_89ab_cdef]), DType::U32).unwrap();
-        assert_eq!(h, Buffer::U32(vec![0x89ab_cdef, 0x0123_4567]));
+        let b = bitcast_convert(&Buffer::F32(vec![1.0, -2.5].into()), DType::U8).unwrap();
+        assert_eq!(
+            b,
+            Buffer::U8(vec![0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0].into())
+        );
+        let h =
+            bitcast_convert(&Buffer::U64(vec![0x0123_4567_89ab_cdef].into()), DType::U32).unwrap();
+        assert_eq!(h, Buffer::U32(vec![0x89ab_cdef, 0x0123_4567].into()));
         let back = bitcast_convert(&b, DType::F32).unwrap();
-        assert_eq!(back, Buffer::F32(vec![1.0, -2.5]));
-        let w = bitcast_convert(&Buffer::I16(vec![-2, 0x1234]), DType::U32).unwrap();
-        assert_eq!(w, Buffer::U32(vec![0x1234_fffe]));
+        assert_eq!(back, Buffer::F32(vec![1.0, -2.5].into()));
+        let w = bitcast_convert(&Buffer::I16(vec![-2, 0x1234].into()), DType::U32).unwrap();
+        assert_eq!(w, Buffer::U32(vec![0x1234_fffe].into()));
     }
 
     #[test]
     fn bool_and_ragged_byte_counts_are_errors() {
-        let e = bitcast_convert(&Buffer::Bool(vec![true]), DType::U8).unwrap_err();
+        let e = bitcast_convert(&Buffer::Bool(vec![true].into()), DType::U8).unwrap_err();
         assert!(e.contains("bool"), "{e}");
-        let e = bitcast_convert(&Buffer::U8(vec![1, 2, 3]), DType::U16).unwrap_err();
+        let e = bitcast_convert(&Buffer::U8(vec![1, 2, 3].into()), DType::U16).unwrap_err();
         assert!(e.contains("3 bytes are not a whole number of u16"), "{e}");
     }
 }

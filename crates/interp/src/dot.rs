@@ -144,8 +144,8 @@ impl DotPlan {
     /// The product of `a` and `b`, tensors of the shapes the plan was made for.
     pub(crate) fn run(&self, a: &Tensor, b: &Tensor) -> Result<Buffer, String> {
         match (a.data(), b.data()) {
-            (Buffer::F32(x), Buffer::F32(y)) => Ok(Buffer::F32(dot(x, y, self))),
-            (Buffer::F64(x), Buffer::F64(y)) => Ok(Buffer::F64(dot(x, y, self))),
+            (Buffer::F32(x), Buffer::F32(y)) => Ok(Buffer::F32(dot(x, y, self).into())),
+            (Buffer::F64(x), Buffer::F64(y)) => Ok(Buffer::F64(dot(x, y, self).into())),
             _ => Err(format!(
                 "operands must be of one float dtype, got {} and {}",
                 a.dtype(),

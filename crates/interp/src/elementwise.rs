@@ -41,17 +41,17 @@ fn undefined(op: &str, b: &Buffer) -> String {
 /// Applies a unary op to every element.
 pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
     let out = match a {
-        Buffer::F32(v) => f32_unary(op, v).map(Buffer::F32),
-        Buffer::F64(v) => float_unary(op, v).map(Buffer::F64),
-        Buffer::I32(v) => int_unary(op, v).map(Buffer::I32),
-        Buffer::I64(v) => int_unary(op, v).map(Buffer::I64),
-        Buffer::U32(v) => int_unary(op, v).map(Buffer::U32),
-        Buffer::U64(v) => int_unary(op, v).map(Buffer::U64),
-        Buffer::I8(v) => int_unary(op, v).map(Buffer::I8),
-        Buffer::U8(v) => int_unary(op, v).map(Buffer::U8),
-        Buffer::I16(v) => int_unary(op, v).map(Buffer::I16),
-        Buffer::U16(v) => int_unary(op, v).map(Buffer::U16),
-        Buffer::Bool(v) => (op == UnaryOp::Not).then(|| Buffer::Bool(map1(v, |x: bool| !x))),
+        Buffer::F32(v) => f32_unary(op, v).map(|v| Buffer::F32(v.into())),
+        Buffer::F64(v) => float_unary(op, v).map(|v| Buffer::F64(v.into())),
+        Buffer::I32(v) => int_unary(op, v).map(|v| Buffer::I32(v.into())),
+        Buffer::I64(v) => int_unary(op, v).map(|v| Buffer::I64(v.into())),
+        Buffer::U32(v) => int_unary(op, v).map(|v| Buffer::U32(v.into())),
+        Buffer::U64(v) => int_unary(op, v).map(|v| Buffer::U64(v.into())),
+        Buffer::I8(v) => int_unary(op, v).map(|v| Buffer::I8(v.into())),
+        Buffer::U8(v) => int_unary(op, v).map(|v| Buffer::U8(v.into())),
+        Buffer::I16(v) => int_unary(op, v).map(|v| Buffer::I16(v.into())),
+        Buffer::U16(v) => int_unary(op, v).map(|v| Buffer::U16(v.into())),
+        Buffer::Bool(v) => (op == UnaryOp::Not).then(|| Buffer::Bool(map1(v, |x: bool| !x).into())),
         Buffer::F16(_) | Buffer::Bf16(_) => return Err(crate::float16::computed_in_f32(a.dtype())),
     };
     out.ok_or_else(|| undefined(op.name(), a))
@@ -218,17 +218,17 @@ fn int_unary<T: Int>(op: UnaryOp, v: &[T]) -> Option<Vec<T>> {
 /// Applies a binary op to every pair of elements (operands of one dtype and length).
 pub(crate) fn binary(op: BinaryOp, a: &Buffer, b: &Buffer) -> Result<Buffer, String> {
     let out = match (a, b) {
-        (Buffer::F32(x), Buffer::F32(y)) => float_binary(op, x, y).map(Buffer::F32),
-        (Buffer::F64(x), Buffer::F64(y)) => float_binary(op, x, y).map(Buffer::F64),
-        (Buffer::I32(x), Buffer::I32(y)) => int_binary(op, x, y).map(Buffer::I32),
-        (Buffer::I64(x), Buffer::I64(y)) => int_binary(op, x, y).map(Buffer::I64),
-        (Buffer::U32(x), Buffer::U32(y)) => int_binary(op, x, y).map(Buffer::U32),
-        (Buffer::U64(x), Buffer::U64(y)) => int_binary(op, x, y).map(Buffer::U64),
-        (Buffer::I8(x), Buffer::I8(y)) => int_binary(op, x, y).map(Buffer::I8),
-        (Buffer::U8(x), Buffer::U8(y)) => int_binary(op, x, y).map(Buffer::U8),
-        (Buffer::I16(x), Buffer::I16(y)) => int_binary(op, x, y).map(Buffer::I16),
-        (Buffer::U16(x), Buffer::U16(y)) => int_binary(op, x, y).map(Buffer::U16),
-        (Buffer::Bool(x), Buffer::Bool(y)) => bool_binary(op, x, y).map(Buffer::Bool),
+        (Buffer::F32(x), Buffer::F32(y)) => float_binary(op, x, y).map(|v| Buffer::F32(v.into())),
+        (Buffer::F64(x), Buffer::F64(y)) => float_binary(op, x, y).map(|v| Buffer::F64(v.into())),
+        (Buffer::I32(x), Buffer::I32(y)) => int_binary(op, x, y).map(|v| Buffer::I32(v.into())),
+        (Buffer::I64(x), Buffer::I64(y)) => int_binary(op, x, y).map(|v| Buffer::I64(v.into())),
+        (Buffer::U32(x), Buffer::U32(y)) => int_binary(op, x, y).map(|v| Buffer::U32(v.into())),
+        (Buffer::U64(x), Buffer::U64(y)) => int_binary(op, x, y).map(|v| Buffer::U64(v.into())),
+        (Buffer::I8(x), Buffer::I8(y)) => int_binary(op, x, y).map(|v| Buffer::I8(v.into())),
+        (Buffer::U8(x), Buffer::U8(y)) => int_binary(op, x, y).map(|v| Buffer::U8(v.into())),
+        (Buffer::I16(x), Buffer::I16(y)) => int_binary(op, x, y).map(|v| Buffer::I16(v.into())),
+        (Buffer::U16(x), Buffer::U16(y)) => int_binary(op, x, y).map(|v| Buffer::U16(v.into())),
+        (Buffer::Bool(x), Buffer::Bool(y)) => bool_binary(op, x, y).map(|v| Buffer::Bool(v.into())),
         _ => return Err(mixed(a, b)),
     };
     out.ok_or_else(|| undefined(op.name(), a))
@@ -302,7 +302,7 @@ pub(crate) fn compare(dir: CompareDir, a: &Buffer, b: &Buffer) -> Result<Buffer,
         (Buffer::Bool(x), Buffer::Bool(y)) => compare_slices(dir, x, y),
         _ => return Err(mixed(a, b)),
     };
-    Ok(Buffer::Bool(out))
+    Ok(Buffer::Bool(out.into()))
 }
 
 fn compare_slices<T: PartialOrd + Copy + Sync>(dir: CompareDir, x: &[T], y: &[T]) -> Vec<bool> {
@@ -326,19 +326,19 @@ pub(crate) fn select(pred: &Buffer, a: &Buffer, b: &Buffer) -> Result<Buffer, St
         map3(p, x, y, |c: bool, a: T, b: T| if c { a } else { b })
     }
     Ok(match (a, b) {
-        (Buffer::F32(x), Buffer::F32(y)) => Buffer::F32(pick(p, x, y)),
-        (Buffer::F64(x), Buffer::F64(y)) => Buffer::F64(pick(p, x, y)),
-        (Buffer::I32(x), Buffer::I32(y)) => Buffer::I32(pick(p, x, y)),
-        (Buffer::I64(x), Buffer::I64(y)) => Buffer::I64(pick(p, x, y)),
-        (Buffer::U32(x), Buffer::U32(y)) => Buffer::U32(pick(p, x, y)),
-        (Buffer::U64(x), Buffer::U64(y)) => Buffer::U64(pick(p, x, y)),
-        (Buffer::I8(x), Buffer::I8(y)) => Buffer::I8(pick(p, x, y)),
-        (Buffer::U8(x), Buffer::U8(y)) => Buffer::U8(pick(p, x, y)),
-        (Buffer::I16(x), Buffer::I16(y)) => Buffer::I16(pick(p, x, y)),
-        (Buffer::U16(x), Buffer::U16(y)) => Buffer::U16(pick(p, x, y)),
-        (Buffer::Bool(x), Buffer::Bool(y)) => Buffer::Bool(pick(p, x, y)),
-        (Buffer::F16(x), Buffer::F16(y)) => Buffer::F16(pick(p, x, y)),
-        (Buffer::Bf16(x), Buffer::Bf16(y)) => Buffer::Bf16(pick(p, x, y)),
+        (Buffer::F32(x), Buffer::F32(y)) => Buffer::F32(pick(p, x, y).into()),
+        (Buffer::F64(x), Buffer::F64(y)) => Buffer::F64(pick(p, x, y).into()),
+        (Buffer::I32(x), Buffer::I32(y)) => Buffer::I32(pick(p, x, y).into()),
+        (Buffer::I64(x), Buffer::I64(y)) => Buffer::I64(pick(p, x, y).into()),
+        (Buffer::U32(x), Buffer::U32(y)) => Buffer::U32(pick(p, x, y).into()),
+        (Buffer::U64(x), Buffer::U64(y)) => Buffer::U64(pick(p, x, y).into()),
+        (Buffer::I8(x), Buffer::I8(y)) => Buffer::I8(pick(p, x, y).into()),
+        (Buffer::U8(x), Buffer::U8(y)) => Buffer::U8(pick(p, x, y).into()),
+        (Buffer::I16(x), Buffer::I16(y)) => Buffer::I16(pick(p, x, y).into()),
+        (Buffer::U16(x), Buffer::U16(y)) => Buffer::U16(pick(p, x, y).into()),
+        (Buffer::Bool(x), Buffer::Bool(y)) => Buffer::Bool(pick(p, x, y).into()),
+        (Buffer::F16(x), Buffer::F16(y)) => Buffer::F16(pick(p, x, y).into()),
+        (Buffer::Bf16(x), Buffer::Bf16(y)) => Buffer::Bf16(pick(p, x, y).into()),
         _ => return Err(mixed(a, b)),
     })
 }
@@ -486,7 +486,8 @@ mod tests {
                         "{op:?} in place"
                     );
                     // The interpreter's own op (blocks in parallel above PAR_MIN).
-                    let Ok(Buffer::F32(op_out)) = unary(op, &Buffer::F32(src.clone())) else {
+                    let Ok(Buffer::F32(op_out)) = unary(op, &Buffer::F32(src.clone().into()))
+                    else {
                         panic!("{op:?} on f32")
                     };
                     assert!(

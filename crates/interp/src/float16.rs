@@ -43,8 +43,8 @@ pub(crate) fn widen(b: &Buffer) -> Option<Vec<f32>> {
 /// `f32` values rounded to nearest even in `to`.
 pub(crate) fn narrow(v: &[f32], to: Half) -> Buffer {
     match to {
-        Half::F16 => Buffer::F16(map1(v, |x: f32| f16::from_bits(rule::from_f32(x, to)))),
-        Half::Bf16 => Buffer::Bf16(map1(v, |x: f32| bf16::from_bits(rule::from_f32(x, to)))),
+        Half::F16 => Buffer::F16(map1(v, |x: f32| f16::from_bits(rule::from_f32(x, to))).into()),
+        Half::Bf16 => Buffer::Bf16(map1(v, |x: f32| bf16::from_bits(rule::from_f32(x, to))).into()),
     }
 }
 
@@ -109,14 +109,14 @@ pub(crate) fn convert(a: &Buffer, to: DType) -> Result<Buffer, String> {
     if let Some(wide) = widen(a) {
         return match half_of(to) {
             Some(h) => Ok(narrow(&wide, h)),
-            None => crate::convert::convert(&Buffer::F32(wide), to),
+            None => crate::convert::convert(&Buffer::F32(wide.into()), to),
         };
     }
     let h = half_of(to).ok_or_else(|| format!("internal: convert {} -> {to}", a.dtype()))?;
     if let (Buffer::F64(v), Half::F16) = (a, h) {
-        return Ok(Buffer::F16(map1(v, |x: f64| {
-            f16::from_bits(rule::f64_to_f16(x))
-        })));
+        return Ok(Buffer::F16(
+            map1(v, |x: f64| f16::from_bits(rule::f64_to_f16(x))).into(),
+        ));
     }
     match crate::convert::convert(a, DType::F32)? {
         Buffer::F32(v) => Ok(narrow(&v, h)),
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn conversions_follow_xla() {
-        let x = Buffer::F64(vec![1.0 + 2f64.powi(-8) + 2f64.powi(-40), 1e6, -0.1]);
+        let x = Buffer::F64(vec![1.0 + 2f64.powi(-8) + 2f64.powi(-40), 1e6, -0.1].into());
         let Buffer::Bf16(b) = convert(&x, DType::Bf16).unwrap() else {
             panic!("bf16")
         };
@@ -142,13 +142,17 @@ mod tests {
         assert_eq!(h[1], f16::INFINITY);
         assert_eq!(h[2].to_bits(), 0xae66);
         let i = convert(&Buffer::F16(h.clone()), DType::I32).unwrap();
-        assert_eq!(i, Buffer::I32(vec![1, i32::MAX, 0]));
+        assert_eq!(i, Buffer::I32(vec![1, i32::MAX, 0].into()));
         let back = convert(&Buffer::F16(h), DType::Bf16).unwrap();
         let Buffer::Bf16(back) = back else { panic!() };
         assert_eq!(back[1], bf16::INFINITY);
         assert_eq!(back[2].to_bits(), 0xbdcd);
         // int -> bf16 goes through f32 too: 2^30 + 2^22 + 1 rounds to 2^30 (as XLA:CPU).
-        let n = convert(&Buffer::I32(vec![(1 << 30) + (1 << 22) + 1]), DType::Bf16).unwrap();
-        assert_eq!(n, Buffer::Bf16(vec![bf16::from_bits(0x4e80)]));
+        let n = convert(
+            &Buffer::I32(vec![(1 << 30) + (1 << 22) + 1].into()),
+            DType::Bf16,
+        )
+        .unwrap();
+        assert_eq!(n, Buffer::Bf16(vec![bf16::from_bits(0x4e80)].into()));
     }
 }

@@ -15,7 +15,7 @@ use kiln_ir::{row_major_strides, Buffer, Tensor};
 fn index_values(t: &Tensor) -> Result<Vec<i64>, String> {
     Ok(match t.data() {
         Buffer::I32(v) => v.iter().map(|&x| i64::from(x)).collect(),
-        Buffer::I64(v) => v.clone(),
+        Buffer::I64(v) => v.to_vec(),
         Buffer::U32(v) => v.iter().map(|&x| i64::from(x)).collect(),
         // Beyond i64::MAX is out of bounds either way: saturate.
         Buffer::U64(v) => v

@@ -171,19 +171,19 @@ pub fn check_allocation(bytes: usize) -> Result<(), usize> {
 pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
     use kiln_ir::{Buffer, DType};
     match dtype {
-        DType::F32 => Buffer::F32(zeroed(len)),
-        DType::F64 => Buffer::F64(zeroed(len)),
-        DType::I32 => Buffer::I32(zeroed(len)),
-        DType::I64 => Buffer::I64(zeroed(len)),
-        DType::U32 => Buffer::U32(zeroed(len)),
-        DType::U64 => Buffer::U64(zeroed(len)),
-        DType::I8 => Buffer::I8(zeroed(len)),
-        DType::U8 => Buffer::U8(zeroed(len)),
-        DType::I16 => Buffer::I16(zeroed(len)),
-        DType::U16 => Buffer::U16(zeroed(len)),
-        DType::Bool => Buffer::Bool(zeroed(len)),
-        DType::F16 => Buffer::F16(zeroed(len)),
-        DType::Bf16 => Buffer::Bf16(zeroed(len)),
+        DType::F32 => Buffer::F32(zeroed(len).into()),
+        DType::F64 => Buffer::F64(zeroed(len).into()),
+        DType::I32 => Buffer::I32(zeroed(len).into()),
+        DType::I64 => Buffer::I64(zeroed(len).into()),
+        DType::U32 => Buffer::U32(zeroed(len).into()),
+        DType::U64 => Buffer::U64(zeroed(len).into()),
+        DType::I8 => Buffer::I8(zeroed(len).into()),
+        DType::U8 => Buffer::U8(zeroed(len).into()),
+        DType::I16 => Buffer::I16(zeroed(len).into()),
+        DType::U16 => Buffer::U16(zeroed(len).into()),
+        DType::Bool => Buffer::Bool(zeroed(len).into()),
+        DType::F16 => Buffer::F16(zeroed(len).into()),
+        DType::Bf16 => Buffer::Bf16(zeroed(len).into()),
     }
 }
 
@@ -202,19 +202,19 @@ pub unsafe fn filled_buffers(
     let mut bufs: Vec<Buffer> = specs
         .iter()
         .map(|&(dtype, len)| match dtype {
-            DType::F32 => Buffer::F32(with_capacity_advised(len)),
-            DType::F64 => Buffer::F64(with_capacity_advised(len)),
-            DType::I32 => Buffer::I32(with_capacity_advised(len)),
-            DType::I64 => Buffer::I64(with_capacity_advised(len)),
-            DType::U32 => Buffer::U32(with_capacity_advised(len)),
-            DType::U64 => Buffer::U64(with_capacity_advised(len)),
-            DType::I8 => Buffer::I8(with_capacity_advised(len)),
-            DType::U8 => Buffer::U8(with_capacity_advised(len)),
-            DType::I16 => Buffer::I16(with_capacity_advised(len)),
-            DType::U16 => Buffer::U16(with_capacity_advised(len)),
-            DType::Bool => Buffer::Bool(with_capacity_advised(len)),
-            DType::F16 => Buffer::F16(with_capacity_advised(len)),
-            DType::Bf16 => Buffer::Bf16(with_capacity_advised(len)),
+            DType::F32 => Buffer::F32(with_capacity_advised(len).into()),
+            DType::F64 => Buffer::F64(with_capacity_advised(len).into()),
+            DType::I32 => Buffer::I32(with_capacity_advised(len).into()),
+            DType::I64 => Buffer::I64(with_capacity_advised(len).into()),
+            DType::U32 => Buffer::U32(with_capacity_advised(len).into()),
+            DType::U64 => Buffer::U64(with_capacity_advised(len).into()),
+            DType::I8 => Buffer::I8(with_capacity_advised(len).into()),
+            DType::U8 => Buffer::U8(with_capacity_advised(len).into()),
+            DType::I16 => Buffer::I16(with_capacity_advised(len).into()),
+            DType::U16 => Buffer::U16(with_capacity_advised(len).into()),
+            DType::Bool => Buffer::Bool(with_capacity_advised(len).into()),
+            DType::F16 => Buffer::F16(with_capacity_advised(len).into()),
+            DType::Bf16 => Buffer::Bf16(with_capacity_advised(len).into()),
         })
         .collect();
     let ptrs: Vec<*mut u8> = bufs
@@ -240,19 +240,19 @@ pub unsafe fn filled_buffers(
         // SAFETY: the caller's `fill` initialised all `len` elements (capacity is `len`).
         unsafe {
             match b {
-                Buffer::F32(v) => v.set_len(len),
-                Buffer::F64(v) => v.set_len(len),
-                Buffer::I32(v) => v.set_len(len),
-                Buffer::I64(v) => v.set_len(len),
-                Buffer::U32(v) => v.set_len(len),
-                Buffer::U64(v) => v.set_len(len),
-                Buffer::I8(v) => v.set_len(len),
-                Buffer::U8(v) => v.set_len(len),
-                Buffer::I16(v) => v.set_len(len),
-                Buffer::U16(v) => v.set_len(len),
-                Buffer::Bool(v) => v.set_len(len),
-                Buffer::F16(v) => v.set_len(len),
-                Buffer::Bf16(v) => v.set_len(len),
+                Buffer::F32(v) => v.make_mut().set_len(len),
+                Buffer::F64(v) => v.make_mut().set_len(len),
+                Buffer::I32(v) => v.make_mut().set_len(len),
+                Buffer::I64(v) => v.make_mut().set_len(len),
+                Buffer::U32(v) => v.make_mut().set_len(len),
+                Buffer::U64(v) => v.make_mut().set_len(len),
+                Buffer::I8(v) => v.make_mut().set_len(len),
+                Buffer::U8(v) => v.make_mut().set_len(len),
+                Buffer::I16(v) => v.make_mut().set_len(len),
+                Buffer::U16(v) => v.make_mut().set_len(len),
+                Buffer::Bool(v) => v.make_mut().set_len(len),
+                Buffer::F16(v) => v.make_mut().set_len(len),
+                Buffer::Bf16(v) => v.make_mut().set_len(len),
             }
         }
     }
@@ -268,19 +268,19 @@ pub(crate) fn copy_buffer(b: &kiln_ir::Buffer) -> kiln_ir::Buffer {
     }
     use kiln_ir::Buffer;
     match b {
-        Buffer::F32(v) => Buffer::F32(copy(v)),
-        Buffer::F64(v) => Buffer::F64(copy(v)),
-        Buffer::I32(v) => Buffer::I32(copy(v)),
-        Buffer::I64(v) => Buffer::I64(copy(v)),
-        Buffer::U32(v) => Buffer::U32(copy(v)),
-        Buffer::U64(v) => Buffer::U64(copy(v)),
-        Buffer::I8(v) => Buffer::I8(copy(v)),
-        Buffer::U8(v) => Buffer::U8(copy(v)),
-        Buffer::I16(v) => Buffer::I16(copy(v)),
-        Buffer::U16(v) => Buffer::U16(copy(v)),
-        Buffer::Bool(v) => Buffer::Bool(copy(v)),
-        Buffer::F16(v) => Buffer::F16(copy(v)),
-        Buffer::Bf16(v) => Buffer::Bf16(copy(v)),
+        Buffer::F32(v) => Buffer::F32(copy(v).into()),
+        Buffer::F64(v) => Buffer::F64(copy(v).into()),
+        Buffer::I32(v) => Buffer::I32(copy(v).into()),
+        Buffer::I64(v) => Buffer::I64(copy(v).into()),
+        Buffer::U32(v) => Buffer::U32(copy(v).into()),
+        Buffer::U64(v) => Buffer::U64(copy(v).into()),
+        Buffer::I8(v) => Buffer::I8(copy(v).into()),
+        Buffer::U8(v) => Buffer::U8(copy(v).into()),
+        Buffer::I16(v) => Buffer::I16(copy(v).into()),
+        Buffer::U16(v) => Buffer::U16(copy(v).into()),
+        Buffer::Bool(v) => Buffer::Bool(copy(v).into()),
+        Buffer::F16(v) => Buffer::F16(copy(v).into()),
+        Buffer::Bf16(v) => Buffer::Bf16(copy(v).into()),
     }
 }
 

@@ -198,7 +198,7 @@ mod tests {
             )
             .unwrap();
         let a = Tensor::zeros(&f32_2x3);
-        let wrong = Tensor::new(vec![3, 4], Buffer::F64(vec![0.0; 12])).unwrap();
+        let wrong = Tensor::new(vec![3, 4], Buffer::F64(vec![0.0; 12].into())).unwrap();
         let e = interp.run_planned(&plan, &[&a, &wrong]).unwrap_err();
         assert!(
             e.to_string().contains("operand 1 was planned as f32[3,4]"),

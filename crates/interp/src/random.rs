@@ -26,40 +26,48 @@ pub fn random(
     let e = |e: kiln_rng::RngError| e.to_string();
     Ok(match (alg, dist, result.dtype) {
         (RandomAlg::Philox, RandomDist::Uniform, DType::F32) => {
-            Buffer::F32(kiln_rng::stateless_uniform(shape, seed).map_err(e)?)
+            Buffer::F32(kiln_rng::stateless_uniform(shape, seed).map_err(e)?.into())
         }
-        (RandomAlg::Philox, RandomDist::Uniform, DType::F64) => {
-            Buffer::F64(kiln_rng::stateless_uniform_f64(shape, seed).map_err(e)?)
-        }
+        (RandomAlg::Philox, RandomDist::Uniform, DType::F64) => Buffer::F64(
+            kiln_rng::stateless_uniform_f64(shape, seed)
+                .map_err(e)?
+                .into(),
+        ),
         (RandomAlg::Philox, RandomDist::Normal, DType::F32) => {
-            Buffer::F32(kiln_rng::stateless_normal(shape, seed).map_err(e)?)
+            Buffer::F32(kiln_rng::stateless_normal(shape, seed).map_err(e)?.into())
         }
-        (RandomAlg::Philox, RandomDist::Normal, DType::F64) => {
-            Buffer::F64(kiln_rng::stateless_normal_f64(shape, seed).map_err(e)?)
-        }
-        (RandomAlg::Philox, RandomDist::TruncatedNormal, DType::F32) => {
-            Buffer::F32(kiln_rng::stateless_truncated_normal(shape, seed).map_err(e)?)
-        }
-        (RandomAlg::Philox, RandomDist::TruncatedNormal, DType::F64) => {
-            Buffer::F64(kiln_rng::stateless_truncated_normal_f64(shape, seed).map_err(e)?)
-        }
+        (RandomAlg::Philox, RandomDist::Normal, DType::F64) => Buffer::F64(
+            kiln_rng::stateless_normal_f64(shape, seed)
+                .map_err(e)?
+                .into(),
+        ),
+        (RandomAlg::Philox, RandomDist::TruncatedNormal, DType::F32) => Buffer::F32(
+            kiln_rng::stateless_truncated_normal(shape, seed)
+                .map_err(e)?
+                .into(),
+        ),
+        (RandomAlg::Philox, RandomDist::TruncatedNormal, DType::F64) => Buffer::F64(
+            kiln_rng::stateless_truncated_normal_f64(shape, seed)
+                .map_err(e)?
+                .into(),
+        ),
         (RandomAlg::Philox, RandomDist::Bits, DType::U32) => {
-            Buffer::U32(kiln_rng::stateless_bits(shape, seed).map_err(e)?)
+            Buffer::U32(kiln_rng::stateless_bits(shape, seed).map_err(e)?.into())
         }
         (RandomAlg::Threefry, dist, dt) => {
             let key = jax::key_from_seed_pair(seed);
             match (dist, dt) {
                 (RandomDist::Uniform, DType::F32) => {
-                    Buffer::F32(jax::uniform(key, shape).map_err(e)?)
+                    Buffer::F32(jax::uniform(key, shape).map_err(e)?.into())
                 }
                 (RandomDist::Normal, DType::F32) => {
-                    Buffer::F32(jax::normal(key, shape).map_err(e)?)
+                    Buffer::F32(jax::normal(key, shape).map_err(e)?.into())
                 }
                 (RandomDist::TruncatedNormal, DType::F32) => {
-                    Buffer::F32(jax::truncated_normal(key, shape).map_err(e)?)
+                    Buffer::F32(jax::truncated_normal(key, shape).map_err(e)?.into())
                 }
                 (RandomDist::Bits, DType::U32) => {
-                    Buffer::U32(jax::random_bits(key, shape).map_err(e)?)
+                    Buffer::U32(jax::random_bits(key, shape).map_err(e)?.into())
                 }
                 _ => {
                     return Err(format!(
@@ -99,17 +107,17 @@ fn from_generator_state(
     let shape = &result.shape;
     let e = |e: kiln_rng::RngError| e.to_string();
     Ok(match (dist, result.dtype) {
-        (RandomDist::Uniform, DType::F32) => Buffer::F32(g.uniform(shape).map_err(e)?),
-        (RandomDist::Uniform, DType::F64) => Buffer::F64(g.uniform_f64(shape).map_err(e)?),
-        (RandomDist::Normal, DType::F32) => Buffer::F32(g.normal(shape).map_err(e)?),
-        (RandomDist::Normal, DType::F64) => Buffer::F64(g.normal_f64(shape).map_err(e)?),
+        (RandomDist::Uniform, DType::F32) => Buffer::F32(g.uniform(shape).map_err(e)?.into()),
+        (RandomDist::Uniform, DType::F64) => Buffer::F64(g.uniform_f64(shape).map_err(e)?.into()),
+        (RandomDist::Normal, DType::F32) => Buffer::F32(g.normal(shape).map_err(e)?.into()),
+        (RandomDist::Normal, DType::F64) => Buffer::F64(g.normal_f64(shape).map_err(e)?.into()),
         (RandomDist::TruncatedNormal, DType::F32) => {
-            Buffer::F32(g.truncated_normal(shape).map_err(e)?)
+            Buffer::F32(g.truncated_normal(shape).map_err(e)?.into())
         }
         (RandomDist::TruncatedNormal, DType::F64) => {
-            Buffer::F64(g.truncated_normal_f64(shape).map_err(e)?)
+            Buffer::F64(g.truncated_normal_f64(shape).map_err(e)?.into())
         }
-        (RandomDist::Bits, DType::U32) => Buffer::U32(g.bits(shape).map_err(e)?),
+        (RandomDist::Bits, DType::U32) => Buffer::U32(g.bits(shape).map_err(e)?.into()),
         _ => {
             return Err(format!(
                 "{} with alg=philox_state cannot produce {result}",

@@ -107,19 +107,35 @@ pub(crate) fn reduce(
         .identity(a.dtype())
         .ok_or_else(|| format!("{} is not defined for {}", kind.name(), a.dtype()))?;
     Ok(match (a, id) {
-        (Buffer::F32(v), Scalar::F32(id)) => Buffer::F32(reduce_float(kind, id, v, shape, axes)),
-        (Buffer::F64(v), Scalar::F64(id)) => Buffer::F64(reduce_float(kind, id, v, shape, axes)),
-        (Buffer::I32(v), Scalar::I32(id)) => Buffer::I32(reduce_int(kind, id, v, shape, axes)),
-        (Buffer::I64(v), Scalar::I64(id)) => Buffer::I64(reduce_int(kind, id, v, shape, axes)),
-        (Buffer::U32(v), Scalar::U32(id)) => Buffer::U32(reduce_int(kind, id, v, shape, axes)),
-        (Buffer::U64(v), Scalar::U64(id)) => Buffer::U64(reduce_int(kind, id, v, shape, axes)),
-        (Buffer::I8(v), Scalar::I8(id)) => Buffer::I8(reduce_int(kind, id, v, shape, axes)),
-        (Buffer::U8(v), Scalar::U8(id)) => Buffer::U8(reduce_int(kind, id, v, shape, axes)),
-        (Buffer::I16(v), Scalar::I16(id)) => Buffer::I16(reduce_int(kind, id, v, shape, axes)),
-        (Buffer::U16(v), Scalar::U16(id)) => Buffer::U16(reduce_int(kind, id, v, shape, axes)),
+        (Buffer::F32(v), Scalar::F32(id)) => {
+            Buffer::F32(reduce_float(kind, id, v, shape, axes).into())
+        }
+        (Buffer::F64(v), Scalar::F64(id)) => {
+            Buffer::F64(reduce_float(kind, id, v, shape, axes).into())
+        }
+        (Buffer::I32(v), Scalar::I32(id)) => {
+            Buffer::I32(reduce_int(kind, id, v, shape, axes).into())
+        }
+        (Buffer::I64(v), Scalar::I64(id)) => {
+            Buffer::I64(reduce_int(kind, id, v, shape, axes).into())
+        }
+        (Buffer::U32(v), Scalar::U32(id)) => {
+            Buffer::U32(reduce_int(kind, id, v, shape, axes).into())
+        }
+        (Buffer::U64(v), Scalar::U64(id)) => {
+            Buffer::U64(reduce_int(kind, id, v, shape, axes).into())
+        }
+        (Buffer::I8(v), Scalar::I8(id)) => Buffer::I8(reduce_int(kind, id, v, shape, axes).into()),
+        (Buffer::U8(v), Scalar::U8(id)) => Buffer::U8(reduce_int(kind, id, v, shape, axes).into()),
+        (Buffer::I16(v), Scalar::I16(id)) => {
+            Buffer::I16(reduce_int(kind, id, v, shape, axes).into())
+        }
+        (Buffer::U16(v), Scalar::U16(id)) => {
+            Buffer::U16(reduce_int(kind, id, v, shape, axes).into())
+        }
         (Buffer::Bool(v), Scalar::Bool(id)) => Buffer::Bool(match kind {
-            ReduceKind::Max => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a | b)),
-            _ => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a & b)),
+            ReduceKind::Max => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a | b)).into(),
+            _ => reduce_with(v, shape, axes, monoid(id, |a: bool, b| a & b)).into(),
         }),
         (a, id) => unreachable!("identity {id:?} for a {} buffer", a.dtype()),
     })
@@ -463,7 +479,7 @@ mod tests {
         for xs in [vec![-0.0f32; 100], vec![-0.0f32], vec![]] {
             let r = reduce(
                 ReduceKind::Sum,
-                &Buffer::F32(xs.clone()),
+                &Buffer::F32(xs.clone().into()),
                 &[1, xs.len()],
                 &[1],
             )

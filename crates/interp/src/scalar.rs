@@ -327,7 +327,7 @@ macro_rules! impl_elem {
                 }
             }
             fn into_buffer(v: Vec<Self>) -> Buffer {
-                Buffer::$variant(v)
+                Buffer::$variant(v.into())
             }
         }
     )*};

@@ -339,7 +339,7 @@ fn pad_slice<T: Elem>(src: &[T], shape: &[usize], fill: T, low: &[usize], out: &
 pub(crate) fn iota(ty: &TensorType, dim: usize) -> Result<Buffer, String> {
     macro_rules! fill {
         ($t:ty, $variant:ident) => {
-            Buffer::$variant(iota_slice(&ty.shape, dim, |i| i as $t))
+            Buffer::$variant(iota_slice(&ty.shape, dim, |i| i as $t).into())
         };
     }
     Ok(match ty.dtype {
@@ -448,7 +448,7 @@ mod tests {
                         .copied()
                 })
                 .collect();
-            assert_eq!(got, Buffer::F32(want), "{rows} rows");
+            assert_eq!(got, Buffer::F32(want.into()), "{rows} rows");
         }
     }
 

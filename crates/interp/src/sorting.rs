@@ -161,10 +161,10 @@ mod tests {
     use kiln_ir::Tensor;
 
     fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
-        Tensor::new(shape.to_vec(), Buffer::F32(v.to_vec())).unwrap()
+        Tensor::new(shape.to_vec(), Buffer::F32(v.to_vec().into())).unwrap()
     }
     fn i32s(shape: &[usize], v: &[i32]) -> Tensor {
-        Tensor::new(shape.to_vec(), Buffer::I32(v.to_vec())).unwrap()
+        Tensor::new(shape.to_vec(), Buffer::I32(v.to_vec().into())).unwrap()
     }
 
     #[test]
@@ -178,23 +178,23 @@ mod tests {
         let (x0, i0) = (f32s(&[], &[f32::NEG_INFINITY]), i32s(&[], &[0]));
         let args = [&x, &i, &x0, &i0];
         let idx = arg_reduce(&args, ArgKind::Max, &[1], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![1, 1, 0]));
+        assert_eq!(idx, Buffer::I32(vec![1, 1, 0].into()));
         // argmin starts from +inf, as jnp.argmin; from -inf nothing would beat the start.
         let inf = f32s(&[], &[f32::INFINITY]);
         let idx = arg_reduce(&[&x, &i, &inf, &i0], ArgKind::Min, &[1], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![0, 1, 2]));
+        assert_eq!(idx, Buffer::I32(vec![0, 1, 2].into()));
         let idx = arg_reduce(&args, ArgKind::Min, &[1], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![0, 1, 0]));
+        assert_eq!(idx, Buffer::I32(vec![0, 1, 0].into()));
         let Buffer::F32(v) = arg_reduce(&args, ArgKind::Max, &[1], 0).unwrap() else {
             panic!()
         };
         assert!(v[0] == 3.0 && v[1].is_nan() && v[2] == 0.0);
         // Over both axes, row-major: the first NaN is element 5.
         let idx = arg_reduce(&args, ArgKind::Max, &[0, 1], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![1]));
+        assert_eq!(idx, Buffer::I32(vec![1].into()));
         // Over axis 0: column 3 is (2, nan, 0) -> the NaN's index 3 (its own index value).
         let idx = arg_reduce(&args, ArgKind::Max, &[0], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![0, 1, 2, 3]));
+        assert_eq!(idx, Buffer::I32(vec![0, 1, 2, 3].into()));
     }
 
     #[test]
@@ -209,9 +209,9 @@ mod tests {
         let (ninf, inf) = (f32s(&[], &[f32::NEG_INFINITY]), f32s(&[], &[f32::INFINITY]));
         // Row 1 ends on a NaN, which nothing follows: it wins; -0 == 0 ties keep index 0.
         let idx = arg_reduce(&[&x, &i, &ninf, &i0], ArgKind::TfMax, &[1], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![1, 3, 0]));
+        assert_eq!(idx, Buffer::I32(vec![1, 3, 0].into()));
         let idx = arg_reduce(&[&x, &i, &inf, &i0], ArgKind::TfMin, &[1], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![0, 3, 2]));
+        assert_eq!(idx, Buffer::I32(vec![0, 3, 2].into()));
     }
 
     #[test]
@@ -220,7 +220,7 @@ mod tests {
         let i = i32s(&[2, 0], &[]);
         let (x0, i0) = (f32s(&[], &[-7.0]), i32s(&[], &[9]));
         let idx = arg_reduce(&[&x, &i, &x0, &i0], ArgKind::Max, &[1], 1).unwrap();
-        assert_eq!(idx, Buffer::I32(vec![9, 9]));
+        assert_eq!(idx, Buffer::I32(vec![9, 9].into()));
     }
 
     #[test]
@@ -231,15 +231,15 @@ mod tests {
         let s = |dir, order| sort(&args, 1, 1, dir, order, 1).unwrap();
         assert_eq!(
             s(CompareDir::Lt, SortOrder::Canonical),
-            Buffer::I32(vec![3, 1, 0, 2, 3, 0, 1, 2])
+            Buffer::I32(vec![3, 1, 0, 2, 3, 0, 1, 2].into())
         );
         assert_eq!(
             s(CompareDir::Lt, SortOrder::Total),
-            Buffer::I32(vec![3, 1, 0, 2, 3, 0, 1, 2])
+            Buffer::I32(vec![3, 1, 0, 2, 3, 0, 1, 2].into())
         );
         assert_eq!(
             s(CompareDir::Gt, SortOrder::Total),
-            Buffer::I32(vec![0, 2, 1, 3, 2, 1, 0, 3])
+            Buffer::I32(vec![0, 2, 1, 3, 2, 1, 0, 3].into())
         );
         // Along dim 0: each column on its own.
         let d0 = sort(&args, 0, 1, CompareDir::Lt, SortOrder::Total, 0).unwrap();
@@ -258,6 +258,6 @@ mod tests {
         let b = i32s(&[6], &[5, 9, 1, 3, 7, 1]);
         let i = i32s(&[6], &[0, 1, 2, 3, 4, 5]);
         let got = sort(&[&a, &b, &i], 0, 2, CompareDir::Lt, SortOrder::Ieee, 2).unwrap();
-        assert_eq!(got, Buffer::I32(vec![4, 3, 1, 2, 5, 0]));
+        assert_eq!(got, Buffer::I32(vec![4, 3, 1, 2, 5, 0].into()));
     }
 }

@@ -355,8 +355,8 @@ mod tests {
             let x: Vec<f32> = (0..n)
                 .map(|i| ((i * 7919 % 997) as f32 - 498.0) * 0.37)
                 .collect();
-            let a = Tensor::new(shape.clone(), Buffer::F32(x.clone())).unwrap();
-            let init = Tensor::new(Vec::<usize>::new(), Buffer::F32(vec![-0.0])).unwrap();
+            let a = Tensor::new(shape.clone(), Buffer::F32(x.clone().into())).unwrap();
+            let init = Tensor::new(Vec::<usize>::new(), Buffer::F32(vec![-0.0].into())).unwrap();
             let got = reduce_window(ReduceKind::Sum, &a, &init, &window, &out_shape).unwrap();
             let Buffer::F32(got) = got else { panic!("f32") };
             let want = reference(&x, &shape, &window, &out_shape);

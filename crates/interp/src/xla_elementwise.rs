@@ -26,20 +26,20 @@ pub(crate) fn handles_binary(op: BinaryOp, dtype: DType) -> bool {
 pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
     use UnaryOp::*;
     let out = match (op, a) {
-        (Tan, Buffer::F32(v)) => Some(Buffer::F32(map1(v, kiln_math::f32s::tan))),
-        (Tan, Buffer::F64(v)) => Some(Buffer::F64(map1(v, kiln_math::f64s::tan))),
-        (Cbrt, Buffer::F32(v)) => Some(Buffer::F32(map1(v, kiln_math::f32s::cbrt))),
-        (Cbrt, Buffer::F64(v)) => Some(Buffer::F64(map1(v, kiln_math::f64s::cbrt))),
-        (RoundAfz, Buffer::F32(v)) => Some(Buffer::F32(map1(v, kiln_math::f32s::round_afz))),
-        (RoundAfz, Buffer::F64(v)) => Some(Buffer::F64(map1(v, kiln_math::f64s::round_afz))),
-        (Popcnt | Clz, Buffer::I32(v)) => Some(Buffer::I32(bit_count(op, v))),
-        (Popcnt | Clz, Buffer::I64(v)) => Some(Buffer::I64(bit_count(op, v))),
-        (Popcnt | Clz, Buffer::U32(v)) => Some(Buffer::U32(bit_count(op, v))),
-        (Popcnt | Clz, Buffer::U64(v)) => Some(Buffer::U64(bit_count(op, v))),
-        (Popcnt | Clz, Buffer::I8(v)) => Some(Buffer::I8(bit_count(op, v))),
-        (Popcnt | Clz, Buffer::U8(v)) => Some(Buffer::U8(bit_count(op, v))),
-        (Popcnt | Clz, Buffer::I16(v)) => Some(Buffer::I16(bit_count(op, v))),
-        (Popcnt | Clz, Buffer::U16(v)) => Some(Buffer::U16(bit_count(op, v))),
+        (Tan, Buffer::F32(v)) => Some(Buffer::F32(map1(v, kiln_math::f32s::tan).into())),
+        (Tan, Buffer::F64(v)) => Some(Buffer::F64(map1(v, kiln_math::f64s::tan).into())),
+        (Cbrt, Buffer::F32(v)) => Some(Buffer::F32(map1(v, kiln_math::f32s::cbrt).into())),
+        (Cbrt, Buffer::F64(v)) => Some(Buffer::F64(map1(v, kiln_math::f64s::cbrt).into())),
+        (RoundAfz, Buffer::F32(v)) => Some(Buffer::F32(map1(v, kiln_math::f32s::round_afz).into())),
+        (RoundAfz, Buffer::F64(v)) => Some(Buffer::F64(map1(v, kiln_math::f64s::round_afz).into())),
+        (Popcnt | Clz, Buffer::I32(v)) => Some(Buffer::I32(bit_count(op, v).into())),
+        (Popcnt | Clz, Buffer::I64(v)) => Some(Buffer::I64(bit_count(op, v).into())),
+        (Popcnt | Clz, Buffer::U32(v)) => Some(Buffer::U32(bit_count(op, v).into())),
+        (Popcnt | Clz, Buffer::U64(v)) => Some(Buffer::U64(bit_count(op, v).into())),
+        (Popcnt | Clz, Buffer::I8(v)) => Some(Buffer::I8(bit_count(op, v).into())),
+        (Popcnt | Clz, Buffer::U8(v)) => Some(Buffer::U8(bit_count(op, v).into())),
+        (Popcnt | Clz, Buffer::I16(v)) => Some(Buffer::I16(bit_count(op, v).into())),
+        (Popcnt | Clz, Buffer::U16(v)) => Some(Buffer::U16(bit_count(op, v).into())),
         _ => None,
     };
     out.ok_or_else(|| format!("{} is not defined for {}", op.name(), a.dtype()))
@@ -49,19 +49,19 @@ pub(crate) fn unary(op: UnaryOp, a: &Buffer) -> Result<Buffer, String> {
 pub(crate) fn binary(op: BinaryOp, a: &Buffer, b: &Buffer) -> Result<Buffer, String> {
     let out = match (op, a, b) {
         (BinaryOp::Atan2, Buffer::F32(x), Buffer::F32(y)) => {
-            Some(Buffer::F32(map2(x, y, kiln_math::f32s::atan2)))
+            Some(Buffer::F32(map2(x, y, kiln_math::f32s::atan2).into()))
         }
         (BinaryOp::Atan2, Buffer::F64(x), Buffer::F64(y)) => {
-            Some(Buffer::F64(map2(x, y, kiln_math::f64s::atan2)))
+            Some(Buffer::F64(map2(x, y, kiln_math::f64s::atan2).into()))
         }
-        (_, Buffer::I32(x), Buffer::I32(y)) => int_binary(op, x, y).map(Buffer::I32),
-        (_, Buffer::I64(x), Buffer::I64(y)) => int_binary(op, x, y).map(Buffer::I64),
-        (_, Buffer::U32(x), Buffer::U32(y)) => int_binary(op, x, y).map(Buffer::U32),
-        (_, Buffer::U64(x), Buffer::U64(y)) => int_binary(op, x, y).map(Buffer::U64),
-        (_, Buffer::I8(x), Buffer::I8(y)) => int_binary(op, x, y).map(Buffer::I8),
-        (_, Buffer::U8(x), Buffer::U8(y)) => int_binary(op, x, y).map(Buffer::U8),
-        (_, Buffer::I16(x), Buffer::I16(y)) => int_binary(op, x, y).map(Buffer::I16),
-        (_, Buffer::U16(x), Buffer::U16(y)) => int_binary(op, x, y).map(Buffer::U16),
+        (_, Buffer::I32(x), Buffer::I32(y)) => int_binary(op, x, y).map(|v| Buffer::I32(v.into())),
+        (_, Buffer::I64(x), Buffer::I64(y)) => int_binary(op, x, y).map(|v| Buffer::I64(v.into())),
+        (_, Buffer::U32(x), Buffer::U32(y)) => int_binary(op, x, y).map(|v| Buffer::U32(v.into())),
+        (_, Buffer::U64(x), Buffer::U64(y)) => int_binary(op, x, y).map(|v| Buffer::U64(v.into())),
+        (_, Buffer::I8(x), Buffer::I8(y)) => int_binary(op, x, y).map(|v| Buffer::I8(v.into())),
+        (_, Buffer::U8(x), Buffer::U8(y)) => int_binary(op, x, y).map(|v| Buffer::U8(v.into())),
+        (_, Buffer::I16(x), Buffer::I16(y)) => int_binary(op, x, y).map(|v| Buffer::I16(v.into())),
+        (_, Buffer::U16(x), Buffer::U16(y)) => int_binary(op, x, y).map(|v| Buffer::U16(v.into())),
         _ => None,
     };
     out.ok_or_else(|| {
@@ -109,7 +109,7 @@ pub(crate) fn compare_total_order(
             ))
         }
     };
-    Ok(Buffer::Bool(out))
+    Ok(Buffer::Bool(out.into()))
 }
 
 fn ordered<T: Ord + Copy + Sync>(dir: CompareDir, x: &[T], y: &[T]) -> Vec<bool> {
@@ -247,30 +247,30 @@ mod tests {
     #[test]
     fn shifts_follow_xla_checked_against_tensorflow() {
         // tf.bitwise.left_shift / right_shift under jit_compile=True (TF 2.21), s32.
-        let a = Buffer::I32(vec![1, -8, 5, -1, 7]);
-        let n = Buffer::I32(vec![32, 1, -1, 40, 31]);
+        let a = Buffer::I32(vec![1, -8, 5, -1, 7].into());
+        let n = Buffer::I32(vec![32, 1, -1, 40, 31].into());
         let shl = binary(BinaryOp::ShiftLeft, &a, &n).unwrap();
-        assert_eq!(shl, Buffer::I32(vec![0, -16, 0, 0, i32::MIN]));
+        assert_eq!(shl, Buffer::I32(vec![0, -16, 0, 0, i32::MIN].into()));
         let sra = binary(BinaryOp::ShiftRightArithmetic, &a, &n).unwrap();
-        assert_eq!(sra, Buffer::I32(vec![0, -4, 0, -1, 0]));
+        assert_eq!(sra, Buffer::I32(vec![0, -4, 0, -1, 0].into()));
         let srl = binary(BinaryOp::ShiftRightLogical, &a, &n).unwrap();
-        assert_eq!(srl, Buffer::I32(vec![0, 0x7fff_fffc, 0, 0, 0]));
-        let u = Buffer::U32(vec![0x8000_0000, 3]);
-        let k = Buffer::U32(vec![31, 33]);
+        assert_eq!(srl, Buffer::I32(vec![0, 0x7fff_fffc, 0, 0, 0].into()));
+        let u = Buffer::U32(vec![0x8000_0000, 3].into());
+        let k = Buffer::U32(vec![31, 33].into());
         let sra = binary(BinaryOp::ShiftRightArithmetic, &u, &k).unwrap();
-        assert_eq!(sra, Buffer::U32(vec![u32::MAX, 0]));
+        assert_eq!(sra, Buffer::U32(vec![u32::MAX, 0].into()));
     }
 
     #[test]
     fn bit_counts() {
-        let v = Buffer::I32(vec![0, 1, -1, 0x00f0_0000, i32::MIN]);
+        let v = Buffer::I32(vec![0, 1, -1, 0x00f0_0000, i32::MIN].into());
         let p = unary(UnaryOp::Popcnt, &v).unwrap();
-        assert_eq!(p, Buffer::I32(vec![0, 1, 32, 4, 1]));
+        assert_eq!(p, Buffer::I32(vec![0, 1, 32, 4, 1].into()));
         let c = unary(UnaryOp::Clz, &v).unwrap();
-        assert_eq!(c, Buffer::I32(vec![32, 31, 0, 8, 0]));
-        let c = unary(UnaryOp::Clz, &Buffer::I64(vec![0, 1])).unwrap();
-        assert_eq!(c, Buffer::I64(vec![64, 63]));
-        let e = unary(UnaryOp::Popcnt, &Buffer::F32(vec![1.0])).unwrap_err();
+        assert_eq!(c, Buffer::I32(vec![32, 31, 0, 8, 0].into()));
+        let c = unary(UnaryOp::Clz, &Buffer::I64(vec![0, 1].into())).unwrap();
+        assert_eq!(c, Buffer::I64(vec![64, 63].into()));
+        let e = unary(UnaryOp::Popcnt, &Buffer::F32(vec![1.0].into())).unwrap_err();
         assert!(e.contains("popcnt is not defined for f32"), "{e}");
     }
 
@@ -291,15 +291,15 @@ mod tests {
         ];
         for (i, &x) in order.iter().enumerate() {
             for (j, &y) in order.iter().enumerate() {
-                let a = Buffer::F32(vec![x]);
-                let b = Buffer::F32(vec![y]);
+                let a = Buffer::F32(vec![x].into());
+                let b = Buffer::F32(vec![y].into());
                 for (dir, want) in [
                     (CompareDir::Lt, i < j),
                     (CompareDir::Eq, i == j),
                     (CompareDir::Ge, i >= j),
                 ] {
                     let got = compare_total_order(dir, &a, &b).unwrap();
-                    assert_eq!(got, Buffer::Bool(vec![want]), "{x} {dir:?} {y}");
+                    assert_eq!(got, Buffer::Bool(vec![want].into()), "{x} {dir:?} {y}");
                 }
             }
         }

@@ -16,7 +16,7 @@ fn func(src: &str) -> Func {
 }
 
 fn i32s(v: i32) -> Tensor {
-    Tensor::new(vec![], Buffer::I32(vec![v])).unwrap()
+    Tensor::new(vec![], Buffer::I32(vec![v].into())).unwrap()
 }
 
 /// Fibonacci by a loop carrying (i, a, b): fib(n) for n = 0, 1, 10, 30.
@@ -44,7 +44,7 @@ fn a_loop_carries_its_values() {
     let interp = Interpreter::new(1).unwrap();
     for (n, want) in [(0, 0), (1, 1), (10, 55), (30, 832_040)] {
         let got = interp.run(&f, &[i32s(n)]).unwrap();
-        assert_eq!(got[0].data(), &Buffer::I32(vec![want]), "fib({n})");
+        assert_eq!(got[0].data(), &Buffer::I32(vec![want].into()), "fib({n})");
     }
 }
 

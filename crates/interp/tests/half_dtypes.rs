@@ -37,7 +37,7 @@ fn a_sum_accumulates_in_f32_and_rounds_once() {
         &[],
     );
     assert_eq!(bits(&sum), [f16::from_f32(4096.0).to_bits()]);
-    let b = t(&[3000], Buffer::Bf16(vec![bf16::ONE; 3000]));
+    let b = t(&[3000], Buffer::Bf16(vec![bf16::ONE; 3000].into()));
     let sum = eval(
         Op::Reduce {
             kind: ReduceKind::Sum,
@@ -71,12 +71,7 @@ fn data_movement_keeps_the_sixteen_bits() {
     let snan = f16::from_bits(0x7d01);
     let a = t(
         &[2, 2],
-        Buffer::F16(vec![
-            snan,
-            f16::NEG_ZERO,
-            f16::ONE,
-            f16::MIN_POSITIVE_SUBNORMAL,
-        ]),
+        Buffer::F16(vec![snan, f16::NEG_ZERO, f16::ONE, f16::MIN_POSITIVE_SUBNORMAL].into()),
     );
     let tr = eval(
         Op::Transpose { perm: vec![1, 0] },
@@ -89,7 +84,10 @@ fn data_movement_keeps_the_sixteen_bits() {
     let s = eval(Op::Select, &[&p, &a, &tr], DType::F16, &[2, 2]);
     assert_eq!(bits(&s), [0x7d01, 0x3c00, 0x3c00, 0x0001]);
     let u = eval(Op::BitcastConvert, &[&a], DType::U16, &[2, 2]);
-    assert_eq!(u.data(), &Buffer::U16(vec![0x7d01, 0x8000, 0x3c00, 0x0001]));
+    assert_eq!(
+        u.data(),
+        &Buffer::U16(vec![0x7d01, 0x8000, 0x3c00, 0x0001].into())
+    );
     let bytes = eval(Op::BitcastConvert, &[&a], DType::U8, &[2, 2, 2]);
     assert_eq!(
         bytes.data().get(0),

@@ -394,7 +394,7 @@ fn bitcast_convert_changes_width_little_endian() {
         &bytes,
         &t(
             &[2, 4],
-            Buffer::U8(vec![0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0]),
+            Buffer::U8(vec![0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0].into()),
         ),
     );
     assert_bits(&eval(Op::BitcastConvert, &[&bytes], DType::F32, &[2]), &x);
@@ -404,7 +404,7 @@ fn bitcast_convert_changes_width_little_endian() {
         DType::U32,
         &[1, 2],
     );
-    assert_bits(&halves, &t(&[1, 2], Buffer::U32(vec![7, 1])));
+    assert_bits(&halves, &t(&[1, 2], Buffer::U32(vec![7, 1].into())));
     let s = eval(
         Op::BitcastConvert,
         &[&ints(DType::U16, &[0xffff])],

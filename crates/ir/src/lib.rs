@@ -8,6 +8,7 @@
 mod bitcast;
 pub mod control;
 pub mod dtype;
+pub mod elements;
 pub mod func;
 pub mod indexing;
 mod lex;
@@ -24,6 +25,7 @@ pub mod window;
 
 pub use control::{Conditional, While};
 pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
+pub use elements::Elements;
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
 /// The element types of `f16` and `bf16` buffers (the `half` crate's).
 pub use half::{bf16, f16};

@@ -1,6 +1,7 @@
 //! Host tensors: a dtype, a shape and a row-major buffer.
 
 use crate::dtype::{DType, TensorType};
+use crate::elements::Elements;
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -21,12 +22,13 @@ macro_rules! for_each_dtype {
 
 macro_rules! buffer_and_scalar {
     ($($V:ident $t:ident),*) => {
-        /// A row-major host buffer, one variant per dtype (named as [`DType`]'s variants).
+        /// A row-major host buffer, one variant per dtype (named as [`DType`]'s variants). Its
+        /// [`Elements`] are owned or borrowed from foreign memory (copy-on-write).
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         pub enum Buffer {
             $(
                 #[doc = concat!("`", stringify!($t), "` elements.")]
-                $V(Vec<$t>),
+                $V(Elements<$t>),
             )*
         }
 
@@ -57,7 +59,7 @@ macro_rules! buffer_and_scalar {
             /// A buffer of `n` zeros (`false` for bool).
             pub fn zeros(dtype: DType, n: usize) -> Buffer {
                 match dtype {
-                    $(DType::$V => Buffer::$V(vec![<$t>::default(); n]),)*
+                    $(DType::$V => Buffer::$V(vec![<$t>::default(); n].into()),)*
                 }
             }
 
@@ -71,7 +73,7 @@ macro_rules! buffer_and_scalar {
             /// A buffer of `n` copies of `s`.
             pub fn splat(s: Scalar, n: usize) -> Buffer {
                 match s {
-                    $(Scalar::$V(x) => Buffer::$V(vec![x; n]),)*
+                    $(Scalar::$V(x) => Buffer::$V(vec![x; n].into()),)*
                 }
             }
 
@@ -286,14 +288,14 @@ impl Tensor {
 
     /// An `f32` tensor. Errors if `data.len()` does not match `shape`.
     pub fn from_f32(shape: impl Into<Vec<usize>>, data: Vec<f32>) -> Result<Tensor, ShapeMismatch> {
-        Tensor::new(shape, Buffer::F32(data))
+        Tensor::new(shape, Buffer::F32(data.into()))
     }
 
     /// An `f32` scalar.
     pub fn scalar_f32(x: f32) -> Tensor {
         Tensor {
             shape: Vec::new(),
-            data: Buffer::F32(vec![x]),
+            data: Buffer::F32(vec![x].into()),
         }
     }
 
@@ -484,7 +486,7 @@ mod tests {
         assert!(!t(vec![1.0, 2.0]).bit_eq(&t(vec![1.0, 3.0])));
         let reshaped = Tensor::from_f32([2, 1], vec![1.0, 2.0]).unwrap();
         assert!(!t(vec![1.0, 2.0]).bit_eq(&reshaped), "shapes differ");
-        let ints = Tensor::new([2], Buffer::U32(vec![1, 2])).unwrap();
+        let ints = Tensor::new([2], Buffer::U32(vec![1, 2].into())).unwrap();
         assert!(!ints.bit_eq(&t(vec![1.0, 2.0])), "dtypes differ");
     }
 }

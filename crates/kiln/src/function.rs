@@ -96,7 +96,8 @@ fn read_states(states: &[StateInput]) -> Vec<Tensor> {
             let g = &mut guards[k];
             let before = g.state();
             g.read_and_skip(s.advance);
-            Tensor::new([3], Buffer::I64(before.to_vec())).expect("three words for shape [3]")
+            Tensor::new([3], Buffer::I64(before.to_vec().into()))
+                .expect("three words for shape [3]")
         })
         .collect()
 }

@@ -163,8 +163,8 @@ impl Generator {
     pub fn normal(&self, shape: &[usize], dtype: DType) -> Result<Tensor, KilnError> {
         float_only("Generator.normal", dtype, ())?;
         self.draw("Generator.normal", shape, |g| match dtype {
-            DType::F32 => g.normal(shape).map(Buffer::F32),
-            _ => g.normal_f64(shape).map(Buffer::F64),
+            DType::F32 => g.normal(shape).map(|v| Buffer::F32(v.into())),
+            _ => g.normal_f64(shape).map(|v| Buffer::F64(v.into())),
         })
     }
 
@@ -172,8 +172,8 @@ impl Generator {
     pub fn uniform(&self, shape: &[usize], dtype: DType) -> Result<Tensor, KilnError> {
         float_only("Generator.uniform", dtype, ())?;
         self.draw("Generator.uniform", shape, |g| match dtype {
-            DType::F32 => g.uniform(shape).map(Buffer::F32),
-            _ => g.uniform_f64(shape).map(Buffer::F64),
+            DType::F32 => g.uniform(shape).map(|v| Buffer::F32(v.into())),
+            _ => g.uniform_f64(shape).map(|v| Buffer::F64(v.into())),
         })
     }
 
@@ -181,8 +181,8 @@ impl Generator {
     pub fn truncated_normal(&self, shape: &[usize], dtype: DType) -> Result<Tensor, KilnError> {
         float_only("Generator.truncated_normal", dtype, ())?;
         self.draw("Generator.truncated_normal", shape, |g| match dtype {
-            DType::F32 => g.truncated_normal(shape).map(Buffer::F32),
-            _ => g.truncated_normal_f64(shape).map(Buffer::F64),
+            DType::F32 => g.truncated_normal(shape).map(|v| Buffer::F32(v.into())),
+            _ => g.truncated_normal_f64(shape).map(|v| Buffer::F64(v.into())),
         })
     }
 
@@ -195,14 +195,15 @@ impl Generator {
         maxval: i32,
     ) -> Result<Tensor, KilnError> {
         self.draw("Generator.uniform", shape, |g| {
-            g.uniform_int(shape, minval, maxval).map(Buffer::I32)
+            g.uniform_int(shape, minval, maxval)
+                .map(|v| Buffer::I32(v.into()))
         })
     }
 
     /// `Generator.uniform_full_int(shape, dtype=tf.uint32)`: raw 32-bit words, eagerly.
     pub fn bits(&self, shape: &[usize]) -> Result<Tensor, KilnError> {
         self.draw("Generator.uniform_full_int", shape, |g| {
-            g.bits(shape).map(Buffer::U32)
+            g.bits(shape).map(|v| Buffer::U32(v.into()))
         })
     }
 

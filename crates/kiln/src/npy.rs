@@ -186,18 +186,18 @@ fn decode(bytes: &[u8], path: &Path) -> Result<Tensor, NpyError> {
             .collect()
     }
     let buffer = match dtype {
-        DType::F32 => Buffer::F32(le(data, f32::from_le_bytes)),
-        DType::F64 => Buffer::F64(le(data, f64::from_le_bytes)),
-        DType::I32 => Buffer::I32(le(data, i32::from_le_bytes)),
-        DType::I64 => Buffer::I64(le(data, i64::from_le_bytes)),
-        DType::U32 => Buffer::U32(le(data, u32::from_le_bytes)),
-        DType::U64 => Buffer::U64(le(data, u64::from_le_bytes)),
-        DType::I8 => Buffer::I8(le(data, i8::from_le_bytes)),
-        DType::U8 => Buffer::U8(data.to_vec()),
-        DType::I16 => Buffer::I16(le(data, i16::from_le_bytes)),
-        DType::U16 => Buffer::U16(le(data, u16::from_le_bytes)),
-        DType::F16 => Buffer::F16(le(data, kiln_ir::f16::from_le_bytes)),
-        DType::Bf16 => Buffer::Bf16(le(data, kiln_ir::bf16::from_le_bytes)),
+        DType::F32 => Buffer::F32(le(data, f32::from_le_bytes).into()),
+        DType::F64 => Buffer::F64(le(data, f64::from_le_bytes).into()),
+        DType::I32 => Buffer::I32(le(data, i32::from_le_bytes).into()),
+        DType::I64 => Buffer::I64(le(data, i64::from_le_bytes).into()),
+        DType::U32 => Buffer::U32(le(data, u32::from_le_bytes).into()),
+        DType::U64 => Buffer::U64(le(data, u64::from_le_bytes).into()),
+        DType::I8 => Buffer::I8(le(data, i8::from_le_bytes).into()),
+        DType::U8 => Buffer::U8(data.to_vec().into()),
+        DType::I16 => Buffer::I16(le(data, i16::from_le_bytes).into()),
+        DType::U16 => Buffer::U16(le(data, u16::from_le_bytes).into()),
+        DType::F16 => Buffer::F16(le(data, kiln_ir::f16::from_le_bytes).into()),
+        DType::Bf16 => Buffer::Bf16(le(data, kiln_ir::bf16::from_le_bytes).into()),
         DType::Bool => Buffer::Bool(
             data.iter()
                 .enumerate()
@@ -347,7 +347,7 @@ mod tests {
         let p = dir.join("b.npy");
         let t = Tensor::new(
             [2],
-            Buffer::Bf16(vec![kiln_ir::bf16::ONE, kiln_ir::bf16::from_f32(2.0)]),
+            Buffer::Bf16(vec![kiln_ir::bf16::ONE, kiln_ir::bf16::from_f32(2.0)].into()),
         );
         write_npy(&p, &t.unwrap()).unwrap();
         // `np.save("b.npy", np.array([1, 2], dtype=ml_dtypes.bfloat16))`, byte for byte.
@@ -368,32 +368,33 @@ mod tests {
         let tensors = [
             Tensor::new(
                 [2, 3],
-                Buffer::F32(vec![1.0, -2.5, f32::NAN, 0.0, 1e-40, 7.0]),
+                Buffer::F32(vec![1.0, -2.5, f32::NAN, 0.0, 1e-40, 7.0].into()),
             )
             .unwrap(),
-            Tensor::new([2], Buffer::F64(vec![1.0, -2.0])).unwrap(),
-            Tensor::new([3], Buffer::I32(vec![1, -2, i32::MIN])).unwrap(),
-            Tensor::new([1], Buffer::I64(vec![i64::MAX])).unwrap(),
-            Tensor::new([2], Buffer::U32(vec![0, u32::MAX])).unwrap(),
-            Tensor::new([2, 1], Buffer::Bool(vec![true, false])).unwrap(),
-            Tensor::new(Vec::<usize>::new(), Buffer::F32(vec![3.5])).unwrap(),
-            Tensor::new([3], Buffer::U64(vec![0, 1 << 63, u64::MAX])).unwrap(),
-            Tensor::new([3], Buffer::I8(vec![i8::MIN, -1, i8::MAX])).unwrap(),
-            Tensor::new([3], Buffer::U8(vec![0, 128, u8::MAX])).unwrap(),
-            Tensor::new([3], Buffer::I16(vec![i16::MIN, -1, i16::MAX])).unwrap(),
-            Tensor::new([3], Buffer::U16(vec![0, 0x8001, u16::MAX])).unwrap(),
+            Tensor::new([2], Buffer::F64(vec![1.0, -2.0].into())).unwrap(),
+            Tensor::new([3], Buffer::I32(vec![1, -2, i32::MIN].into())).unwrap(),
+            Tensor::new([1], Buffer::I64(vec![i64::MAX].into())).unwrap(),
+            Tensor::new([2], Buffer::U32(vec![0, u32::MAX].into())).unwrap(),
+            Tensor::new([2, 1], Buffer::Bool(vec![true, false].into())).unwrap(),
+            Tensor::new(Vec::<usize>::new(), Buffer::F32(vec![3.5].into())).unwrap(),
+            Tensor::new([3], Buffer::U64(vec![0, 1 << 63, u64::MAX].into())).unwrap(),
+            Tensor::new([3], Buffer::I8(vec![i8::MIN, -1, i8::MAX].into())).unwrap(),
+            Tensor::new([3], Buffer::U8(vec![0, 128, u8::MAX].into())).unwrap(),
+            Tensor::new([3], Buffer::I16(vec![i16::MIN, -1, i16::MAX].into())).unwrap(),
+            Tensor::new([3], Buffer::U16(vec![0, 0x8001, u16::MAX].into())).unwrap(),
             Tensor::new(
                 [2, 2],
                 Buffer::F16(
                     [0x3c00, 0x7e01, 0x8001, 0xfc00]
                         .map(kiln_ir::f16::from_bits)
-                        .to_vec(),
+                        .to_vec()
+                        .into(),
                 ),
             )
             .unwrap(),
             Tensor::new(
                 Vec::<usize>::new(),
-                Buffer::Bf16(vec![kiln_ir::bf16::from_bits(0xff81)]),
+                Buffer::Bf16(vec![kiln_ir::bf16::from_bits(0xff81)].into()),
             )
             .unwrap(),
         ];
@@ -418,7 +419,11 @@ mod tests {
     #[test]
     fn a_truncated_file_says_so() {
         let p = std::env::temp_dir().join(format!("kiln-npy-trunc-{}.npy", std::process::id()));
-        write_npy(&p, &Tensor::new([2, 3], Buffer::F64(vec![1.0; 6])).unwrap()).unwrap();
+        write_npy(
+            &p,
+            &Tensor::new([2, 3], Buffer::F64(vec![1.0; 6].into())).unwrap(),
+        )
+        .unwrap();
         let bytes = std::fs::read(&p).unwrap();
         std::fs::write(&p, &bytes[..bytes.len() - 5]).unwrap();
         let e = read_npy(&p).unwrap_err().to_string();
@@ -459,17 +464,21 @@ mod tests {
             format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,), }}")
         };
         let cases = [
-            ("|u1", vec![0, 255], Buffer::U8(vec![0, 255])),
-            ("|i1", vec![0x80, 0xff], Buffer::I8(vec![i8::MIN, -1])),
+            ("|u1", vec![0, 255], Buffer::U8(vec![0, 255].into())),
+            (
+                "|i1",
+                vec![0x80, 0xff],
+                Buffer::I8(vec![i8::MIN, -1].into()),
+            ),
             (
                 "<i2",
                 vec![0, 0x80, 0xff, 0xff],
-                Buffer::I16(vec![i16::MIN, -1]),
+                Buffer::I16(vec![i16::MIN, -1].into()),
             ),
             (
                 "<u2",
                 vec![1, 0, 0xff, 0xff],
-                Buffer::U16(vec![1, u16::MAX]),
+                Buffer::U16(vec![1, u16::MAX].into()),
             ),
         ];
         for (descr, data, want) in cases {
@@ -481,7 +490,7 @@ mod tests {
             .flat_map(|x| x.to_le_bytes())
             .collect();
         let t = decoded(&npy_bytes(1, &header("<u8"), &u64s)).unwrap();
-        assert!(t.bit_eq(&Tensor::new([2], Buffer::U64(vec![7, u64::MAX])).unwrap()));
+        assert!(t.bit_eq(&Tensor::new([2], Buffer::U64(vec![7, u64::MAX].into())).unwrap()));
         let e = decoded(&npy_bytes(1, &header(">u2"), &[0; 4])).unwrap_err();
         assert!(e.contains("unsupported .npy dtype '>u2'"), "{e}");
     }
@@ -492,7 +501,7 @@ mod tests {
             .iter()
             .flat_map(|x| x.to_le_bytes())
             .collect();
-        let want = Tensor::new([2], Buffer::F32(vec![1.5, -2.0])).unwrap();
+        let want = Tensor::new([2], Buffer::F32(vec![1.5, -2.0].into())).unwrap();
         for (version, header) in [
             (
                 1,
@@ -518,7 +527,7 @@ mod tests {
         );
         assert!(decoded(&scalar)
             .unwrap()
-            .bit_eq(&Tensor::new(Vec::<usize>::new(), Buffer::I64(vec![7])).unwrap()));
+            .bit_eq(&Tensor::new(Vec::<usize>::new(), Buffer::I64(vec![7].into())).unwrap()));
         let empty = npy_bytes(
             1,
             "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 0), }",
@@ -532,7 +541,7 @@ mod tests {
         );
         assert!(decoded(&bools)
             .unwrap()
-            .bit_eq(&Tensor::new([2], Buffer::Bool(vec![true, false])).unwrap()));
+            .bit_eq(&Tensor::new([2], Buffer::Bool(vec![true, false].into())).unwrap()));
     }
 
     /// Issue 32: a 130-byte v2 file whose header claims 0xFFFFFFF0 bytes made Kiln allocate
@@ -674,7 +683,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("kiln-npy-bound-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("x.npy");
-        write_npy(&p, &Tensor::new([4], Buffer::F32(vec![1.0; 4])).unwrap()).unwrap();
+        write_npy(
+            &p,
+            &Tensor::new([4], Buffer::F32(vec![1.0; 4].into())).unwrap(),
+        )
+        .unwrap();
         let e = read_npy_within(&p, 100).unwrap_err().to_string();
         assert_eq!(e, format!("{}: larger than 100 bytes", p.display()));
         assert!(read_npy_within(&p, 1 << 20).is_ok());
@@ -709,7 +722,7 @@ mod tests {
         std::fs::write(&p, b"old").unwrap();
         assert!(write_atomically(&p, |_| Err(io::Error::other("no"))).is_err());
         assert_eq!(std::fs::read(&p).unwrap(), b"old");
-        let t = Tensor::new([3], Buffer::I32(vec![1, 2, 3])).unwrap();
+        let t = Tensor::new([3], Buffer::I32(vec![1, 2, 3].into())).unwrap();
         write_npy(&p, &t).unwrap();
         assert!(read_npy(&p).unwrap().bit_eq(&t));
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);

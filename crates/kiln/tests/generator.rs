@@ -27,7 +27,7 @@ fn session() -> Session {
 
 /// A dummy argument: traced draws need a value of the trace to name it.
 fn unit() -> Tensor {
-    Tensor::new(Vec::<usize>::new(), Buffer::I32(vec![0])).unwrap()
+    Tensor::new(Vec::<usize>::new(), Buffer::I32(vec![0].into())).unwrap()
 }
 
 /// One draw kind: how to record it in a trace, and the eager reference.
@@ -215,7 +215,7 @@ fn several_draws_and_generators_in_one_function_follow_program_order() {
         let s = (n[0] + n[2]) + n[1] + k as f32;
         assert_eq!(bits(&out[0]), f32_bits(&[s]), "call {k}");
         assert_eq!(bits(&out[1]), f32_bits(&u), "call {k}");
-        assert_eq!(out[2].data(), &Buffer::I32(i), "call {k}");
+        assert_eq!(out[2].data(), &Buffer::I32(i.into()), "call {k}");
     }
     assert_eq!((g.state(), h.state()), (ge.state(), he.state()));
     assert_eq!(f.trace_count(), 1);

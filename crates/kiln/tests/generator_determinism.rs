@@ -6,7 +6,7 @@ use kiln::{config, Buffer, DType, Function, Generator, KilnError, Tensor};
 use kiln_rng::RngError;
 
 fn unit() -> Tensor {
-    Tensor::new(Vec::<usize>::new(), Buffer::I32(vec![0])).unwrap()
+    Tensor::new(Vec::<usize>::new(), Buffer::I32(vec![0].into())).unwrap()
 }
 
 #[test]

@@ -137,7 +137,7 @@ mod tests {
         let nan2 = f32::from_bits(f32::NAN.to_bits() | 1);
         assert!(same_bits(Scalar::F32(f32::NAN), Scalar::F32(nan2)));
         assert!(!same_bits(Scalar::F32(0.0), Scalar::F32(-0.0)));
-        let t = |v: Vec<f32>| Tensor::new([v.len()], Buffer::F32(v)).unwrap();
+        let t = |v: Vec<f32>| Tensor::new([v.len()], Buffer::F32(v.into())).unwrap();
         assert_eq!(
             first_difference(&[t(vec![1.0, f32::NAN])], &[t(vec![1.0, nan2])]),
             None

@@ -69,7 +69,7 @@ pub fn from_bytes(ty: &TensorType, bytes: &[u8]) -> Result<Tensor, String> {
         DType::U32 => Buffer::U32(chunks::<4>(bytes).map(u32::from_le_bytes).collect()),
         DType::U64 => Buffer::U64(chunks::<8>(bytes).map(u64::from_le_bytes).collect()),
         DType::I8 => Buffer::I8(chunks::<1>(bytes).map(i8::from_le_bytes).collect()),
-        DType::U8 => Buffer::U8(bytes.to_vec()),
+        DType::U8 => Buffer::U8(bytes.to_vec().into()),
         DType::I16 => Buffer::I16(chunks::<2>(bytes).map(i16::from_le_bytes).collect()),
         DType::U16 => Buffer::U16(chunks::<2>(bytes).map(u16::from_le_bytes).collect()),
         DType::F16 => Buffer::F16(

@@ -44,7 +44,7 @@ fn seed_tensor(alg: &str, k: usize) -> Tensor {
         SEEDS2[k % SEEDS2.len()].to_vec()
     };
     let n = data.len();
-    Tensor::new(vec![n], kiln_ir::Buffer::I64(data)).expect("seed shape")
+    Tensor::new(vec![n], kiln_ir::Buffer::I64(data.into())).expect("seed shape")
 }
 
 /// Random-op clusters with their inputs: every kind × odd shapes × two seeds, each as a

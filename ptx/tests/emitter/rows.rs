@@ -137,7 +137,7 @@ fn row_inputs(c: &Cluster, seed: u64, specials: bool) -> Vec<Tensor> {
                 })
                 .collect();
             let data = match t.dtype {
-                kiln_ir::DType::F64 => kiln_ir::Buffer::F64(data),
+                kiln_ir::DType::F64 => kiln_ir::Buffer::F64(data.into()),
                 _ => kiln_ir::Buffer::F32(data.iter().map(|&v| v as f32).collect()),
             };
             Tensor::new(t.shape.clone(), data).expect("shape")

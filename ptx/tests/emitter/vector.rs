@@ -355,7 +355,7 @@ fn split_reductions_keep_the_canonical_bits() {
             "{kind}: not split"
         );
         assert_eq!(split.temps.len(), p.temps.len() + 1);
-        let x = Tensor::new(vec![n], kiln_ir::Buffer::F32(data)).expect("shape");
+        let x = Tensor::new(vec![n], kiln_ir::Buffer::F32(data.into())).expect("shape");
         assert!(
             check_inputs(kind, &c, &[x]).expect("bit for bit"),
             "{kind}: not checked"

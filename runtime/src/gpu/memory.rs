@@ -49,18 +49,18 @@ pub fn buffer_from_bytes(dt: DType, bytes: &[u8]) -> Buffer {
             .collect()
     }
     match dt {
-        DType::F32 => Buffer::F32(words(bytes, f32::from_ne_bytes)),
-        DType::F64 => Buffer::F64(words(bytes, f64::from_ne_bytes)),
-        DType::I32 => Buffer::I32(words(bytes, i32::from_ne_bytes)),
-        DType::I64 => Buffer::I64(words(bytes, i64::from_ne_bytes)),
-        DType::U32 => Buffer::U32(words(bytes, u32::from_ne_bytes)),
-        DType::U64 => Buffer::U64(words(bytes, u64::from_ne_bytes)),
-        DType::I8 => Buffer::I8(words(bytes, i8::from_ne_bytes)),
-        DType::U8 => Buffer::U8(bytes.to_vec()),
-        DType::I16 => Buffer::I16(words(bytes, i16::from_ne_bytes)),
-        DType::U16 => Buffer::U16(words(bytes, u16::from_ne_bytes)),
-        DType::F16 => Buffer::F16(words(bytes, kiln_ir::f16::from_ne_bytes)),
-        DType::Bf16 => Buffer::Bf16(words(bytes, kiln_ir::bf16::from_ne_bytes)),
+        DType::F32 => Buffer::F32(words(bytes, f32::from_ne_bytes).into()),
+        DType::F64 => Buffer::F64(words(bytes, f64::from_ne_bytes).into()),
+        DType::I32 => Buffer::I32(words(bytes, i32::from_ne_bytes).into()),
+        DType::I64 => Buffer::I64(words(bytes, i64::from_ne_bytes).into()),
+        DType::U32 => Buffer::U32(words(bytes, u32::from_ne_bytes).into()),
+        DType::U64 => Buffer::U64(words(bytes, u64::from_ne_bytes).into()),
+        DType::I8 => Buffer::I8(words(bytes, i8::from_ne_bytes).into()),
+        DType::U8 => Buffer::U8(bytes.to_vec().into()),
+        DType::I16 => Buffer::I16(words(bytes, i16::from_ne_bytes).into()),
+        DType::U16 => Buffer::U16(words(bytes, u16::from_ne_bytes).into()),
+        DType::F16 => Buffer::F16(words(bytes, kiln_ir::f16::from_ne_bytes).into()),
+        DType::Bf16 => Buffer::Bf16(words(bytes, kiln_ir::bf16::from_ne_bytes).into()),
         DType::Bool => Buffer::Bool(bytes.iter().map(|&b| b != 0).collect()),
     }
 }
@@ -130,12 +130,12 @@ mod tests {
     #[test]
     fn device_bytes_round_trip() {
         let bufs = [
-            Buffer::F32(vec![1.5, -0.0, f32::NAN, f32::INFINITY]),
-            Buffer::F64(vec![1e300, -2.5]),
-            Buffer::I32(vec![i32::MIN, 7]),
-            Buffer::I64(vec![i64::MAX, -1]),
-            Buffer::U32(vec![u32::MAX, 0]),
-            Buffer::Bool(vec![true, false, true]),
+            Buffer::F32(vec![1.5, -0.0, f32::NAN, f32::INFINITY].into()),
+            Buffer::F64(vec![1e300, -2.5].into()),
+            Buffer::I32(vec![i32::MIN, 7].into()),
+            Buffer::I64(vec![i64::MAX, -1].into()),
+            Buffer::U32(vec![u32::MAX, 0].into()),
+            Buffer::Bool(vec![true, false, true].into()),
         ];
         for b in bufs {
             let bytes = buffer_bytes(&b);

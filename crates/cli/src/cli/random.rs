@@ -98,20 +98,20 @@ pub fn random(a: RandomArgs, flags: &kiln::config::Flags) -> Result<ExitCode, Ki
             };
             vec![match a.alg {
                 Alg::Philox => match a.dist {
-                    Dist::Uniform => Buffer::F32(kiln_rng::stateless_uniform(&shape, [s0, s1]).map_err(rng)?),
-                    Dist::Normal => Buffer::F32(kiln_rng::stateless_normal(&shape, [s0, s1]).map_err(rng)?),
+                    Dist::Uniform => Buffer::F32(kiln_rng::stateless_uniform(&shape, [s0, s1]).map_err(rng)?.into()),
+                    Dist::Normal => Buffer::F32(kiln_rng::stateless_normal(&shape, [s0, s1]).map_err(rng)?.into()),
                     Dist::TruncatedNormal => {
-                        Buffer::F32(kiln_rng::stateless_truncated_normal(&shape, [s0, s1]).map_err(rng)?)
+                        Buffer::F32(kiln_rng::stateless_truncated_normal(&shape, [s0, s1]).map_err(rng)?.into())
                     }
-                    Dist::Bits => Buffer::U32(kiln_rng::stateless_bits(&shape, [s0, s1]).map_err(rng)?),
+                    Dist::Bits => Buffer::U32(kiln_rng::stateless_bits(&shape, [s0, s1]).map_err(rng)?.into()),
                 },
                 Alg::Threefry => {
                     let key = jax::key_from_seed_pair([s0, s1]);
                     match a.dist {
-                        Dist::Uniform => Buffer::F32(jax::uniform(key, &shape).map_err(rng)?),
-                        Dist::Normal => Buffer::F32(jax::normal(key, &shape).map_err(rng)?),
-                        Dist::TruncatedNormal => Buffer::F32(jax::truncated_normal(key, &shape).map_err(rng)?),
-                        Dist::Bits => Buffer::U32(jax::random_bits(key, &shape).map_err(rng)?),
+                        Dist::Uniform => Buffer::F32(jax::uniform(key, &shape).map_err(rng)?.into()),
+                        Dist::Normal => Buffer::F32(jax::normal(key, &shape).map_err(rng)?.into()),
+                        Dist::TruncatedNormal => Buffer::F32(jax::truncated_normal(key, &shape).map_err(rng)?.into()),
+                        Dist::Bits => Buffer::U32(jax::random_bits(key, &shape).map_err(rng)?.into()),
                     }
                 }
             }]
@@ -121,10 +121,10 @@ pub fn random(a: RandomArgs, flags: &kiln::config::Flags) -> Result<ExitCode, Ki
             (0..a.calls)
                 .map(|_| {
                     Ok(match a.dist {
-                        Dist::Uniform => Buffer::F32(g.uniform(&shape).map_err(rng)?),
-                        Dist::Normal => Buffer::F32(g.normal(&shape).map_err(rng)?),
-                        Dist::TruncatedNormal => Buffer::F32(g.truncated_normal(&shape).map_err(rng)?),
-                        Dist::Bits => Buffer::U32(g.bits(&shape).map_err(rng)?),
+                        Dist::Uniform => Buffer::F32(g.uniform(&shape).map_err(rng)?.into()),
+                        Dist::Normal => Buffer::F32(g.normal(&shape).map_err(rng)?.into()),
+                        Dist::TruncatedNormal => Buffer::F32(g.truncated_normal(&shape).map_err(rng)?.into()),
+                        Dist::Bits => Buffer::U32(g.bits(&shape).map_err(rng)?.into()),
                     })
                 })
                 .collect::<Result<_, KilnError>>()?

@@ -108,7 +108,7 @@ fn abs(t: &Tensor) -> Tensor {
 fn as_f64(b: &Buffer) -> Vec<f64> {
     match b {
         Buffer::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        Buffer::F64(v) => v.clone(),
+        Buffer::F64(v) => v.to_vec(),
         _ => unreachable!("float cases only"),
     }
 }

@@ -10,22 +10,22 @@ pub fn t(shape: &[usize], data: Buffer) -> Tensor {
 }
 
 pub fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
-    t(shape, Buffer::F32(v.to_vec()))
+    t(shape, Buffer::F32(v.to_vec().into()))
 }
 pub fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
-    t(shape, Buffer::F64(v.to_vec()))
+    t(shape, Buffer::F64(v.to_vec().into()))
 }
 pub fn i32s(shape: &[usize], v: &[i32]) -> Tensor {
-    t(shape, Buffer::I32(v.to_vec()))
+    t(shape, Buffer::I32(v.to_vec().into()))
 }
 pub fn i64s(shape: &[usize], v: &[i64]) -> Tensor {
-    t(shape, Buffer::I64(v.to_vec()))
+    t(shape, Buffer::I64(v.to_vec().into()))
 }
 pub fn u32s(shape: &[usize], v: &[u32]) -> Tensor {
-    t(shape, Buffer::U32(v.to_vec()))
+    t(shape, Buffer::U32(v.to_vec().into()))
 }
 pub fn bools(shape: &[usize], v: &[bool]) -> Tensor {
-    t(shape, Buffer::Bool(v.to_vec()))
+    t(shape, Buffer::Bool(v.to_vec().into()))
 }
 
 /// Evaluates `op` on one interpreter with 2 threads, result type given explicitly.

@@ -1,21 +1,49 @@
 //! Arrays across the boundary. In: any object with the buffer protocol (numpy arrays; the
 //! Python layer turns JAX arrays into numpy views first), its dtype read from the buffer's
-//! format, copied once into the `Vec` a Kiln [`Tensor`] owns. Out: one copy of a tensor's
-//! bytes into a `bytearray`, which the Python layer wraps with `numpy.frombuffer` (no copy).
+//! format. Out: one copy of a tensor's bytes into a `bytearray`, which the Python layer wraps
+//! with `numpy.frombuffer` (no copy).
+//!
+//! Zero copies in where that is sound: a C-contiguous buffer whose elements are Kiln's
+//! element type bit for bit and aligned for it (every numeric dtype, float16 included) is
+//! *borrowed* — the tensor's [`Elements`] point into the array's memory and hold the
+//! `PyBuffer` (so the array stays alive and its memory in place) until the last tensor
+//! sharing it is dropped. Kiln never writes through it: a buffer Kiln writes is copied first
+//! (copy-on-write). Everything else is copied once, while the GIL is held: strided or
+//! Fortran-order arrays, misaligned ones (`frombuffer` at an odd offset), `bool` (numpy may
+//! hold bytes other than 0 and 1 there, which are no valid Rust `bool`), empty ones.
+//! [`copied_in_bytes`] counts the bytes copied, so tests can tell the two paths apart.
+//!
+//! Releasing a `PyBuffer` needs the interpreter: pyo3's `Drop` for it attaches to the
+//! interpreter itself (taking the GIL), so the owner may be dropped on any thread. In
+//! practice it is dropped on the calling thread with the GIL held: `Program.run` keeps its
+//! input tensors until after `session.run` returns and its results are copied out.
+//!
+//! The borrowed memory must not change while Kiln reads it. The GIL is released while Kiln
+//! runs, so another Python thread writing an input array during the call races with Kiln,
+//! as it would with any numpy function that releases the GIL; the Python layer documents it.
 //!
 //! Why the buffer protocol and not the `numpy` crate: it needs nothing beyond pyo3 (no
 //! ndarray, no numpy C-API capsule at import time), accepts any exporter, and is in the
 //! stable ABI from Python 3.11, which JAX requires anyway.
-//!
-//! Why one copy in rather than none: a Kiln [`Tensor`] owns its elements (`Buffer` is a
-//! `Vec` per dtype), so borrowing numpy's memory would need a borrowed buffer variant in
-//! `kiln-ir`; that copy is a plain `memcpy` made while the GIL is held, before Kiln runs.
 
-use crate::errors::ArgumentError;
+use crate::errors::{ArgumentError, InternalError};
 use kiln::{Buffer, DType, Tensor};
+use kiln_ir::Elements;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyTuple};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes of input elements copied (not borrowed) into Kiln tensors by this process.
+static COPIED_IN_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// How many bytes of input elements [`tensor_from_py`] has copied so far in this process
+/// (borrowed inputs add nothing): `kiln._kiln.copied_in_bytes()`.
+pub fn copied_in_bytes() -> u64 {
+    COPIED_IN_BYTES.load(Ordering::Relaxed)
+}
 
 /// numpy's name for a Kiln dtype (`float32`, `int64`, `bool`, …).
 pub fn numpy_name(d: DType) -> &'static str {
@@ -74,8 +102,8 @@ fn dtype_of(format: &str, item_size: usize, what: &str) -> PyResult<DType> {
     }
 }
 
-/// A Kiln tensor holding a copy of `obj`'s elements (one copy). `what` names the argument
-/// in errors (`argument 2 of f`).
+/// A Kiln tensor of `obj`'s elements: borrowed where the buffer allows it, else one copy
+/// (see the module doc). `what` names the argument in errors (`argument 2 of f`).
 pub fn tensor_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     let py = obj.py();
     // numpy exports a 0-d array's buffer without a shape, which pyo3 refuses: read its
@@ -106,26 +134,110 @@ pub fn tensor_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     } else {
         buf.shape().to_vec()
     };
-    fn typed<T: pyo3::buffer::Element>(buf: &PyUntypedBuffer, py: Python<'_>) -> PyResult<Vec<T>> {
-        buf.as_typed::<T>()?.to_vec(py)
+    fn typed<T: pyo3::buffer::Element + Copy>(
+        buf: PyUntypedBuffer,
+        py: Python<'_>,
+    ) -> PyResult<Elements<T>> {
+        if !T::is_compatible_format(buf.format()) {
+            return Err(InternalError::new_err(
+                "a buffer format read as the wrong type",
+            ));
+        }
+        // SAFETY: `T` is a number type (every bit pattern valid) compatible with the format.
+        match unsafe { borrow::<T>(buf) } {
+            Ok(e) => Ok(e),
+            // SAFETY: as for `borrow`.
+            Err(buf) if buf.is_c_contiguous() && buf.item_size() == std::mem::size_of::<T>() => {
+                Ok(counted(unsafe { unaligned(&buf) }).into())
+            }
+            // Strided: pyo3 gathers the elements (an aligned buffer; misaligned is refused).
+            Err(buf) => Ok(counted(buf.as_typed::<T>()?.to_vec(py)?).into()),
+        }
     }
     let data = match dtype {
-        DType::F32 => Buffer::F32(typed(&buf, py)?),
-        DType::F64 => Buffer::F64(typed(&buf, py)?),
-        DType::I32 => Buffer::I32(typed(&buf, py)?),
-        DType::I64 => Buffer::I64(typed(&buf, py)?),
-        DType::U32 => Buffer::U32(typed(&buf, py)?),
-        DType::U64 => Buffer::U64(typed(&buf, py)?),
-        DType::I8 => Buffer::I8(typed(&buf, py)?),
-        DType::U8 => Buffer::U8(typed(&buf, py)?),
-        DType::I16 => Buffer::I16(typed(&buf, py)?),
-        DType::U16 => Buffer::U16(typed(&buf, py)?),
-        DType::F16 => Buffer::F16(half_elements(&buf, what, kiln_ir::f16::from_bits)?),
+        DType::F32 => Buffer::F32(typed(buf, py)?),
+        DType::F64 => Buffer::F64(typed(buf, py)?),
+        DType::I32 => Buffer::I32(typed(buf, py)?),
+        DType::I64 => Buffer::I64(typed(buf, py)?),
+        DType::U32 => Buffer::U32(typed(buf, py)?),
+        DType::U64 => Buffer::U64(typed(buf, py)?),
+        DType::I8 => Buffer::I8(typed(buf, py)?),
+        DType::U8 => Buffer::U8(typed(buf, py)?),
+        DType::I16 => Buffer::I16(typed(buf, py)?),
+        DType::U16 => Buffer::U16(typed(buf, py)?),
+        // SAFETY: `dtype_of` answers f16 for two-byte `e` items only, and every bit pattern
+        // is a valid `f16`.
+        DType::F16 => Buffer::F16(match unsafe { borrow(buf) } {
+            Ok(e) => e,
+            Err(buf) => counted(half_elements(&buf, what, kiln_ir::f16::from_bits)?).into(),
+        }),
         // `dtype_of` never answers bf16: numpy exports no buffer format for ml_dtypes' type.
-        DType::Bf16 => Buffer::Bf16(half_elements(&buf, what, kiln_ir::bf16::from_bits)?),
-        DType::Bool => Buffer::Bool(bool_elements(&buf, what)?),
+        DType::Bf16 => {
+            Buffer::Bf16(counted(half_elements(&buf, what, kiln_ir::bf16::from_bits)?).into())
+        }
+        // Always copied: numpy's bool bytes need not be 0 or 1, the only valid Rust bools.
+        DType::Bool => Buffer::Bool(counted(bool_elements(&buf, what)?).into()),
     };
     Tensor::new(shape, data).map_err(|e| ArgumentError::new_err(format!("{what}: {e}")))
+}
+
+/// `buf`'s elements borrowed in place when it is C-contiguous, non-empty, of `T`'s size
+/// and aligned for `T`; else `Err(buf)`, to be copied.
+///
+/// # Safety
+/// `buf`'s items must be values of `T` (its size and layout), and every bit pattern of
+/// that size a valid `T`.
+unsafe fn borrow<T>(buf: PyUntypedBuffer) -> Result<Elements<T>, PyUntypedBuffer> {
+    let n = buf.item_count();
+    let ptr = buf.buf_ptr().cast::<T>();
+    let fits = buf.is_c_contiguous()
+        && buf.item_size() == std::mem::size_of::<T>()
+        && n > 0
+        && ptr.is_aligned();
+    match NonNull::new(ptr) {
+        Some(ptr) if fits => {
+            let owner: Arc<dyn std::any::Any + Send + Sync> = Arc::new(buf);
+            // SAFETY: C-contiguous, so `n` consecutive items of `T`'s size at an aligned,
+            // non-null address; valid `T`s by the caller's contract. The owner holds the
+            // `PyBuffer`, which keeps the exporter's memory alive and in place until it is
+            // released (pyo3 releases it under the GIL, from any thread: `Send + Sync`).
+            // Kiln only reads it (copy-on-write); that nothing else writes it during a run
+            // is the caller's part, stated in the module doc.
+            Ok(unsafe { Elements::from_foreign(ptr, n, owner) })
+        }
+        _ => Err(buf),
+    }
+}
+
+/// A copy of a C-contiguous buffer's elements, read byte by byte (the buffer may be
+/// misaligned for `T`, which pyo3's typed view refuses).
+///
+/// # Safety
+/// As for [`borrow`]: `buf`'s items are values of `T`, every bit pattern a valid `T`.
+unsafe fn unaligned<T>(buf: &PyUntypedBuffer) -> Vec<T> {
+    let n = buf.item_count();
+    let mut v = Vec::<T>::with_capacity(n);
+    if n > 0 {
+        // SAFETY: the buffer holds `n` contiguous items of `T`'s size ;
+        // `v` has room for `n` `T`s; a byte copy has no alignment needs, and the bytes are
+        // valid `T`s by the caller's contract, so `set_len` exposes initialised values.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                buf.buf_ptr().cast::<u8>().cast_const(),
+                v.as_mut_ptr().cast::<u8>(),
+                n * std::mem::size_of::<T>(),
+            );
+            v.set_len(n);
+        }
+    }
+    v
+}
+
+/// `v`, its bytes added to [`copied_in_bytes`].
+fn counted<T>(v: Vec<T>) -> Vec<T> {
+    let bytes = std::mem::size_of_val(v.as_slice()) as u64;
+    COPIED_IN_BYTES.fetch_add(bytes, Ordering::Relaxed);
+    v
 }
 
 /// The elements of a `?` (bool) buffer: numpy stores them as bytes 0 / 1; any non-zero
@@ -208,7 +320,6 @@ pub fn buffer_to_py<'py>(
     shape: &[usize],
     data: Buffer,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let t = Tensor::new(shape.to_vec(), data)
-        .map_err(|e| crate::errors::InternalError::new_err(e.to_string()))?;
+    let t = Tensor::new(shape.to_vec(), data).map_err(|e| InternalError::new_err(e.to_string()))?;
     tensor_to_py(py, &t)
 }

@@ -17,6 +17,13 @@ mod random;
 
 use pyo3::prelude::*;
 
+/// Bytes of input array elements this process has copied into Kiln rather than borrowed
+/// (C-contiguous, aligned arrays of a numeric dtype are borrowed and add nothing).
+#[pyfunction]
+fn copied_in_bytes() -> u64 {
+    arrays::copied_in_bytes()
+}
+
 #[pymodule]
 fn _kiln(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
@@ -34,6 +41,7 @@ fn _kiln(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(random::jax_split, m)?)?;
     m.add_function(wrap_pyfunction!(random::jax_fold_in, m)?)?;
     m.add_function(wrap_pyfunction!(random::jax_draw, m)?)?;
+    m.add_function(wrap_pyfunction!(copied_in_bytes, m)?)?;
     let variables: Vec<&str> = program::FLAG_VARIABLES.iter().map(|v| v.name()).collect();
     m.add("FLAG_VARIABLES", variables)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

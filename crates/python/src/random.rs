@@ -23,8 +23,8 @@ fn float_draw(
         )));
     }
     match dtype {
-        "float32" => Ok(Buffer::F32(f32s(dist).map_err(rng_to_py)?)),
-        "float64" => Ok(Buffer::F64(f64s(dist).map_err(rng_to_py)?)),
+        "float32" => Ok(Buffer::F32(f32s(dist).map_err(rng_to_py)?.into())),
+        "float64" => Ok(Buffer::F64(f64s(dist).map_err(rng_to_py)?.into())),
         _ => Err(ArgumentError::new_err(format!(
             "{dist}: dtype {dtype} is not supported; expected float32 or float64"
         ))),
@@ -75,10 +75,10 @@ fn int_draw(
             .map_err(|_| ArgumentError::new_err(format!("bound {v} does not fit in int32")))
     };
     Ok(match (dtype, bounds) {
-        ("int32", Some((lo, hi))) => Buffer::I32(i32s(narrow(lo)?, narrow(hi)?).map_err(rng_to_py)?),
-        ("int64", Some((lo, hi))) => Buffer::I64(i64s(lo, hi).map_err(rng_to_py)?),
-        ("uint32", None) => Buffer::U32(u32s().map_err(rng_to_py)?),
-        ("uint64", None) => Buffer::U64(u64s().map_err(rng_to_py)?),
+        ("int32", Some((lo, hi))) => Buffer::I32(i32s(narrow(lo)?, narrow(hi)?).map_err(rng_to_py)?.into()),
+        ("int64", Some((lo, hi))) => Buffer::I64(i64s(lo, hi).map_err(rng_to_py)?.into()),
+        ("uint32", None) => Buffer::U32(u32s().map_err(rng_to_py)?.into()),
+        ("uint64", None) => Buffer::U64(u64s().map_err(rng_to_py)?.into()),
         ("int32", None) => Buffer::I32(u32s().map_err(rng_to_py)?.into_iter().map(|u| u as i32).collect()),
         ("int64", None) => Buffer::I64(u64s().map_err(rng_to_py)?.into_iter().map(|u| u as i64).collect()),
         (d, Some(_)) => {
@@ -319,11 +319,14 @@ pub fn jax_draw<'py>(
                     Some((lo, hi)) => jax::uniform_range(k, sh, lo, hi),
                     None => jax::uniform(k, sh),
                 }
-                .map_err(rng_to_py)?,
+                .map_err(rng_to_py)?
+                .into(),
             ),
-            "normal" => Buffer::F32(jax::normal(k, sh).map_err(rng_to_py)?),
-            "truncated_normal" => Buffer::F32(jax::truncated_normal(k, sh).map_err(rng_to_py)?),
-            "bits" => Buffer::U32(jax::random_bits(k, sh).map_err(rng_to_py)?),
+            "normal" => Buffer::F32(jax::normal(k, sh).map_err(rng_to_py)?.into()),
+            "truncated_normal" => {
+                Buffer::F32(jax::truncated_normal(k, sh).map_err(rng_to_py)?.into())
+            }
+            "bits" => Buffer::U32(jax::random_bits(k, sh).map_err(rng_to_py)?.into()),
             d => {
                 return Err(ArgumentError::new_err(format!(
                     "unknown distribution '{d}'; expected uniform, normal, truncated_normal or bits"

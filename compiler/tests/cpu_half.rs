@@ -271,7 +271,17 @@ fn strided_16_bit_loads_gather_into_lanes() {
     // A transpose reads its operand with a stride: four 16-bit loads per vector, every
     // bit kept (signalling NaNs too), at every shape 1–9 × 1–9 with odd ones among them.
     for dt in [DType::F16, DType::Bf16] {
-        for (r, c) in [(1, 9), (9, 1), (2, 3), (3, 5), (4, 4), (5, 9), (7, 6), (8, 7), (9, 9)] {
+        for (r, c) in [
+            (1, 9),
+            (9, 1),
+            (2, 3),
+            (3, 5),
+            (4, 4),
+            (5, 9),
+            (7, 6),
+            (8, 7),
+            (9, 9),
+        ] {
             let src = format!(
                 "func @f(%x: {dt}[{r},{c}]) -> ({dt}[{c},{r}], {dt}[{c},{r}]) {{
   %t = transpose %x, perm=[1,0] : {dt}[{c},{r}]

@@ -192,7 +192,11 @@ pub fn convert(
 pub fn convert_has_lanes(from: DType, to: DType) -> bool {
     use DType::*;
     let plain = |from: DType, to: DType| {
-        from == to || matches!((from, to), (F32, I32) | (I32, F32) | (I32, U32) | (U32, I32))
+        from == to
+            || matches!(
+                (from, to),
+                (F32, I32) | (I32, F32) | (I32, U32) | (U32, I32)
+            )
     };
     match crate::kernel::half::convert_steps(from, to) {
         Some(((a, z), _)) => plain(a, z),

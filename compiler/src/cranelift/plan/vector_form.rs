@@ -58,7 +58,8 @@ pub fn vector_width(p: &Program, k: &Kernel, seed_only: &[bool]) -> Option<u32> 
 fn vectorizable_32(p: &Program, k: &Kernel, seed_only: &[bool]) -> bool {
     // 16-bit floats live in f32 lanes (`crate::kernel::half`); after `compute_halves_in_f32`
     // they are only loaded, stored, converted and selected.
-    let lane_ok = |d: DType| matches!(d, DType::Bool | DType::F16 | DType::Bf16) || lane_dtype(4, d);
+    let lane_ok =
+        |d: DType| matches!(d, DType::Bool | DType::F16 | DType::Bf16) || lane_dtype(4, d);
     let dtype = |n: usize| k.nodes[n].dtype;
     k.stores.iter().all(|s| buf_dtype(p, s.buf) != DType::Bool)
         && k.nodes.iter().zip(seed_only).all(|(n, &seed)| {

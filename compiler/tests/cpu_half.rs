@@ -219,3 +219,77 @@ fn what_stays_on_the_interpreter_is_refused_with_a_reason() {
     );
     assert!(r.contains("f64 -> f16"), "{r}");
 }
+
+/// `bits` rotated by `k` (so short lengths still meet different special values).
+fn rotated(bits: &[u16], k: usize) -> Vec<u16> {
+    let mut v = bits.to_vec();
+    v.rotate_left(k % bits.len());
+    v
+}
+
+#[test]
+fn four_lane_bodies_and_one_lane_tails_agree_over_lengths() {
+    // 16-bit kernels run four f32 lanes at a time (a 64-bit load widened, narrowed back to
+    // a 64-bit store) and the leftover positions one at a time: lengths 1–9 and odd ones
+    // run both, with a broadcast (splat) operand, conversions to the other 16-bit format,
+    // to f32 and to i32, and a compare/select on the 16-bit values.
+    for dt in [DType::F16, DType::Bf16] {
+        let other = if dt == DType::F16 { "bf16" } else { "f16" };
+        for n in (1..=9).chain([13, 31, 63, 127, 1029]) {
+            let src = format!(
+                "func @f(%x: {dt}[{n}], %y: {dt}[{n}], %s: {dt}[]) -> ({dt}[{n}], {other}[{n}], f32[{n}], i32[{n}], {dt}[{n}]) {{
+  %sb = broadcast_in_dim %s, dims=[] : {dt}[{n}]
+  %a = add %x, %sb : {dt}[{n}]
+  %m = mul %a, %y : {dt}[{n}]
+  %t = tanh %m : {dt}[{n}]
+  %o = convert %t : {other}[{n}]
+  %w = convert %m : f32[{n}]
+  %i = convert %x : i32[{n}]
+  %c = compare %x, %y, dir=gt : bool[{n}]
+  %v = select %c, %x, %y : {dt}[{n}]
+  return %t, %o, %w, %i, %v
+}}"
+            );
+            let s = specials(dt);
+            let mut rev = s.clone();
+            rev.reverse();
+            let one = if dt == DType::F16 { 0x3e00 } else { 0x3fc0 }; // 1.5
+            check_exact(
+                &src,
+                &[
+                    tensor(dt, &[n], &rotated(&s, n)),
+                    tensor(dt, &[n], &rev),
+                    tensor(dt, &[], &[one]),
+                ],
+            );
+        }
+    }
+}
+
+#[test]
+fn strided_16_bit_loads_gather_into_lanes() {
+    // A transpose reads its operand with a stride: four 16-bit loads per vector, every
+    // bit kept (signalling NaNs too), at every shape 1–9 × 1–9 with odd ones among them.
+    for dt in [DType::F16, DType::Bf16] {
+        for (r, c) in [
+            (1, 9),
+            (9, 1),
+            (2, 3),
+            (3, 5),
+            (4, 4),
+            (5, 9),
+            (7, 6),
+            (8, 7),
+            (9, 9),
+        ] {
+            let src = format!(
+                "func @f(%x: {dt}[{r},{c}]) -> ({dt}[{c},{r}], {dt}[{c},{r}]) {{
+  %t = transpose %x, perm=[1,0] : {dt}[{c},{r}]
+  %n = neg %t : {dt}[{c},{r}]
+  return %t, %n
+}}"
+            );
+            check_exact(&src, &[tensor(dt, &[r, c], &rotated(&specials(dt), r * c))]);
+        }
+    }
+}

@@ -219,3 +219,70 @@ fn simulated_primitives_match_scalar_arith() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn simulated_16_bit_conversions_match_the_rule() {
+    use kiln_math::float16::{narrow, pack, round_to, widen, Half};
+    use kiln_math::Arith;
+    // Every f32 whose bits are a multiple of 65521 (all exponents, NaN payloads), the
+    // sweep's values and their edge pairs; widening reads the low 16 bits.
+    let (mut xs, _) = inputs32();
+    xs.extend((0..=u32::MAX / 65521).map(|i| u64::from(i * 65521)));
+    let ys = xs.clone();
+    let target = Target::from_sm(80).expect("in table");
+    let mut failures = Vec::new();
+    for h in [Half::F16, Half::Bf16] {
+        for (name, k) in [
+            (
+                "round_to",
+                elementwise_kernel::<Single>("p", 1, |a, x| round_to(a, x[0], h)),
+            ),
+            (
+                "narrow",
+                elementwise_kernel::<Single>("p", 1, |a, x| {
+                    let u = narrow(a, x[0], h);
+                    a.from_bits(u)
+                }),
+            ),
+            (
+                "pack",
+                elementwise_kernel::<Single>("p", 1, |a, x| {
+                    let u = pack(a, x[0], h);
+                    a.from_bits(u)
+                }),
+            ),
+            (
+                "widen",
+                elementwise_kernel::<Single>("p", 1, |a, x| {
+                    let u = a.to_bits(x[0]);
+                    let m = a.uconst(0xffff);
+                    let u = a.and(u, m);
+                    widen(a, u, h)
+                }),
+            ),
+        ] {
+            let host = |x: u64, _: u64| {
+                let a = &mut ScalarF32;
+                let x = f32::from_bits(x as u32);
+                u64::from(match name {
+                    "round_to" => round_to(a, x, h).to_bits(),
+                    "narrow" => narrow(a, x, h),
+                    "pack" => pack(a, x, h),
+                    _ => widen(a, x.to_bits() & 0xffff, h).to_bits(),
+                })
+            };
+            // Compared as integers: NaN payloads and quiet bits too.
+            failures.extend(check(
+                &format!("{name} {h:?}"),
+                &emit_module(target, &[k]),
+                1,
+                &xs,
+                &ys,
+                4,
+                true,
+                host,
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -148,8 +148,8 @@ pub fn binary(
     })
 }
 
-/// `convert` with XLA's rules ([`kiln_math::convert`]); on four lanes only the pairs with
-/// one vector instruction (f32 ↔ i32, i32 ↔ u32).
+/// `convert` with XLA's rules ([`kiln_math::convert`]); on four lanes the pairs
+/// [`convert_has_lanes`] lets through.
 pub fn convert(
     b: &mut FunctionBuilder,
     x: Value,
@@ -157,11 +157,11 @@ pub fn convert(
     to: DType,
     lanes: Lanes,
 ) -> Result<Value, String> {
+    if lanes == Lanes::Vector && !convert_has_lanes(from, to) {
+        return Err(format!("vector convert {from} -> {to}"));
+    }
     if let Some(((a, z), round)) = crate::kernel::half::convert_steps(from, to) {
         // 16-bit floats: their f32 registers converted, then rounded once.
-        if lanes != Lanes::One {
-            return Err(format!("vector convert {from} -> {to}"));
-        }
         let y = if a == z {
             x
         } else {
@@ -169,7 +169,8 @@ pub fn convert(
         };
         return Ok(match round {
             Some(h) => {
-                let arith = &mut ClifArith::<false> { b, vector: false };
+                let vector = lanes == Lanes::Vector;
+                let arith = &mut ClifArith::<false> { b, vector };
                 kiln_math::float16::round_to(arith, y, h)
             }
             None => y,
@@ -178,16 +179,29 @@ pub fn convert(
     if from.is_half() || to.is_half() {
         return Err(format!("convert {from} -> {to}: not compiled"));
     }
-    use DType::*;
-    let one_instruction = matches!(
-        (from, to),
-        (F32, I32) | (I32, F32) | (I32, U32) | (U32, I32)
-    );
-    if lanes == Lanes::Vector && from != to && !one_instruction {
-        return Err(format!("vector convert {from} -> {to}"));
-    }
     kiln_math::convert(&mut ClifConvert { b, lanes }, x, from, to)
         .ok_or_else(|| format!("convert {from} -> {to}"))
+}
+
+/// Whether `convert` from `from` to `to` has a four-lane form: the plain pairs with one
+/// vector instruction (f32 ↔ i32, i32 ↔ u32, and no change at all), and a 16-bit float
+/// conversion whose `f32`-register step ([`crate::kernel::half::convert_steps`]) is one of
+/// those (its rounding is lane-wise integer and float code). The vector plan
+/// (`plan::vector_form`) asks this too, so a kernel vectorises exactly when its converts
+/// can be emitted on four lanes.
+pub fn convert_has_lanes(from: DType, to: DType) -> bool {
+    use DType::*;
+    let plain = |from: DType, to: DType| {
+        from == to
+            || matches!(
+                (from, to),
+                (F32, I32) | (I32, F32) | (I32, U32) | (U32, I32)
+            )
+    };
+    match crate::kernel::half::convert_steps(from, to) {
+        Some(((a, z), _)) => plain(a, z),
+        None => !(from.is_half() || to.is_half()) && plain(from, to),
+    }
 }
 
 /// The Cranelift instructions of [`kiln_math::convert`] (one lane, or four for the pairs

@@ -307,3 +307,45 @@ fn narrow_math_is_flattened_then_staged_in_one_window() {
     );
     assert_eq!(plan.staged[0].block, StagedBlock::Store(0));
 }
+
+#[test]
+fn sixteen_bit_kernels_vectorise_in_f32_lanes() {
+    // A GELU-like f16 chain after `compute_halves_in_f32` (each result rounded by a
+    // convert to f16 and widened back), a bf16 store, an f16 → i32 convert.
+    let src = "program @c
+  inputs (f16[1000], bf16[1000])
+  outputs (f16[1000], bf16[1000], i32[1000])
+  temps ()
+kernel @k0 space=[1000] {
+  v0 = load in0[i0] : f16
+  v1 = convert v0 : f32
+  v2 = tanh v1 : f32
+  v3 = convert v2 : f16
+  v4 = convert v3 : f32
+  v5 = load in1[i0] : bf16
+  v6 = convert v5 : f32
+  v7 = mul v4, v6 : f32
+  v8 = convert v7 : bf16
+  v9 = convert v0 : i32
+  store out0, v3
+  store out1, v8
+  store out2, v9
+}
+";
+    assert_eq!(
+        texts(src, FULL),
+        ["vector=4 form=rows calls=[math] staged=[2]"]
+    );
+    // f64 has no lanes beside f32: a conversion through it keeps the kernel scalar.
+    let wide = "program @c
+  inputs (f16[64])
+  outputs (f64[64])
+  temps ()
+kernel @k0 space=[64] {
+  v0 = load in0[i0] : f16
+  v1 = convert v0 : f64
+  store out0, v1
+}
+";
+    assert_eq!(texts(wide, FULL), ["vector=none form=rows"]);
+}

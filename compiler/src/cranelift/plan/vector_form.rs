@@ -1,6 +1,7 @@
 //! Which kernels have a 128-bit vector form, and at which width: four 32-bit lanes or two
 //! `f64` lanes ([`vector_width`]); which dtypes have lanes at a width ([`lane_dtype`]).
 
+use crate::cranelift::ops::convert_has_lanes;
 use crate::kernel::analysis::operands;
 use crate::kernel::{buf_dtype, Kernel, NodeKind, Program};
 use kiln_ir::{BinaryOp, DType, UnaryOp};
@@ -41,8 +42,8 @@ pub fn seed_only(k: &Kernel) -> Vec<bool> {
     seed_only
 }
 
-/// The lanes of kernel `k`'s vector form, if every node has one: 4 (f32/i32/u32 nodes,
-/// bool masks; `seed_only` nodes excepted), or 2 (pure `f64` arithmetic and math, compares
+/// The lanes of kernel `k`'s vector form, if every node has one: 4 (f32/i32/u32 and
+/// f16/bf16 nodes, bool masks; `seed_only` nodes excepted), or 2 (pure `f64` arithmetic and math, compares
 /// and selects: no indices, conversions or random nodes).
 pub fn vector_width(p: &Program, k: &Kernel, seed_only: &[bool]) -> Option<u32> {
     if vectorizable_32(p, k, seed_only) {
@@ -55,7 +56,10 @@ pub fn vector_width(p: &Program, k: &Kernel, seed_only: &[bool]) -> Option<u32> 
 }
 
 fn vectorizable_32(p: &Program, k: &Kernel, seed_only: &[bool]) -> bool {
-    let lane_ok = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32 | DType::Bool);
+    // 16-bit floats live in f32 lanes (`crate::kernel::half`); after `compute_halves_in_f32`
+    // they are only loaded, stored, converted and selected.
+    let lane_ok =
+        |d: DType| matches!(d, DType::Bool | DType::F16 | DType::Bf16) || lane_dtype(4, d);
     let dtype = |n: usize| k.nodes[n].dtype;
     k.stores.iter().all(|s| buf_dtype(p, s.buf) != DType::Bool)
         && k.nodes.iter().zip(seed_only).all(|(n, &seed)| {
@@ -64,13 +68,7 @@ fn vectorizable_32(p: &Program, k: &Kernel, seed_only: &[bool]) -> bool {
                     NodeKind::Load { buf, .. } => buf_dtype(p, *buf) != DType::Bool,
                     NodeKind::Binary(BinaryOp::Div, _, _) => n.dtype.is_float(),
                     NodeKind::Binary(BinaryOp::Rem, _, _) => false,
-                    NodeKind::Convert(a) => matches!(
-                        (dtype(*a), n.dtype),
-                        (DType::F32, DType::I32)
-                            | (DType::I32, DType::F32)
-                            | (DType::I32, DType::U32)
-                            | (DType::U32, DType::I32)
-                    ),
+                    NodeKind::Convert(a) => convert_has_lanes(dtype(*a), n.dtype),
                     _ => true,
                 }
         })

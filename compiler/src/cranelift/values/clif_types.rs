@@ -52,7 +52,8 @@ impl ValueEmitter<'_> {
     pub(super) fn vtype(&self, dt: DType, lanes: Lanes) -> Type {
         match (lanes, dt, self.width) {
             (Lanes::One, _, _) => self.scalar_type(dt),
-            (Lanes::Vector, DType::F32, _) => types::F32X4,
+            // 16-bit floats: in f32 lanes (`crate::kernel::half`).
+            (Lanes::Vector, DType::F32 | DType::F16 | DType::Bf16, _) => types::F32X4,
             (Lanes::Vector, DType::F64, _) => types::F64X2,
             (Lanes::Vector, _, 2) => types::I64X2,
             (Lanes::Vector, _, _) => types::I32X4,

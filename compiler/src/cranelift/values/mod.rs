@@ -1,14 +1,16 @@
 //! Emission of a kernel's scalar DAG at one iteration point, one lane or four.
 //!
 //! Semantics are those of `kiln_interp` op by op (XLA's): float math through `kiln_math`
-//! over [`ClifArith`], integer ops wrapping with XLA's division rules, `convert` saturating.
-//! Loads whose offset grows by one per inner step are single vector loads, invariant ones
-//! a splat, anything else four scalar loads.
+//! over [`ClifArith`](super::arith::ClifArith), integer ops wrapping with XLA's division
+//! rules, `convert` saturating. Loads whose offset grows by one per inner step are single
+//! vector loads, invariant ones a splat, anything else four scalar loads (16-bit floats:
+//! `half_memory`).
 
 mod clif_types;
+mod half_memory;
 mod staging;
 
-use super::arith::{float_min_max, ClifArith, MinMax};
+use super::arith::{float_min_max, MinMax};
 use super::host::HostCalls;
 use super::lanes::{select, Lanes};
 use crate::cranelift::plan::KernelPlan;
@@ -463,14 +465,7 @@ impl<'a> ValueEmitter<'a> {
     ) -> Result<Value, String> {
         let dt = buf_dtype(self.p, buf);
         if let Some(h) = half_of(dt) {
-            // One lane: 16-bit floats have no vector form (`plan::vector_form`).
-            if lanes != Lanes::One {
-                return Err(format!("vector load of {dt}"));
-            }
-            let (a, d) = self.address(b, buf, offset, vars)?;
-            let bits = b.ins().uload16(types::I32, flags(), a, d);
-            let a = &mut ClifArith::<false> { b, vector: false };
-            return Ok(kiln_math::float16::widen(a, bits, h));
+            return self.load_half(b, buf, offset, vars, lanes, h);
         }
         let st = self.scalar_type(dt);
         let inner = self.inner(vars);
@@ -527,14 +522,7 @@ impl<'a> ValueEmitter<'a> {
                 _ => {
                     let (a, d) = self.address(b, st.buf, &offset, vars)?;
                     match half_of(buf_dtype(self.p, st.buf)) {
-                        Some(_) if lanes != Lanes::One => {
-                            return Err("vector store of a 16-bit float".into())
-                        }
-                        Some(h) => {
-                            let arith = &mut ClifArith::<false> { b, vector: false };
-                            let bits = kiln_math::float16::pack(arith, v, h);
-                            b.ins().istore16(flags(), bits, a, d);
-                        }
+                        Some(h) => Self::store_half(b, v, h, lanes, a, d),
                         None => {
                             b.ins().store(flags(), v, a, d);
                         }
@@ -618,10 +606,11 @@ impl<'a> ValueEmitter<'a> {
                 };
                 super::arith::vconst64(b, t, bits)
             } else {
-                let bits = if dt == DType::Bool && *bits != 0 {
-                    u32::MAX
-                } else {
-                    *bits as u32
+                let bits = match (dt, half_of(dt)) {
+                    (DType::Bool, _) if *bits != 0 => u32::MAX,
+                    // A 16-bit float's register holds its exact f32.
+                    (_, Some(h)) => kiln_math::float16::to_f32(*bits as u16, h).to_bits(),
+                    _ => *bits as u32,
                 };
                 super::arith::vconst32(b, t, bits)
             };

@@ -5,7 +5,7 @@
 
 use crate::backend::{Backend, DeviceMemory, Executable};
 use crate::persistent::PersistentCache;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedFunc};
 use crate::policy::{ClusterFacts, Instance, PolicyConfig};
 use crate::stats::{ClusterStats, TransferStats};
 pub use crate::values::Placed;
@@ -62,7 +62,8 @@ impl RuntimeOptions {
 #[derive(Default)]
 pub(crate) struct ClusterRecord {
     pub(crate) facts: ClusterFacts,
-    pub(crate) instances: HashMap<String, Instance>,
+    /// Per shape signature (shared with the plans that name it: no copy per call).
+    pub(crate) instances: HashMap<Arc<str>, Instance>,
     pub(crate) stats: ClusterStats,
     /// The cluster's fallback past the transcendental-op cap was reported (once).
     pub(crate) warned_math_cap: bool,
@@ -75,7 +76,8 @@ pub(crate) const MATH_CAP_REASON: &str = "transcendental ops (at most";
 
 #[derive(Default)]
 pub(crate) struct State {
-    pub(crate) clusters: BTreeMap<String, ClusterRecord>,
+    /// Per cluster id (shared with the plans that name it: no copy per call).
+    pub(crate) clusters: BTreeMap<Arc<str>, ClusterRecord>,
     /// Executables by content key (cluster text + backend).
     pub(crate) memory: HashMap<String, Arc<dyn Executable>>,
     /// Content keys already computed, by cluster id: each with the body it was computed
@@ -147,7 +149,7 @@ impl Runtime {
         lock(&self.inner.state)
             .clusters
             .iter()
-            .map(|(k, r)| (k.clone(), r.stats))
+            .map(|(k, r)| (k.to_string(), r.stats))
             .collect()
     }
 
@@ -179,15 +181,40 @@ impl Runtime {
     /// input only when a compiled cluster reads it — each at most once per run.
     pub fn run_refs(&self, f: &Func, args: &[&Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
         let args: Vec<Arg> = args.iter().map(|&t| Arg::Host(t)).collect();
-        self.execute(&f.name, f, args, false)?
-            .into_iter()
-            .map(|p| match p {
-                Placed::Host(t) => Ok(t),
-                Placed::Device(_) => Err(RuntimeError::Invalid(
-                    "a result was left on the device".to_string(),
-                )),
-            })
-            .collect()
+        on_host(self.execute(&f.name, f, args, false)?)
+    }
+
+    /// [`Runtime::run_refs`] of a function planned beforehand ([`Runtime::plan_func`]):
+    /// what a caller that runs one function many times uses, without the per-call plan.
+    pub fn run_planned(
+        &self,
+        p: &PlannedFunc,
+        args: &[&Tensor],
+    ) -> Result<Vec<Tensor>, RuntimeError> {
+        let args: Vec<Arg> = args.iter().map(|&t| Arg::Host(t)).collect();
+        on_host(self.execute_planned_func(p, args, false)?)
+    }
+
+    /// [`Runtime::run_placed`] of a function planned beforehand ([`Runtime::plan_func`]).
+    pub fn run_planned_placed(
+        &self,
+        p: &PlannedFunc,
+        args: &[Placed],
+    ) -> Result<Vec<Placed>, RuntimeError> {
+        self.execute_planned_func(p, placed_args(args), true)
+    }
+
+    /// Runs `p` with its own plan when this runtime made it, else planned for this call.
+    fn execute_planned_func(
+        &self,
+        p: &PlannedFunc,
+        args: Vec<Arg<'_>>,
+        keep_on_device: bool,
+    ) -> Result<Vec<Placed>, RuntimeError> {
+        match self.owns(p) {
+            true => self.execute_planned(&p.func, &p.plan, args, keep_on_device),
+            false => self.execute(&p.func.name, &p.func, args, keep_on_device),
+        }
     }
 
     /// Runs `f` on arguments that may already be in the backend's device memory (see
@@ -196,14 +223,7 @@ impl Runtime {
     /// read on the host. [`Runtime::fetch`] copies a result back; [`Runtime::synchronize`]
     /// waits for the device.
     pub fn run_placed(&self, f: &Func, args: &[Placed]) -> Result<Vec<Placed>, RuntimeError> {
-        let args: Vec<Arg> = args
-            .iter()
-            .map(|p| match p {
-                Placed::Host(t) => Arg::Host(t),
-                Placed::Device(d) => Arg::Device(d.clone()),
-            })
-            .collect();
-        self.execute(&f.name, f, args, true)
+        self.execute(&f.name, f, placed_args(args), true)
     }
 
     /// `t` in the backend's device memory (one counted copy), or on the host when the
@@ -473,6 +493,29 @@ impl Runtime {
             })?;
         Ok(Some(t))
     }
+}
+
+/// A run's arguments as the caller placed them.
+fn placed_args(args: &[Placed]) -> Vec<Arg<'_>> {
+    args.iter()
+        .map(|p| match p {
+            Placed::Host(t) => Arg::Host(t),
+            Placed::Device(d) => Arg::Device(d.clone()),
+        })
+        .collect()
+}
+
+/// A run's results, all on the host (a run that was not asked to keep them on the device).
+fn on_host(results: Vec<Placed>) -> Result<Vec<Tensor>, RuntimeError> {
+    results
+        .into_iter()
+        .map(|p| match p {
+            Placed::Host(t) => Ok(t),
+            Placed::Device(_) => Err(RuntimeError::Invalid(
+                "a result was left on the device".to_string(),
+            )),
+        })
+        .collect()
 }
 
 pub(crate) fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {

@@ -28,6 +28,7 @@ pub use gpu::{
     target_key, GpuBackend, GpuEntry, LaunchRecord,
 };
 pub use persistent::{CacheDirError, CacheStats, PersistentCache};
+pub use plan::PlannedFunc;
 pub use policy::PolicyConfig;
 pub use stats::{ClusterStats, TransferStats};
 

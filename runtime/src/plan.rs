@@ -1,10 +1,14 @@
 //! What the executor works out once per function and then reuses on every run of it: when
 //! each value dies, and each cluster node's id, shape signature and in-memory cache key.
 //!
-//! A top-level function gets its plan at each run (as before, once per call). A `while`
-//! loop builds its condition's and body's plans once when it starts (`control.rs`), so an
-//! iteration neither recomputes last uses nor formats, prints, hashes or compares the
-//! body's clusters: a 5-step recurrent layer's clusters are resolved once, not five times.
+//! A top-level function run through [`Runtime::run`] gets its plan at each call; one
+//! planned once with [`Runtime::plan_func`] ([`PlannedFunc`]: what `Session`, `Function`
+//! and `kiln run --repeat` hold) keeps it for every call, which saves the formatting of
+//! cluster ids and signatures, the comparison of each cluster body for its cache key and
+//! the last-use walk — most of a small program's per-call cost. A `while` loop builds its
+//! condition's and body's plans once when it starts (`control.rs`), so an iteration
+//! neither recomputes last uses nor formats, prints, hashes or compares the body's
+//! clusters: a 5-step recurrent layer's clusters are resolved once, not five times.
 //!
 //! A loop's regions also plan their plain ops ([`kiln_interp::PlannedOp`]): each is
 //! checked against its typing rule once, not on every iteration.
@@ -13,10 +17,35 @@
 //! lazy rule (fallback twice, then compile), a failure that sends a signature to the
 //! fallback for good, and the megamorphic counts behave exactly as at the top level.
 
-use crate::executor::{lock, Runtime};
+use crate::executor::{lock, Inner, Runtime};
 use crate::routing::remembered_content_key;
 use kiln_interp::{last_uses, LastUse, PlannedOp};
 use kiln_ir::{Func, Op};
+use std::sync::{Arc, Weak};
+
+/// A function planned once for the runtime that made it ([`Runtime::plan_func`]) and run
+/// with [`Runtime::run_planned`] as often as needed: the function is shared, not copied,
+/// and cannot change under its plan. Run on another runtime, it is planned again per call
+/// (the same results, at [`Runtime::run`]'s cost).
+pub struct PlannedFunc {
+    pub(crate) func: Arc<Func>,
+    pub(crate) plan: Plan,
+    /// The runtime whose backend the cache keys name.
+    pub(crate) owner: Weak<Inner>,
+}
+
+impl PlannedFunc {
+    /// The function this plan runs.
+    pub fn func(&self) -> &Arc<Func> {
+        &self.func
+    }
+}
+
+impl std::fmt::Debug for PlannedFunc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PlannedFunc(@{})", self.func.name)
+    }
+}
 
 /// A function's run plan (see the module doc).
 pub(crate) struct Plan {
@@ -35,14 +64,28 @@ pub(crate) struct Plan {
 /// A cluster node's identity for the policy and the caches.
 pub(crate) struct ClusterPlan {
     /// `scope/cluster_N`: the key of its policy record and statistics.
-    pub(crate) id: String,
+    pub(crate) id: Arc<str>,
     /// Its parameter types, `f32[2,6],f32[3,6]`: the policy's shape instance.
-    pub(crate) signature: String,
+    pub(crate) signature: Arc<str>,
     /// Its in-memory cache key on the runtime's backend; `None` without a backend.
     pub(crate) content: Option<String>,
 }
 
 impl Runtime {
+    /// `f` planned for repeated runs on this runtime (see [`PlannedFunc`]).
+    pub fn plan_func(&self, f: Arc<Func>) -> PlannedFunc {
+        PlannedFunc {
+            plan: self.plan(&f.name, &f, false),
+            func: f,
+            owner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Whether `p` was planned by this runtime (its cache keys name this backend).
+    pub(crate) fn owns(&self, p: &PlannedFunc) -> bool {
+        std::ptr::eq(p.owner.as_ptr(), Arc::as_ptr(&self.inner))
+    }
+
     /// The plan of `f` run under `scope` (its name, or a region's path, `control.rs`);
     /// `plan_ops` also plans its plain ops (for a region run many times).
     pub(crate) fn plan(&self, scope: &str, f: &Func, plan_ops: bool) -> Plan {
@@ -60,8 +103,8 @@ impl Runtime {
                 let content = backend
                     .map(|name| remembered_content_key(&mut lock(&self.inner.state), &id, c, name));
                 Some(ClusterPlan {
-                    id,
-                    signature: signature.join(","),
+                    id: id.into(),
+                    signature: signature.join(",").into(),
                     content,
                 })
             })
@@ -90,5 +133,78 @@ impl Runtime {
         };
         let args: Vec<&kiln_ir::TensorType> = inst.args.iter().map(|&a| f.ty(a)).collect();
         self.inner.interp.plan(&inst.op, &args, f.ty(r)).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CpuBackend, RuntimeOptions};
+    use kiln_ir::Tensor;
+
+    fn compiling_runtime() -> Runtime {
+        let flags = kiln_flags::Flags {
+            lazy_compilation: false,
+            min_cluster_size: 1,
+            ..kiln_flags::Flags::default()
+        };
+        let opts = RuntimeOptions::from_flags(&flags).unwrap();
+        Runtime::new(Some(Arc::new(CpuBackend::new(&flags))), opts).unwrap()
+    }
+
+    fn clustered() -> Arc<Func> {
+        let mut f = kiln_ir::parse_func(
+            "func @f(%x: f32[5], %w: f32[5]) -> f32[5] {\n  %a = mul %x, %w : f32[5]\n  %y = tanh %a : f32[5]\n  return %y\n}\n",
+            "f.kir",
+        )
+        .unwrap();
+        let flags = kiln_flags::Flags {
+            min_cluster_size: 1,
+            ..kiln_flags::Flags::default()
+        };
+        kiln_compiler::run_pipeline(&mut f, &kiln_compiler::Options::from_flags(&flags)).unwrap();
+        assert!(
+            f.insts.iter().any(|i| matches!(i.op, Op::Cluster(_))),
+            "{f:?}"
+        );
+        Arc::new(f)
+    }
+
+    /// A function planned once runs compiled and gives the bits a per-call plan gives;
+    /// its cluster keeps the id and statistics a per-call plan would use.
+    #[test]
+    fn planned_once_runs_as_planned_per_call() {
+        let (rt, f) = (compiling_runtime(), clustered());
+        let x = Tensor::from_f32([5], vec![0.5, -1.25, 3.0, -0.0, f32::NAN]).unwrap();
+        let w = Tensor::from_f32([5], vec![2.0, 0.75, -1.5, 1.0, 1.0]).unwrap();
+        let want = rt.run(&f, &[x.clone(), w.clone()]).unwrap();
+        let p = rt.plan_func(f.clone());
+        for _ in 0..3 {
+            let got = rt.run_planned(&p, &[&x, &w]).unwrap();
+            assert!(got[0].bit_eq(&want[0]), "{got:?} vs {want:?}");
+        }
+        let stats = rt.stats();
+        assert_eq!(stats.len(), 1, "{stats:?}");
+        let s = stats.values().next().unwrap();
+        assert_eq!((s.compiles, s.compiled_runs), (1, 4), "{s:?}");
+        // A bad argument is still refused, naming the function.
+        let short = Tensor::from_f32([4], vec![0.0; 4]).unwrap();
+        let e = rt.run_planned(&p, &[&short, &w]).unwrap_err().to_string();
+        assert!(e.contains("@f: argument 0 (%x) must be f32[5]"), "{e}");
+    }
+
+    /// A plan made by one runtime, run on another, is planned there per call: same bits,
+    /// and the other runtime's caches and statistics are its own.
+    #[test]
+    fn a_plan_from_another_runtime_is_planned_again() {
+        let (a, b, f) = (compiling_runtime(), compiling_runtime(), clustered());
+        let x = Tensor::from_f32([5], vec![1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        let p = a.plan_func(f.clone());
+        assert!(a.owns(&p) && !b.owns(&p));
+        let got = b.run_planned(&p, &[&x, &x]).unwrap();
+        let want = a.run_planned(&p, &[&x, &x]).unwrap();
+        assert!(got[0].bit_eq(&want[0]));
+        let compiled = |rt: &Runtime| rt.stats().values().map(|s| s.compiled_runs).sum::<u64>();
+        assert_eq!((compiled(&a), compiled(&b)), (1, 1));
     }
 }

@@ -12,7 +12,7 @@ use crate::stats::{human, ClusterStats};
 use crate::values::{Slot, Values};
 use crate::RuntimeError;
 use kiln_flags::vlog;
-use kiln_ir::{Cluster, Tensor, TensorType, Value};
+use kiln_ir::{Cluster, DType, Tensor, TensorType, Value};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,7 +41,7 @@ impl Runtime {
                     }
                 };
                 match exe.run_on_device(&inputs).and_then(|outs| {
-                    check_outputs(c, &outs.iter().map(|d| d.ty().clone()).collect::<Vec<_>>())?;
+                    check_outputs(c, outs.iter().map(|d| (d.ty().dtype, &d.ty().shape[..])))?;
                     Ok(outs)
                 }) {
                     Ok(outs) => {
@@ -54,7 +54,7 @@ impl Runtime {
             None => {
                 let inputs = vals.on_host(args)?;
                 match exe.run(&inputs).and_then(|outs| {
-                    check_outputs(c, &outs.iter().map(Tensor::ty).collect::<Vec<_>>())?;
+                    check_outputs(c, outs.iter().map(|t| (t.dtype(), t.shape())))?;
                     Ok(outs)
                 }) {
                     Ok(outs) => {
@@ -73,7 +73,7 @@ impl Runtime {
                 .entry(id.clone())
                 .or_default()
                 .instances
-                .get_mut(signature)
+                .get_mut(&**signature)
             {
                 inst.state = crate::policy::InstanceState::FallbackForever;
             }
@@ -87,13 +87,13 @@ impl Runtime {
     fn route(&self, plan: &ClusterPlan, c: &Cluster) -> Option<Arc<dyn Executable>> {
         let inner = &self.inner;
         let backend = inner.backend.clone()?;
-        let (id, signature) = (plan.id.as_str(), plan.signature.as_str());
+        let (id, signature) = (&plan.id, &plan.signature);
         let content = plan.content.as_deref()?;
         let (action, known) = {
             let mut st = lock(&inner.state);
-            let rec = st.clusters.entry(id.to_string()).or_default();
+            let rec = st.clusters.entry(id.clone()).or_default();
             let facts = rec.facts;
-            let inst = rec.instances.entry(signature.to_string()).or_default();
+            let inst = rec.instances.entry(signature.clone()).or_default();
             let action = decide(&inner.opts.policy, &facts, inst);
             let known = (action == Action::RunCompiled)
                 .then(|| st.memory.get(content).cloned())
@@ -111,7 +111,7 @@ impl Runtime {
             Action::StartAsyncCompile => {
                 let me = self.clone();
                 let (c2, backend2) = (c.clone(), backend.clone());
-                let (id2, sig2) = (id.to_string(), signature.to_string());
+                let (id2, sig2) = (id.clone(), signature.clone());
                 let content = content.to_string();
                 lock(&inner.state).in_flight += 1;
                 let job: Box<dyn FnOnce() + Send> = Box::new(move || {
@@ -136,23 +136,23 @@ impl Runtime {
     /// The fallback path: the cluster's region, op by op, on the interpreter.
     fn fallback(
         &self,
-        id: &str,
+        id: &Arc<str>,
         c: &Cluster,
         inputs: &[&Tensor],
     ) -> Result<Vec<Slot>, RuntimeError> {
         let out = self.inner.interp.run_refs(&c.body, inputs)?.0;
         lock(&self.inner.state)
             .clusters
-            .entry(id.to_string())
+            .entry(id.clone())
             .or_default()
             .stats
             .fallback_runs += 1;
         Ok(out.into_iter().map(Slot::host).collect())
     }
 
-    fn record_compiled_run(&self, id: &str) {
+    fn record_compiled_run(&self, id: &Arc<str>) {
         let mut st = lock(&self.inner.state);
-        let rec = st.clusters.entry(id.to_string()).or_default();
+        let rec = st.clusters.entry(id.clone()).or_default();
         rec.stats.compiled_runs += 1;
         rec.facts.compiled_runs += 1;
     }
@@ -161,8 +161,8 @@ impl Runtime {
     /// Records the outcome in the policy state. `None` means use the fallback.
     fn obtain(
         &self,
-        id: &str,
-        signature: &str,
+        id: &Arc<str>,
+        signature: &Arc<str>,
         c: &Cluster,
         backend: &Arc<dyn Backend>,
         content: &str,
@@ -176,10 +176,10 @@ impl Runtime {
             if let Some(exe) = exe {
                 st.memory.insert(content.to_string(), exe.clone());
             }
-            let rec = st.clusters.entry(id.to_string()).or_default();
+            let rec = st.clusters.entry(id.clone()).or_default();
             update(&mut rec.stats);
             let mut facts = rec.facts;
-            let inst = rec.instances.entry(signature.to_string()).or_default();
+            let inst = rec.instances.entry(signature.clone()).or_default();
             compiled(&inner.opts.policy, &mut facts, inst, outcome);
             rec.facts = facts;
         };
@@ -226,7 +226,7 @@ impl Runtime {
                     let mut st = lock(&inner.state);
                     st.total_compile_time += took;
                     let total = st.total_compile_time;
-                    let rec = st.clusters.entry(id.to_string()).or_default();
+                    let rec = st.clusters.entry(id.clone()).or_default();
                     (rec.stats.compiles + 1, rec.stats.compile_time + took, total)
                 };
                 vlog!(
@@ -262,7 +262,7 @@ impl Runtime {
                         // Once per cluster, whatever its signatures.
                         let first = why.contains(MATH_CAP_REASON) && {
                             let mut st = lock(&inner.state);
-                            let rec = st.clusters.entry(id.to_string()).or_default();
+                            let rec = st.clusters.entry(id.clone()).or_default();
                             !std::mem::replace(&mut rec.warned_math_cap, true)
                         };
                         if first {
@@ -280,8 +280,12 @@ impl Runtime {
     }
 }
 
-/// Checks that a compiled run returned the cluster's result types.
-fn check_outputs(c: &Cluster, got: &[TensorType]) -> Result<(), String> {
+/// Checks that a compiled run returned the cluster's result types, given as dtype and
+/// shape of each output (no type is built unless one is wrong).
+fn check_outputs<'t>(
+    c: &Cluster,
+    got: impl ExactSizeIterator<Item = (DType, &'t [usize])>,
+) -> Result<(), String> {
     let want = &c.body.results;
     if got.len() != want.len() {
         return Err(format!(
@@ -290,9 +294,10 @@ fn check_outputs(c: &Cluster, got: &[TensorType]) -> Result<(), String> {
             want.len()
         ));
     }
-    for (i, (g, &r)) in got.iter().zip(want).enumerate() {
+    for (i, ((dtype, shape), &r)) in got.zip(want).enumerate() {
         let w = c.body.ty(r);
-        if g != w {
+        if dtype != w.dtype || shape != &w.shape[..] {
+            let g = TensorType::new(dtype, shape.to_vec());
             return Err(format!("output {i} is {g}, the cluster's result is {w}"));
         }
     }

@@ -1,7 +1,9 @@
 //! Per-call cost of small programs, and where it goes.
 //!
-//! Each program runs many times through a [`Runtime`] (what `Session::run` and `kiln run
-//! --repeat` use); the table gives the median time per call over batches of calls. The
+//! Each program runs many times through a [`Runtime`], planned once
+//! ([`Runtime::plan_func`], what `Session::run_planned`, `Function` and `kiln run --repeat`
+//! use; the MLP also planned per call, as [`Runtime::run`] does); the table gives the
+//! median time per call over batches of calls. The
 //! rows build on each other, so differences between them say where the time goes:
 //!
 //! - `empty`: a program that returns its argument — the executor's fixed cost (argument
@@ -128,12 +130,28 @@ fn print_row(name: &str, mode: &str, us: f64) {
     println!("| {name} | {mode} | {us:.2} |");
 }
 
+/// How a row calls the runtime.
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    /// [`Runtime::run`]: the function is planned on every call.
+    PlanPerCall,
+    /// [`Runtime::run_planned`]: planned once ([`Runtime::plan_func`]), as `Session`,
+    /// `Function` and `kiln run --repeat` run it.
+    Planned,
+}
+
 /// Times `f` through `rt`; prints and returns µs per call.
-fn row(name: &str, rt: &Runtime, f: &Func) -> f64 {
+fn row(name: &str, rt: &Runtime, f: &Func, how: How) -> f64 {
     let args = inputs(f);
-    rt.run(f, &args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let planned = rt.plan_func(Arc::new(f.clone()));
+    let call = || match how {
+        How::PlanPerCall => rt.run_refs(f, &refs),
+        How::Planned => rt.run_planned(&planned, &refs),
+    };
+    call().unwrap_or_else(|e| panic!("{name}: {e}"));
     let us = per_call(|| {
-        std::hint::black_box(rt.run(f, &args).unwrap_or_else(|e| panic!("{e}")));
+        std::hint::black_box(call().unwrap_or_else(|e| panic!("{e}")));
     });
     let stats = rt.stats();
     let compiled: u64 = stats.values().map(|s| s.compiled_runs).sum();
@@ -144,7 +162,11 @@ fn row(name: &str, rt: &Runtime, f: &Func) -> f64 {
         (false, true) => "compiled",
         (false, false) => "fallback",
     };
-    print_row(name, mode, us);
+    let mode = match how {
+        How::PlanPerCall => format!("{mode}, planned per call"),
+        How::Planned => format!("{mode}, planned once"),
+    };
+    print_row(name, &mode, us);
     us
 }
 
@@ -226,16 +248,18 @@ fn main() {
     println!("|---|---|---|");
     let plain = runtime(threads, false);
     let compiled = runtime(threads, true);
-    let empty = row("empty", &plain, &program(EMPTY, false));
-    let one_op = row("one op, interpreted", &plain, &program(ONE_OP, false));
+    let once = How::Planned;
+    let empty = row("empty", &plain, &program(EMPTY, false), once);
+    let one_op = row("one op, interpreted", &plain, &program(ONE_OP, false), once);
     let cluster = program(CLUSTER, true);
-    let one_cluster = row("one cluster", &compiled, &cluster);
+    let one_cluster = row("one cluster", &compiled, &cluster, once);
     let one_exe = executable_row("one cluster", threads, &cluster);
-    row("one cluster", &plain, &cluster);
+    row("one cluster", &plain, &cluster, once);
     let mlp = program(MLP, true);
-    let mlp_total = row("MLP 8x64 -> 32 -> 10", &compiled, &mlp);
+    let mlp_total = row("MLP 8x64 -> 32 -> 10", &compiled, &mlp, once);
+    let mlp_per_call = row("MLP 8x64 -> 32 -> 10", &compiled, &mlp, How::PlanPerCall);
     let mlp_exe = executable_row("MLP 8x64 -> 32 -> 10", threads, &mlp);
-    row("MLP 8x64 -> 32 -> 10", &plain, &mlp);
+    row("MLP 8x64 -> 32 -> 10", &plain, &mlp, once);
     let interp = Interpreter::new(threads).unwrap_or_else(|e| panic!("{e}"));
     let m = program(MLP, false);
     let (g1, _) = gemm_rows(&interp, &m, 0);
@@ -244,11 +268,11 @@ fn main() {
     let handoff = per_call(|| pool.install(|| std::hint::black_box(())));
     print_row("pool hand-off", "one empty task", handoff);
     println!();
-    println!("Where the compiled MLP's {mlp_total:.2} µs go:");
+    let routing = one_cluster - one_exe - empty;
+    println!("Where the compiled MLP's {mlp_total:.2} µs (planned once) go:");
     println!("- executor fixed cost (the empty program): {empty:.2} µs");
     println!(
-        "- routing one cluster (policy, cache, statistics): {:.2} µs (one cluster through the runtime minus its executable, {one_cluster:.2} - {one_exe:.2})",
-        one_cluster - one_exe
+        "- routing one cluster (policy, cache, statistics): {routing:.2} µs (one cluster through the runtime minus its executable and the fixed cost, {one_cluster:.2} - {one_exe:.2} - {empty:.2})"
     );
     println!(
         "- the executable: {mlp_exe:.2} µs, of which the two products {:.2} µs ({g1:.2} + {g2:.2}) and kernels, buffers and checks {:.2} µs",
@@ -257,7 +281,11 @@ fn main() {
     );
     println!(
         "- the rest of the runtime (values, the cluster's operands and results): {:.2} µs",
-        mlp_total - mlp_exe - empty - (one_cluster - one_exe)
+        mlp_total - mlp_exe - empty - routing
+    );
+    println!(
+        "- planning per call (Runtime::run without a plan_func): {:.2} µs more ({mlp_per_call:.2})",
+        mlp_per_call - mlp_total
     );
     println!("- for scale: one interpreted op {:.2} µs beyond the empty program; a pool hand-off {handoff:.2} µs, which no small op or product pays (they run on the calling thread)", one_op - empty);
 }

@@ -245,7 +245,8 @@ impl CpuExecutable {
             ));
         }
         for (i, (t, ty)) in inputs.iter().zip(&p.inputs).enumerate() {
-            if t.ty() != *ty {
+            // Compared in place: building each input's type per call costs an allocation.
+            if t.dtype() != ty.dtype || t.shape() != &ty.shape[..] {
                 return Err(format!(
                     "@{} input {i}: expected {ty}, got {}",
                     p.name,

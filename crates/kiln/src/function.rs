@@ -5,7 +5,7 @@ use crate::error::KilnError;
 use crate::generator::GeneratorCell;
 use crate::session::Session;
 use kiln_ir::{trace_captured, Buffer, Func, Tensor, TensorType, TraceOutputs, Tracer};
-use kiln_runtime::Placed;
+use kiln_runtime::{Placed, PlannedFunc};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -67,6 +67,8 @@ pub struct Function {
 struct Traced {
     graph: Arc<Func>,
     prepared: Arc<Func>,
+    /// `prepared` planned once for this function's session (no plan per call).
+    planned: Arc<PlannedFunc>,
     states: Arc<[StateInput]>,
 }
 
@@ -209,9 +211,11 @@ impl Function {
         self.trace_count.fetch_add(1, Ordering::Relaxed);
         let mut prepared = func.clone();
         self.session.prepare(&mut prepared)?;
+        let prepared = Arc::new(prepared);
         let t = Traced {
             graph: Arc::new(func),
-            prepared: Arc::new(prepared),
+            planned: Arc::new(self.session.plan(prepared.clone())),
+            prepared,
             states: states.into(),
         };
         traces.insert(sig.clone(), t.clone());
@@ -246,7 +250,10 @@ impl Function {
         let t = self.traced(&sig)?;
         let mut all = args.to_vec();
         all.extend(read_states(&t.states).into_iter().map(Placed::Host));
-        Ok(self.session.runtime().run_placed(&t.prepared, &all)?)
+        Ok(self
+            .session
+            .runtime()
+            .run_planned_placed(&t.planned, &all)?)
     }
 
     /// Calls the function on tensors and static arguments.
@@ -260,13 +267,10 @@ impl Function {
             statics: statics.to_vec(),
         };
         let t = self.traced(&sig)?;
-        if t.states.is_empty() {
-            return self.session.run(&t.prepared, args);
-        }
         // As TF's `RngReadAndSkip`, the generators advance when the call reads them, even if
         // a later op fails.
         let states = read_states(&t.states);
         let refs: Vec<&Tensor> = args.iter().chain(&states).collect();
-        self.session.run_refs(&t.prepared, &refs)
+        self.session.run_planned(&t.planned, &refs)
     }
 }

@@ -28,5 +28,5 @@ pub use kiln_ir::{
     parse_module, print_func, verify_func, Buffer, DType, Func, Module, Scalar, Tensor, TensorType,
     Tracer,
 };
-pub use kiln_runtime::Placed;
+pub use kiln_runtime::{Placed, PlannedFunc};
 pub use session::{gpu_available, gpu_required_error, open_gpu, Device, Session};

@@ -5,7 +5,7 @@
 use crate::KilnError;
 use kiln_flags::Flags;
 use kiln_ir::{Func, Tensor};
-use kiln_runtime::{Backend, GpuBackend, Placed, Runtime, RuntimeOptions};
+use kiln_runtime::{Backend, GpuBackend, Placed, PlannedFunc, Runtime, RuntimeOptions};
 use std::sync::{Arc, OnceLock};
 
 /// Where clusters are compiled for: `--device` on `kiln run` / `kiln bench`.
@@ -160,6 +160,18 @@ impl Session {
     /// Runs a prepared graph on borrowed arguments.
     pub fn run_refs(&self, f: &Func, args: &[&Tensor]) -> Result<Vec<Tensor>, KilnError> {
         Ok(self.runtime.run_refs(f, args)?)
+    }
+
+    /// A prepared graph planned once for repeated runs in this session
+    /// ([`Session::run_planned`]): cluster ids, signatures and cache keys are worked out
+    /// here, not on every call.
+    pub fn plan(&self, f: Arc<Func>) -> PlannedFunc {
+        self.runtime.plan_func(f)
+    }
+
+    /// Runs a graph planned by [`Session::plan`] on borrowed arguments.
+    pub fn run_planned(&self, p: &PlannedFunc, args: &[&Tensor]) -> Result<Vec<Tensor>, KilnError> {
+        Ok(self.runtime.run_planned(p, args)?)
     }
 
     /// `t` on this session's device (one host → device copy), or on the host when the

@@ -78,9 +78,12 @@ pub fn run(a: RunArgs, flags: &kiln::config::Flags) -> Result<ExitCode, KilnErro
     if a.repeat == 0 {
         return Err(KilnError::Invalid("--repeat must be at least 1".into()));
     }
-    let mut outs = session.run(&prepared, &args)?;
+    // Planned once: `--repeat` times the calls, not the per-call planning.
+    let planned = session.plan(std::sync::Arc::new(prepared));
+    let refs: Vec<&kiln::Tensor> = args.iter().collect();
+    let mut outs = session.run_planned(&planned, &refs)?;
     for _ in 1..a.repeat {
-        outs = session.run(&prepared, &args)?;
+        outs = session.run_planned(&planned, &refs)?;
     }
     session.runtime().wait_for_compiles();
     if a.stats {

@@ -97,7 +97,8 @@ impl Session {
 pub struct Program {
     session: kiln::Session,
     imported: Func,
-    prepared: Func,
+    /// The prepared function, planned once for every call (`Session::plan`).
+    planned: kiln::PlannedFunc,
 }
 
 /// Parses `.kir` text or imports HLO text (told apart by the `HloModule` header) and
@@ -156,10 +157,11 @@ impl Program {
             py.detach(|| guard_detached(|| session.prepare(&mut prepared)))
                 .map_err(InternalError::new_err)?
                 .map_err(to_py)?;
+            let planned = session.plan(std::sync::Arc::new(prepared));
             Ok(Program {
                 session,
                 imported,
-                prepared,
+                planned,
             })
         })
     }
@@ -181,7 +183,7 @@ impl Program {
     #[pyo3(signature = (clustered=true))]
     fn as_kir(&self, clustered: bool) -> String {
         kiln::print_func(if clustered {
-            &self.prepared
+            self.planned.func()
         } else {
             &self.imported
         })
@@ -223,9 +225,10 @@ impl Program {
                 }
                 tensors.push(t);
             }
-            let (session, prepared) = (&self.session, &self.prepared);
+            let (session, planned) = (&self.session, &self.planned);
+            let refs: Vec<&Tensor> = tensors.iter().collect();
             let outs = py
-                .detach(|| guard_detached(|| session.run(prepared, &tensors)))
+                .detach(|| guard_detached(|| session.run_planned(planned, &refs)))
                 .map_err(InternalError::new_err)?
                 .map_err(to_py)?;
             outs.iter().map(|t| tensor_to_py(py, t)).collect()

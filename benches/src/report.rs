@@ -158,8 +158,12 @@ pub(crate) fn ms(x: f64) -> String {
         format!("{x:.0}")
     } else if x >= 10.0 {
         format!("{x:.1}")
-    } else {
+    } else if x >= 1.0 || x <= 0.0 || !x.is_finite() {
         format!("{x:.2}")
+    } else {
+        // Three significant digits below 1 ms: real programs run in microseconds.
+        let digits = (2 - x.log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{x:.digits$}")
     }
 }
 
@@ -427,4 +431,23 @@ pub fn render_svg(report: &BenchReport, anchors: &[Anchor]) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn milliseconds_keep_three_significant_digits_below_one() {
+        let cases = [
+            (1234.5, "1234"),
+            (12.345, "12.3"),
+            (1.2345, "1.23"),
+            (0.5, "0.500"),
+            (0.0412, "0.0412"),
+            (0.00412, "0.00412"),
+            (0.0, "0.00"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(super::ms(x), want, "{x}");
+        }
+    }
 }

@@ -607,7 +607,7 @@ impl CpuExecutable {
         };
     }
 
-    /// Whether row-blocked runs pipeline their rows ([`RowPipeline`]).
+    /// Whether row-blocked runs pipeline their rows (`RowPipeline`).
     pub fn row_pipelined(&self) -> bool {
         self.pipeline.is_some()
     }

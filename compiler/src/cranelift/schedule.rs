@@ -89,7 +89,7 @@ pub fn block_task(k: &Kernel, b0: usize, b1: usize) -> Task {
 
 /// What the CPU asks of the kernel-IR pipeline ([`crate::kernel::pipeline`]): narrow rows
 /// regrouped or flattened for its four-lane vector loops, except in programs it runs
-/// row-blocked ([`row_blocking`]), whose kernels share their rows.
+/// row-blocked (`row_blocking`), whose kernels share their rows.
 pub const CPU_CAPS: TargetCaps = TargetCaps {
     split_reductions_below: None,
     narrow_rows: Some(NarrowRows {

@@ -32,13 +32,13 @@ const TILED_ROW: usize = 64;
 /// The most rows a group of [`tile_narrow_rows`] takes.
 const MAX_GROUP: usize = 64;
 
-/// Pointwise kernels without transcendental math over rows narrower than [`NARROW_MATH`]
+/// Pointwise kernels without transcendental math over rows narrower than `NARROW_MATH`
 /// that fill no whole vector loop over groups of rows ([`super::tile_rows`]: `[rows, 10]`
 /// as `[rows / 8, 80]`, a broadcast bias read from a tile of 8 copies), so they run whole
 /// vectors with no scalar remainder per row, where a remainder of 1 to 3 elements cost as
 /// much as the vectors. A bias add with a `max` over `[419428, 10]` on the CPU: 0.95–1.6
 /// ms per call as rows of 10, 0.58–0.85 ms as rows of 20. The group is the smallest that
-/// gives whole vectors, at least [`TILED_ROW`] elements and divides the rows; a kernel
+/// gives whole vectors, at least `TILED_ROW` elements and divides the rows; a kernel
 /// whose rows admit none, or that has a gathered operand, keeps its shape (and
 /// [`flatten_narrow_rows`] may still flatten it). Not in row-blocked programs. Whether it
 /// changed `p`.
@@ -71,7 +71,7 @@ pub fn tile_narrow_rows(p: &mut Program, caps: &NarrowRows) -> bool {
 /// math runs on whole windows, instead of a scalar remainder and a host call per row
 /// (`tanh(x + b)` over `[n, 3]`, bias `b[3]` broadcast, on the CPU: 24 ms per 4M elements
 /// before, 5 ms after; the fallback takes 11). Narrow: a last dimension under one vector,
-/// or under [`NARROW_MATH`] with transcendental math. Not in row-blocked programs. Whether
+/// or under `NARROW_MATH` with transcendental math. Not in row-blocked programs. Whether
 /// it changed `p`.
 pub fn flatten_narrow_rows(p: &mut Program, caps: &NarrowRows) -> bool {
     if (caps.row_blocked)(p) {

@@ -52,7 +52,7 @@ pub(crate) fn lowered(src: &str) -> Program {
 /// Lowers a cluster to kernel IR.
 ///
 /// Expensive values that a broadcast reuses are computed once into scratch buffers
-/// ([`reused_expensive_values`]), unless that costs a program its row fusion
+/// (`reused_expensive_values`), unless that costs a program its row fusion
 /// ([`crate::kernel::row_fusion`]: the scratch kernel would cover a different leading
 /// dimension); the row-fused form then wins, as before.
 ///
@@ -401,9 +401,9 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
 /// result of a dtype the backends do not compile ([`kiln_ir::DType::has_compiled_code`]:
 /// `u8`, `u64`, …), the data-movement ops without an index map yet (`scatter`,
 /// `sort`), the windowed ones (integer `convolution` — a float one is a [`DotCall`] — a
-/// `reduce_window` over more than [`builder::MAX_WINDOW_TAPS`] elements and a
+/// `reduce_window` over more than `MAX_WINDOW_TAPS` elements and a
 /// `select_and_scatter` whose window squared is above
-/// [`builder::MAX_SELECT_SCATTER_TAPS`]), control flow, and the elementwise ops
+/// `MAX_SELECT_SCATTER_TAPS`), control flow, and the elementwise ops
 /// [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on the interpreter
 /// until the backends gain them. `mark_for_compilation` keeps them out of clusters with
 /// this reason, and lowering refuses them with it, so they never reach a backend.

@@ -3,7 +3,7 @@
 //!
 //! Equality of small constants is by printed text, which is exact for every value but
 //! merges NaNs of different payloads (Kiln never depends on NaN payloads); constants of more
-//! than [`LITERAL_MAX`] elements are compared bit for bit, found through a hash of their bits
+//! than `LITERAL_MAX` elements are compared bit for bit, found through a hash of their bits
 //! (printing a frozen graph's weights as text took over a second). Deliberately does not reorder
 //! commutative operands (`add %a, %b` and `add %b, %a` stay distinct): that would need a
 //! canonical operand order the printer shows, and it has not been worth it.

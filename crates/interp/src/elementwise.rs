@@ -99,7 +99,7 @@ pub const MATH_OPS: [UnaryOp; 9] = UnaryOp::TRANSCENDENTAL;
 /// `out[i] = op(src[i])` for every element (`op` one of [`MATH_OPS`]), or `op` applied to
 /// `out` in place when `src` is `None`; on the calling thread, through the same `kiln_math`
 /// instantiation and loop as the interpreter's own op (AVX2 and FMA where the CPU has them,
-/// see [`crate::hw`]): the results are the fallback's bits. Returns false, writing nothing,
+/// see `hw`): the results are the fallback's bits. Returns false, writing nothing,
 /// for any other op or when the lengths differ.
 pub fn math_f32(op: UnaryOp, src: Option<&[f32]>, out: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -137,7 +137,7 @@ pub const SCALAR_OPS: [BinaryOp; 1] = [BinaryOp::Div];
 
 /// `out[i] = op(src[i], c)` for every element (`op` one of [`SCALAR_OPS`]), or applied to
 /// `out` in place when `src` is `None`; on the calling thread, with AVX2 where the CPU has
-/// it (see [`crate::hw`]). One IEEE operation per element, exactly the interpreter's
+/// it (see `hw`). One IEEE operation per element, exactly the interpreter's
 /// `a / b`, so the bits are the fallback's. Returns false, writing nothing, for any other
 /// op or when the lengths differ.
 pub fn scalar_f32(op: BinaryOp, src: Option<&[f32]>, c: f32, out: &mut [f32]) -> bool {

@@ -10,7 +10,7 @@ use kiln_ir::ReduceKind;
 /// XLA's semantics (NaN if any element is NaN, -0 < +0; `-inf` / `+inf` when empty). Both
 /// are exact and order-free, so the result has the bits of any evaluation order — the
 /// canonical one included — and compiled kernels hand a whole row to it: 32 accumulators
-/// that the AVX2 build (see [`crate::hw`]) keeps in four 8-lane registers.
+/// that the AVX2 build (see `hw`) keeps in four 8-lane registers.
 pub fn extremum_f32(kind: ReduceKind, src: &[f32]) -> Option<f32> {
     extremum(kind, src, f32::NEG_INFINITY, f32::INFINITY)
 }

@@ -18,7 +18,7 @@
 /// Outputs at least this large (in bytes) are advised onto huge pages.
 const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
-/// Whether [`with_simd`] runs its AVX2 and FMA version on this CPU (256-bit vectors).
+/// Whether `with_simd` runs its AVX2 and FMA version on this CPU (256-bit vectors).
 #[inline]
 pub fn wide_simd() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -31,7 +31,7 @@ pub fn wide_simd() -> bool {
     }
 }
 
-/// Whether this CPU can run [`with_simd`]'s 512-bit version (AVX-512 F, VL, DQ and BW, with
+/// Whether this CPU can run `with_simd`'s 512-bit version (AVX-512 F, VL, DQ and BW, with
 /// AVX2 and FMA), which [`with_512_bit_vectors`] asks for.
 #[inline]
 pub fn widest_simd() -> bool {
@@ -56,7 +56,7 @@ pub fn prefers_512_bit_vectors() -> bool {
     PREFER_512.with(|p| p.get())
 }
 
-/// Runs `f` with this thread's [`with_simd`] loops compiled 512 bits wide where the CPU has
+/// Runs `f` with this thread's `with_simd` loops compiled 512 bits wide where the CPU has
 /// AVX-512 ([`widest_simd`]), else as usual: what `--xla_cpu_prefer_vector_width=512` asks
 /// of compiled kernels' block math. The operations are the same IEEE ones at every width,
 /// so the bits are too; only the speed differs.
@@ -167,7 +167,7 @@ pub fn check_allocation(bytes: usize) -> Result<(), usize> {
     probe.try_reserve_exact(bytes).map_err(|_| bytes)
 }
 
-/// A zero-filled buffer of `len` elements of `dtype`, allocated like [`zeroed`].
+/// A zero-filled buffer of `len` elements of `dtype`, allocated like `zeroed`.
 pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
     use kiln_ir::{Buffer, DType};
     match dtype {
@@ -188,7 +188,7 @@ pub fn zeroed_buffer(dtype: kiln_ir::DType, len: usize) -> kiln_ir::Buffer {
 }
 
 /// Buffers of the given dtypes and lengths whose contents are written by `fill`, without
-/// clearing them first (large ones advised onto huge pages like [`zeroed`]). `fill`
+/// clearing them first (large ones advised onto huge pages like `zeroed`). `fill`
 /// receives the start of each allocation, in order.
 ///
 /// # Safety

@@ -72,7 +72,7 @@ pub fn pack<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::U {
 /// each elementwise op on `f16`/`bf16` applies to its `f32` result.
 ///
 /// Bit for bit `widen(narrow(x, to), to)` (the tests compare them), but for `f16` done
-/// without leaving `f32`'s format ([`round_in_f32_to_f16`]): half the operations, on the
+/// without leaving `f32`'s format (`round_in_f32_to_f16`): half the operations, on the
 /// path every compiled 16-bit op takes.
 pub fn round_to<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::F {
     match to {

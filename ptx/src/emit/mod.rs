@@ -86,7 +86,7 @@
 //!   after the groups, so every point is computed exactly once for any launch.
 //!   [`Mapping::WarpPerPoint`] and [`Mapping::WarpPerRow`] entries are not vectorised.
 //!
-//! Float `rem` is the exact `fmod` of [`crate::fmod`]: a data-dependent PTX loop (long
+//! Float `rem` is the exact `fmod` of `crate::fmod`: a data-dependent PTX loop (long
 //! division on the significands), the one place a kernel's element code branches.
 
 mod half;

@@ -180,22 +180,37 @@ mod tests {
         }
     }
 
-    #[test]
-    fn one_row_per_program_with_the_anchor_beside_it_and_the_geometric_means() {
-        let report = BenchReport {
+    fn report(records: Vec<Record>) -> BenchReport {
+        BenchReport {
             bandwidth: Bandwidth {
                 copy: 1e10,
                 triad: 1e10,
             },
             threads: 2,
-            records: vec![
-                record("mlp", "fallback", 2.0, 5.0),
-                record("mlp", "cpu", 1.0, 10.0),
-                record("cnn", "fallback", 8.0, 5.0),
-                record("cnn", "cpu", 4.0, 20.0),
-            ],
+            records,
             notes: vec![],
-        };
+        }
+    }
+
+    /// The cells of `table`'s row for program `name`.
+    fn cells(table: &str, name: &str) -> Vec<String> {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{table}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn one_row_per_program_with_the_anchor_beside_it_and_the_geometric_means() {
+        let report = report(vec![
+            record("mlp", "fallback", 2.0, 5.0),
+            record("mlp", "cpu", 1.0, 10.0),
+            record("cnn", "fallback", 8.0, 5.0),
+            record("cnn", "cpu", 4.0, 20.0),
+        ]);
         let anchor = |w: &str, median_ms: f64, first: f64| Anchor {
             workload: w.into(),
             size: PROGRAM_SIZE.into(),
@@ -208,15 +223,7 @@ mod tests {
             &report,
             &[anchor("mlp", 2.0, 1000.0), anchor("cnn", 8.0, 4000.0)],
         );
-        let row = |name: &str| {
-            table
-                .lines()
-                .find(|l| l.starts_with(name))
-                .unwrap()
-                .split_whitespace()
-                .map(String::from)
-                .collect::<Vec<_>>()
-        };
+        let row = |name: &str| cells(&table, name);
         // program, fallback, compiled, vs fallback, xla, xla/kiln, 1st, xla 1st, ratio,
         // compile, clusters, compiled, failures, vs ref.
         assert_eq!(
@@ -238,30 +245,14 @@ mod tests {
     fn a_mixed_precision_row_shows_its_speed_over_the_f32_program_and_its_error() {
         let mut amp_cpu = record("mlp+amp_f16", "cpu", 0.5, 10.0);
         amp_cpu.ref_error = Some(3.21e-3);
-        let report = BenchReport {
-            bandwidth: Bandwidth {
-                copy: 1e10,
-                triad: 1e10,
-            },
-            threads: 2,
-            records: vec![
-                record("mlp", "fallback", 2.0, 5.0),
-                record("mlp", "cpu", 1.0, 10.0),
-                record("mlp+amp_f16", "fallback", 4.0, 5.0),
-                amp_cpu,
-            ],
-            notes: vec![],
-        };
+        let report = report(vec![
+            record("mlp", "fallback", 2.0, 5.0),
+            record("mlp", "cpu", 1.0, 10.0),
+            record("mlp+amp_f16", "fallback", 4.0, 5.0),
+            amp_cpu,
+        ]);
         let table = render_programs(&report, &[]);
-        let cells = |name: &str| {
-            table
-                .lines()
-                .find(|l| l.split_whitespace().next() == Some(name))
-                .unwrap()
-                .split_whitespace()
-                .map(String::from)
-                .collect::<Vec<_>>()
-        };
+        let cells = |name: &str| cells(&table, name);
         // program, fallback, compiled, vs fallback, 1st, compile, clusters, compiled,
         // failures, vs ref, f32/amp (blank for the f32 row).
         assert_eq!(
@@ -286,15 +277,6 @@ mod tests {
 
     #[test]
     fn no_program_records_no_table() {
-        let report = BenchReport {
-            bandwidth: Bandwidth {
-                copy: 1.0,
-                triad: 1.0,
-            },
-            threads: 1,
-            records: vec![],
-            notes: vec![],
-        };
-        assert_eq!(render_programs(&report, &[]), "");
+        assert_eq!(render_programs(&report(vec![]), &[]), "");
     }
 }

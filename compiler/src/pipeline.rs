@@ -17,6 +17,9 @@ type PassFn = fn(&mut Func, &Options) -> Result<bool, CompileError>;
 pub const PASSES: &[(&str, PassFn)] = &[
     // Off unless TF_ENABLE_AUTO_MIXED_PRECISION*=1; first, so that clustering sees its casts.
     ("auto_mixed_precision", passes::auto_mixed_precision::run),
+    // Off unless --xla_allow_excess_precision=true; after the casts AMP inserts, before
+    // `dce` removes the roundings nobody uses.
+    ("excess_precision", passes::excess_precision::run),
     ("simplify", passes::simplify::run),
     ("cse", passes::cse::run),
     ("dce", passes::dce::run),

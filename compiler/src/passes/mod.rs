@@ -7,6 +7,7 @@ use kiln_ir::{Func, Op};
 pub mod auto_mixed_precision;
 pub mod cse;
 pub mod dce;
+pub mod excess_precision;
 pub mod mark_for_compilation;
 pub mod simplify;
 

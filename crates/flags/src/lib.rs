@@ -152,6 +152,12 @@ pub struct Flags {
     /// transcendental math 256 bits wide, 512 runs it 512 bits wide on a CPU with AVX-512;
     /// 128 keeps every instruction in Cranelift's code.
     pub cpu_prefer_vector_width: i64,
+    /// `--xla_allow_excess_precision`: 16-bit float (`f16`/`bf16`) values computed inside a
+    /// program stay in `f32` between ops and are rounded where they leave for an op that
+    /// stores or consumes 16 bits (the `excess_precision` pass). Kiln's default is false:
+    /// XLA:CPU rounds after every op (XLA's own default, true, acts only on its GPU and
+    /// oneDNN paths).
+    pub allow_excess_precision: bool,
     /// Op determinism: `TF_DETERMINISTIC_OPS`, `--xla_gpu_deterministic_ops` or
     /// [`Flags::enable_op_determinism`].
     pub deterministic_ops: bool,
@@ -193,6 +199,7 @@ impl Default for Flags {
             gpu_deterministic_ops: false,
             cpu_num_threads: 0,
             cpu_prefer_vector_width: 256,
+            allow_excess_precision: false,
             deterministic_ops: false,
             vmodule: VModule::default(),
             min_log_level: 1,

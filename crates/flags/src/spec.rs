@@ -515,6 +515,18 @@ pub static FLAGS: &[FlagSpec] = &[
         },
     },
     FlagSpec {
+        name: "xla_allow_excess_precision",
+        variables: XLA,
+        default: "false",
+        help: "`true`: `f16`/`bf16` values computed inside a program stay in `f32` between ops (pointwise ops, data movement, reductions, conversions) and are rounded to 16 bits only where they are stored or consumed in 16 bits (results, products, convolutions, loops, gathers, ...), as XLA:GPU's `simplify-fp-conversions` does: faster, and more precise, but no longer each op's 16-bit result. Compiled and fallback stay bit-identical either way. Kiln's default is `false`, XLA:CPU's behaviour (it rounds after every op; XLA's default `true` acts only on its GPU and oneDNN paths).",
+        effect: Effect::Acts,
+        linked: &[],
+        access: Access::Bool {
+            get: |f| f.allow_excess_precision,
+            set: |f, v| f.allow_excess_precision = v,
+        },
+    },
+    FlagSpec {
         name: "TF_DETERMINISTIC_OPS",
         variables: &[Variable::TfDeterministicOps],
         default: "false",

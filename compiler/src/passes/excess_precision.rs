@@ -144,12 +144,7 @@ impl Forms<'_> {
     fn in_f32(&mut self, rw: &mut Rewriter<'_>, inst: &Inst, result: Value) {
         let args = inst.args.iter().map(|&a| self.f32_of(rw, a)).collect();
         let ty = self.old.ty(result);
-        rw.push_retyped(
-            inst,
-            inst.op.clone(),
-            args,
-            vec![ty.with_dtype(DType::F32)],
-        );
+        rw.push_retyped(inst, inst.op.clone(), args, vec![ty.with_dtype(DType::F32)]);
         let wide = rw.get(result);
         let name = format!("{}_{}", self.old.value(result).name, ty.dtype.name());
         let rounded = rw.push_new_named(Op::Convert, vec![wide], ty.clone(), &name);

@@ -46,9 +46,16 @@ fn off_by_default_and_when_unset() {
 #[test]
 fn a_pointwise_chain_computes_in_f32_and_rounds_once() {
     let out = rewritten(CHAIN);
-    assert_eq!(roundings(&out), ["  %a_f16 = convert %a : f16[4,8]"], "{out}");
+    assert_eq!(
+        roundings(&out),
+        ["  %a_f16 = convert %a : f16[4,8]"],
+        "{out}"
+    );
     for op in ["mul", "tanh", "add"] {
-        let line = out.lines().find(|l| l.contains(&format!("= {op} "))).unwrap();
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!("= {op} ")))
+            .unwrap();
         assert!(line.ends_with(": f32[4,8]"), "{line}");
     }
     assert!(out.contains("return %a_f16"), "{out}");
@@ -85,9 +92,19 @@ func @f(%x: f16[4,8]) -> f16[4,8] {
   return %d
 }",
     );
-    assert_eq!(roundings(&out), ["  %d_f16 = convert %d : f16[4,8]"], "{out}");
-    assert!(out.contains("%b = broadcast_in_dim %m, dims=[0] : f32[4,8]"), "{out}");
-    assert!(out.contains("reduce_sum %x_f32, axes=[1] : f32[4]"), "{out}");
+    assert_eq!(
+        roundings(&out),
+        ["  %d_f16 = convert %d : f16[4,8]"],
+        "{out}"
+    );
+    assert!(
+        out.contains("%b = broadcast_in_dim %m, dims=[0] : f32[4,8]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("reduce_sum %x_f32, axes=[1] : f32[4]"),
+        "{out}"
+    );
 }
 
 #[test]

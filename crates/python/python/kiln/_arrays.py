@@ -21,9 +21,9 @@ def as_input(x: Any, dtype: np.dtype | None = None) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
-def to_numpy(triple: tuple[bytearray, str, tuple[int, ...]]) -> np.ndarray:
-    """The numpy array for an extension result ``(bytes, dtype, shape)``: no second copy
-    (the array's memory is the ``bytearray``; one constructor call, where ``frombuffer``
-    then ``reshape`` made two arrays)."""
+def to_numpy(triple: tuple[Any, str, tuple[int, ...]]) -> np.ndarray:
+    """The numpy array for an extension result ``(elements, dtype, shape)``: a view of the
+    elements Kiln computed (``_kiln.HostBuffer``, buffer protocol), no copy; one
+    constructor call, where ``frombuffer`` then ``reshape`` made two arrays."""
     data, dtype, shape = triple
     return np.ndarray(shape, np.dtype(dtype), data)

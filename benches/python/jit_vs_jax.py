@@ -4,7 +4,7 @@ First call: a fresh jitted function's first call (trace, lower, and for JAX comp
 default lazy policy answers it on the interpreter). Per call: the median of REPS calls after
 WARMUP calls (by then Kiln has compiled its clusters), results copied to numpy for both.
 
-    python benches/python/jit_vs_jax.py [--reps N]
+    python benches/python/jit_vs_jax.py [--reps N] [--only NAME]...
 """
 
 from __future__ import annotations
@@ -95,11 +95,15 @@ def timed(f, args, reps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--only", action="append", metavar="TEXT",
+                    help="run only the workloads whose name contains TEXT (repeatable)")
     a = ap.parse_args()
     print(f"jax {jax.__version__} ({jax.devices()[0].platform}), kiln {kiln.__version__}; median of {a.reps} calls\n")
     print("| function | first call: jax.jit | kiln.jit | per call: jax.jit | kiln.jit | per call, kiln / jax |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, fn, args in workloads():
+        if a.only and not any(t in name for t in a.only):
+            continue
         jf, jc = timed(jax.jit(fn), args, a.reps)
         kf, kc = timed(kiln.jit(fn), args, a.reps)
         print(f"| {name} | {jf * 1e3:.1f} ms | {kf * 1e3:.1f} ms | {jc * 1e6:.0f} us | {kc * 1e6:.0f} us | {kc / jc:.2f}x |", flush=True)

@@ -141,6 +141,25 @@ fn batched_scatter_takes_the_batch_coordinate() {
 }
 
 #[test]
+fn a_batched_scatter_walks_only_its_own_row() {
+    // The cross-entropy gradient of `optax.softmax_cross_entropy_with_integer_labels`: 600
+    // rows, one label each. The batch dimension tied to the operand's rows is not unrolled,
+    // so 600 index vectors compile (more than MAX_SCATTER_UPDATES), with duplicates within
+    // a row summed in order and labels out of range skipped.
+    let src = "func @f(%a: f32[600,10], %i: i32[600,3,1], %u: f32[600,3]) -> f32[600,10] {
+  %y = scatter %a, %i, %u, update_window_dims=[], inserted_window_dims=[1], scatter_dims_to_operand_dims=[1], index_vector_dim=2, input_batching_dims=[0], scatter_indices_batching_dims=[0], combine=add : f32[600,10]
+  return %y
+}";
+    let c = cluster(src);
+    let mut r = Rng(0x7ab1e);
+    let ids: Vec<i64> = (0..1800).map(|_| index(&mut r, 4, 1)).collect();
+    let tys = c.body.param_types();
+    let a = random_tensor(&tys[0], &mut r);
+    let u = random_tensor(&tys[2], &mut r);
+    check_with_inputs(&c, &[a, indices(DType::I32, vec![600, 3, 1], &ids), u]);
+}
+
+#[test]
 fn too_many_index_vectors_or_a_leading_window_stay_on_the_interpreter() {
     let many = "func @f(%a: f32[10,4], %i: i32[300,1], %u: f32[300,4]) -> f32[10,4] {
   %y = scatter %a, %i, %u, update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1, combine=add : f32[10,4]

@@ -1,7 +1,9 @@
 //! Arrays across the boundary. In: any object with the buffer protocol (numpy arrays; the
 //! Python layer turns JAX arrays into numpy views first), its dtype read from the buffer's
-//! format. Out: one copy of a tensor's bytes into a `bytearray`, which the Python layer wraps
-//! with `numpy.frombuffer` (no copy).
+//! format. Out: no copy — a result's elements move into a [`HostBuffer`], which lends them
+//! to Python through the buffer protocol, and the Python layer makes the numpy array over it
+//! (`numpy.ndarray(shape, dtype, buffer=…)`). A result that is a borrowed input is copied
+//! once, since the numpy array it becomes is writable.
 //!
 //! Zero copies in where that is sound: a C-contiguous buffer whose elements are Kiln's
 //! element type bit for bit and aligned for it (every numeric dtype, float16 included) is
@@ -31,7 +33,7 @@ use kiln::{Buffer, DType, Tensor};
 use kiln_ir::Elements;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyTuple};
+use pyo3::types::PyTuple;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -299,16 +301,85 @@ fn buffer_bytes(b: &Buffer) -> &[u8] {
     kiln_ir::for_each_dtype!(bytes_of)
 }
 
-/// `(bytearray, dtype name, shape)` for a tensor: one copy of its bytes. The Python layer
-/// makes the numpy array from it without copying again.
-pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyTuple>> {
-    let bytes = PyByteArray::new(py, buffer_bytes(t.data()));
+/// A result's elements, owned by this object and lent to Python through the buffer
+/// protocol as writable bytes: `numpy.ndarray(shape, dtype, buffer=…)` views them without
+/// a copy (the array keeps this object alive), as `numpy.asarray` views a JAX array.
+#[pyclass(module = "kiln._kiln")]
+pub struct HostBuffer {
+    /// Owned elements (never foreign memory: Python may write to them). Nothing in Rust
+    /// reads or moves them after the object is made; the vector's memory stays in place.
+    data: Buffer,
+}
+
+#[pymethods]
+impl HostBuffer {
+    /// The buffer protocol: the elements as one writable run of bytes.
+    ///
+    /// # Safety
+    /// Called by Python with a valid `view` to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        let (ptr, len) = {
+            let b = slf.borrow();
+            let bytes = buffer_bytes(&b.data);
+            (bytes.as_ptr(), bytes.len())
+        };
+        // SAFETY: `ptr`/`len` are the owned elements' bytes, alive as long as `slf`, which
+        // the view holds a reference to (PyBuffer_FillInfo sets `view.obj`).
+        let rc = unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                ptr as *mut std::os::raw::c_void,
+                len as pyo3::ffi::Py_ssize_t,
+                0,
+                flags,
+            )
+        };
+        match rc {
+            0 => Ok(()),
+            _ => Err(PyErr::fetch(slf.py())),
+        }
+    }
+
+    /// Nothing to release: the memory lives as long as the object.
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
+/// `b` with every element owned: foreign (borrowed input) memory is copied, since the
+/// result is handed to Python writable; owned memory is moved, not copied.
+fn owned(b: Buffer) -> Buffer {
+    macro_rules! own {
+        ($($V:ident $t:ident),*) => {
+            match b {
+                $(Buffer::$V(v) if v.is_foreign() => Buffer::$V(v.into_vec().into()),)*
+                other => other,
+            }
+        };
+    }
+    kiln_ir::for_each_dtype!(own)
+}
+
+/// `(HostBuffer, dtype name, shape)` for a tensor: no copy of its elements where Kiln
+/// owns them (a result that is a borrowed input is copied once). The Python layer makes
+/// the numpy array over it without copying either.
+pub fn tensor_to_py<'py>(py: Python<'py>, t: Tensor) -> PyResult<Bound<'py, PyTuple>> {
     let shape = PyTuple::new(py, t.shape())?;
+    let dtype = t.dtype();
+    let data = Bound::new(
+        py,
+        HostBuffer {
+            data: owned(t.into_data()),
+        },
+    )?;
     PyTuple::new(
         py,
         [
-            bytes.into_any(),
-            numpy_name(t.dtype()).into_pyobject(py)?.into_any(),
+            data.into_any(),
+            numpy_name(dtype).into_pyobject(py)?.into_any(),
             shape.into_any(),
         ],
     )
@@ -321,5 +392,5 @@ pub fn buffer_to_py<'py>(
     data: Buffer,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let t = Tensor::new(shape.to_vec(), data).map_err(|e| InternalError::new_err(e.to_string()))?;
-    tensor_to_py(py, &t)
+    tensor_to_py(py, t)
 }

@@ -29,6 +29,7 @@ fn _kiln(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<program::Session>()?;
     m.add_class::<program::Program>()?;
+    m.add_class::<arrays::HostBuffer>()?;
     m.add_class::<random::TfGenerator>()?;
     m.add_function(wrap_pyfunction!(flags::flags, m)?)?;
     m.add_function(wrap_pyfunction!(flags::flags_table, m)?)?;

@@ -231,7 +231,7 @@ impl Program {
                 .detach(|| guard_detached(|| session.run_planned(planned, &refs)))
                 .map_err(InternalError::new_err)?
                 .map_err(to_py)?;
-            outs.iter().map(|t| tensor_to_py(py, t)).collect()
+            outs.into_iter().map(|t| tensor_to_py(py, t)).collect()
         })
     }
 }

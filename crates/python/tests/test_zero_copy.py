@@ -1,5 +1,6 @@
 """Zero-copy in: C-contiguous, aligned numeric arrays are borrowed, not copied; others are
-copied once. ``kiln._kiln.copied_in_bytes()`` counts the bytes copied into Kiln."""
+copied once. ``kiln._kiln.copied_in_bytes()`` counts the bytes copied into Kiln. Zero-copy
+out: results are numpy views of the elements Kiln computed."""
 
 import threading
 
@@ -135,3 +136,18 @@ def test_a_result_that_is_a_borrowed_input_comes_back_as_a_copy():
     assert n == 0
     out[0] = 42.0
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+
+
+def test_results_are_views_of_the_elements_kiln_computed(rng):
+    # Zero-copy out: each result is a writable numpy view of a `HostBuffer` holding the
+    # elements the run produced; two results never share memory, nor a result and an input.
+    prog = kiln.load(AXPY)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    y = rng.standard_normal((4, 8)).astype(np.float32)
+    (a,), (b,) = prog(x, y), prog(x, y)
+    assert isinstance(a.base, _kiln.HostBuffer) and a.flags.writeable
+    assert memoryview(a.base).nbytes == a.nbytes == 4 * 8 * 4
+    assert not np.shares_memory(a, b) and not np.shares_memory(a, x)
+    np.testing.assert_array_equal(a, x * x + y)
+    a[...] = 0.0
+    np.testing.assert_array_equal(b, x * x + y)

@@ -8,6 +8,13 @@
 //! read clamped into `[-1, dim - size + 1]`, so any start outside `[0, dim - size]` fails
 //! the range test whatever the data.
 //!
+//! A batch dimension of the updates that JAX ties to an operand dimension (the pair
+//! `scatter_indices_batching_dims[i]` / `input_batching_dims[i]`, as `x.at[rows, ids]`
+//! lowers) is not unrolled: only the batch positions whose coordinate there equals `p`'s
+//! coordinate in the operand can cover `p`, so that coordinate is read from `p`'s index
+//! instead of being tried at every value. The positions left are walked in the same
+//! row-major order, so the order — and the bits — are unchanged.
+//!
 //! Deliberately not here (refused by [`scatter_refusal`], so these run on the
 //! interpreter): more than [`MAX_SCATTER_UPDATES`] batch positions (each is unrolled into
 //! every result element's DAG) or more than [`MAX_SCATTER_WORK`] steps in all, and updates whose window dimensions of size > 1 come
@@ -70,7 +77,10 @@ pub fn scatter_refusal(f: &Func, inst: &Inst) -> Option<String> {
     let batch: Vec<usize> = (0..ushape.len())
         .filter(|d| !dims.update_window_dims.contains(d))
         .collect();
-    let positions: usize = batch.iter().map(|&d| ushape[d]).product();
+    let bshape: Vec<usize> = batch.iter().map(|&d| ushape[d]).collect();
+    let ishape = &f.ty(inst.args[1]).shape;
+    let tied = tied_batch_dims(dims, &f.ty(inst.args[0]).shape, ishape, &bshape);
+    let positions: usize = unrolled_shape(&bshape, &tied).iter().product();
     if positions > MAX_SCATTER_UPDATES {
         return Some(format!(
             "scatter: {positions} index vectors are not compiled (at most {MAX_SCATTER_UPDATES} are unrolled)"
@@ -93,6 +103,37 @@ pub fn scatter_refusal(f: &Func, inst: &Inst) -> Option<String> {
         }
     }
     None
+}
+
+/// For each batch dimension of the updates (in order), the operand dimension it is tied
+/// to by the batching dimensions (module doc), where the two have the same size; `None`
+/// for a batch dimension that is unrolled.
+fn tied_batch_dims(
+    d: &ScatterDims,
+    shape: &[usize],
+    ishape: &[usize],
+    bshape: &[usize],
+) -> Vec<Option<usize>> {
+    let ibatch = batch_dims(ishape.len(), d.index_vector_dim);
+    (0..bshape.len())
+        .map(|b| {
+            let i = d
+                .scatter_indices_batching_dims
+                .iter()
+                .position(|&id| ibatch.get(b) == Some(&id))?;
+            let k = *d.input_batching_dims.get(i)?;
+            (shape.get(k) == Some(&bshape[b])).then_some(k)
+        })
+        .collect()
+}
+
+/// The batch shape walked per result element: a tied dimension counts once.
+fn unrolled_shape(bshape: &[usize], tied: &[Option<usize>]) -> Vec<usize> {
+    bshape
+        .iter()
+        .zip(tied)
+        .map(|(&n, t)| if t.is_some() { 1 } else { n })
+        .collect()
 }
 
 impl KernelBuilder<'_> {
@@ -128,18 +169,25 @@ impl KernelBuilder<'_> {
             .filter(|u| !d.update_window_dims.contains(u))
             .collect();
         let bshape: Vec<usize> = ubatch.iter().map(|&u| ushape[u]).collect();
-        let bstrides = row_major_strides(&bshape);
+        let tied = tied_batch_dims(d, &shape, &ishape, &bshape);
+        let walked = unrolled_shape(&bshape, &tied);
+        let bstrides = row_major_strides(&walked);
         let istrides = row_major_strides(&ishape);
         let source = self.index_source(ind)?;
-        for g in 0..bshape.iter().product::<usize>() {
-            let coord: Vec<usize> = (0..bshape.len())
-                .map(|k| g / bstrides[k] % bshape[k])
+        for g in 0..walked.iter().product::<usize>() {
+            // A tied coordinate is the result element's own (module doc).
+            let coord: Vec<IExpr> = (0..walked.len())
+                .map(|k| match tied[k] {
+                    Some(dim) => idx[dim].clone(),
+                    None => IExpr::Const((g / bstrides[k] % walked[k]) as i64),
+                })
                 .collect();
-            let base: usize = ibatch
+            let base = ibatch
                 .iter()
                 .zip(&coord)
-                .map(|(&b, &c)| c * istrides[b])
-                .sum();
+                .fold(IExpr::Const(0), |acc, (&b, c)| {
+                    IExpr::sum(acc, IExpr::scaled(c.clone(), istrides[b] as i64))
+                });
             let mut tests = Vec::new();
             let mut offsets = Vec::with_capacity(rank);
             for k in 0..rank {
@@ -147,15 +195,18 @@ impl KernelBuilder<'_> {
                 let start =
                     if let Some(j) = d.scatter_dims_to_operand_dims.iter().position(|&m| m == k) {
                         let ioff = match d.index_vector_dim < ishape.len() {
-                            true => base + j * istrides[d.index_vector_dim],
-                            false => base,
+                            true => IExpr::sum(
+                                base.clone(),
+                                IExpr::Const((j * istrides[d.index_vector_dim]) as i64),
+                            ),
+                            false => base.clone(),
                         };
                         let (lo, hi) = (-1, n - s + 1);
                         let e = match &source {
                             IndexSource::Splat(x) => IExpr::Const((*x).clamp(lo, hi)),
                             IndexSource::Buffer(buf) => IExpr::Load {
                                 buf: *buf,
-                                at: Box::new(IExpr::Const(ioff as i64)),
+                                at: Box::new(ioff),
                                 lo,
                                 hi,
                             },
@@ -175,7 +226,12 @@ impl KernelBuilder<'_> {
                                 "scatter: indices dimension {id} is not a batch dimension"
                             ))
                         })?;
-                        IExpr::Const(coord[b] as i64)
+                        if tied[b] == Some(k) {
+                            // Covers `p` by construction: offset 0 in a window of size 1.
+                            offsets.push(IExpr::Const(0));
+                            continue;
+                        }
+                        coord[b].clone()
                     } else {
                         IExpr::Const(0)
                     };
@@ -191,7 +247,7 @@ impl KernelBuilder<'_> {
             // The update element: batch coordinates of `g`, window offsets of `p`.
             let mut at = vec![IExpr::Const(0); ushape.len()];
             for (k, &u) in ubatch.iter().enumerate() {
-                at[u] = IExpr::Const(coord[k] as i64);
+                at[u] = coord[k].clone();
             }
             for (&k, &u) in window.iter().zip(&d.update_window_dims) {
                 at[u] = offsets[k].clone();

@@ -14,14 +14,16 @@ def as_input(x: Any, dtype: np.dtype | None = None) -> np.ndarray:
     the CPU becomes a view of its buffer. ``dtype`` converts as ``jax.jit`` does when it
     canonicalises an argument (float64 to float32 without x64, Python scalars).
     """
-    a = np.asarray(x)
+    a = x if type(x) is np.ndarray else np.asarray(x)
     if dtype is not None and a.dtype != dtype:
         a = a.astype(dtype)
     # Not np.ascontiguousarray: it turns a 0-d array into shape (1,).
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
-def to_numpy(triple: tuple[bytearray, str, tuple[int, ...]]) -> np.ndarray:
-    """The numpy array for an extension result ``(bytes, dtype, shape)``: no second copy."""
+def to_numpy(triple: tuple[Any, str, tuple[int, ...]]) -> np.ndarray:
+    """The numpy array for an extension result ``(elements, dtype, shape)``: a view of the
+    elements Kiln computed (``_kiln.HostBuffer``, buffer protocol), no copy; one
+    constructor call, where ``frombuffer`` then ``reshape`` made two arrays."""
     data, dtype, shape = triple
-    return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)
+    return np.ndarray(shape, np.dtype(dtype), data)

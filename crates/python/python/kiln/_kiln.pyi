@@ -7,7 +7,10 @@ __version__: str
 FLAG_VARIABLES: list[str]
 
 _Array = object  # anything with the buffer protocol (numpy arrays)
-_Result = tuple[bytearray, str, tuple[int, ...]]  # (bytes, numpy dtype name, shape)
+_Result = tuple[HostBuffer, str, tuple[int, ...]]  # (elements, numpy dtype name, shape)
+
+class HostBuffer:
+    """A result's elements, lent through the buffer protocol as writable bytes."""
 
 class KilnError(Exception): ...
 class ParseError(KilnError): ...

@@ -21,23 +21,16 @@ use crate::RuntimeError;
 use kiln_ir::{Func, Inst, Op, Scalar, Tensor};
 
 impl Runtime {
-    /// Runs the `while` or `conditional` `inst` of `f` (run under `scope`) on its operands.
+    /// Runs the `while` or `conditional` `inst` on its operands; `regions` are its regions'
+    /// plans ([`Plan::regions`]).
     pub(crate) fn run_control(
         &self,
-        scope: &str,
-        f: &Func,
         inst: &Inst,
+        regions: &[Plan],
         operands: &[&Tensor],
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        let at = match inst.results.first() {
-            Some(&r) => format!("{scope}/%{}", f.value(r).name),
-            None => format!("{scope}/%?"),
-        };
-        match &inst.op {
-            Op::While(w) => {
-                // Planned once for every iteration: last uses, cluster ids and cache keys.
-                let cond = self.plan(&format!("{at}.cond"), &w.cond, true);
-                let body = self.plan(&format!("{at}.body"), &w.body, true);
+        match (&inst.op, regions) {
+            (Op::While(w), [cond, body]) => {
                 // `None` until the body first runs: the operands are read in place. From
                 // then on the carried values are the loop's own and go to the body by
                 // value, so it updates them in place and passes the unchanged ones
@@ -48,7 +41,7 @@ impl Runtime {
                         Some(c) => c.iter().map(Arg::Host).collect(),
                         None => operands.iter().map(|&t| Arg::Host(t)).collect(),
                     };
-                    let go = self.run_region(&w.cond, &cond, args)?;
+                    let go = self.run_region(&w.cond, cond, args)?;
                     if !is_true(&go)? {
                         break;
                     }
@@ -56,11 +49,11 @@ impl Runtime {
                         Some(c) => c.into_iter().map(Arg::Owned).collect(),
                         None => operands.iter().map(|&t| Arg::Host(t)).collect(),
                     };
-                    carried = Some(self.run_region(&w.body, &body, args)?);
+                    carried = Some(self.run_region(&w.body, body, args)?);
                 }
                 Ok(carried.unwrap_or_else(|| operands.iter().map(|&t| t.clone()).collect()))
             }
-            Op::Conditional(c) => {
+            (Op::Conditional(c), branches) => {
                 let selector = operands
                     .first()
                     .filter(|t| t.num_elements() == 1)
@@ -71,11 +64,14 @@ impl Runtime {
                 let args = operands
                     .get(range)
                     .ok_or_else(|| invalid("conditional", "too few operands for the branches"))?;
-                let (g, scope) = (&c.branches[k], format!("{at}.branch{k}"));
+                let (g, plan) = (c.branches.get(k), branches.get(k));
+                let (Some(g), Some(plan)) = (g, plan) else {
+                    return Err(invalid("conditional", "a branch has no plan"));
+                };
                 let args = args.iter().map(|&t| Arg::Host(t)).collect();
-                self.run_region(g, &self.plan(&scope, g, false), args)
+                self.run_region(g, plan, args)
             }
-            other => Err(invalid(other.name(), "is not a control-flow op")),
+            (other, _) => Err(invalid(other.name(), "is not planned as a control-flow op")),
         }
     }
 

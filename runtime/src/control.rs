@@ -198,6 +198,62 @@ mod tests {
         }
     }
 
+    /// A loop whose body holds a conditional, planned once ([`Runtime::plan_func`]): the
+    /// loop's regions and the branches inside its body are planned with the function, and
+    /// every call gives the interpreter's bits.
+    #[test]
+    fn a_planned_loop_with_a_conditional_in_its_body_runs_as_the_reference() {
+        let src = "func @alt(%x: f32[4]) -> (f32[4], i32[]) {
+  %zero = constant 0 : i32[]
+  %i, %y = while %zero, %x -> (i32[], f32[4])
+    cond(%ci: i32[], %cy: f32[4]) {
+      %n = constant 5 : i32[]
+      %go = compare %ci, %n, dir=lt : bool[]
+      yield %go
+    }
+    body(%bi: i32[], %by: f32[4]) {
+      %two = constant 2 : i32[]
+      %k = rem %bi, %two : i32[]
+      %z = conditional %k, %by, %by -> f32[4]
+        branch(%a: f32[4]) {
+          %t = tanh %a : f32[4]
+          yield %t
+        }
+        branch(%a: f32[4]) {
+          %s = sin %a : f32[4]
+          yield %s
+        }
+      %one = constant 1 : i32[]
+      %i1 = add %bi, %one : i32[]
+      yield %i1, %z
+    }
+  return %y, %i
+}
+";
+        let f = std::sync::Arc::new(parse_func(src, "alt.kir").unwrap());
+        let x = Tensor::from_f32([4], vec![0.5, -1.75, 3.0, f32::NAN]).unwrap();
+        let want = kiln_interp::Interpreter::new(1)
+            .unwrap()
+            .run(&f, std::slice::from_ref(&x))
+            .unwrap();
+        let rt = runtime();
+        let p = rt.plan_func(f.clone());
+        let w = f
+            .insts
+            .iter()
+            .position(|i| matches!(i.op, kiln_ir::Op::While(_)));
+        let regions = &p.plan.regions[w.unwrap()];
+        assert_eq!(regions.len(), 2, "the loop's cond and body are planned");
+        let branches = regions[1].regions.iter().map(Vec::len).max();
+        assert_eq!(branches, Some(2), "the body's conditional is planned");
+        for call in 0..3 {
+            let got = rt.run_planned(&p, &[&x]).unwrap();
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(g.bit_eq(w), "call {call}, result {k}: {g:?} vs {w:?}");
+            }
+        }
+    }
+
     /// A loop whose condition is false at once returns its operands unchanged.
     #[test]
     fn a_loop_that_never_runs_returns_its_operands() {

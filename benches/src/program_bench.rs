@@ -18,9 +18,9 @@ use crate::reference::check_bits;
 use crate::report::Record;
 use crate::stats::summarize;
 use crate::BenchError;
-use kiln::{Device, Session};
+use kiln::{Device, PlannedFunc, Session};
 use kiln_flags::{AmpDtype, Flags};
-use kiln_ir::{Func, Tensor};
+use kiln_ir::Tensor;
 use std::time::{Duration, Instant};
 
 /// The `size` of every program record (programs have one size: their own). Anchors for
@@ -116,11 +116,12 @@ fn first_result(p: &Program, flags: &Flags) -> Result<First, BenchError> {
     })
 }
 
-/// A session with its prepared function, for the warm repetitions.
+/// A session with its prepared function, planned once as `Function`, `kiln.jit` and
+/// `kiln run --repeat` plan it, for the warm repetitions.
 struct Mode {
     name: &'static str,
     session: Session,
-    func: Func,
+    func: PlannedFunc,
     samples: Vec<f64>,
 }
 
@@ -129,6 +130,7 @@ impl Mode {
         let session = Session::with_device(flags, Device::Cpu)?;
         let mut func = p.func.clone();
         session.prepare(&mut func)?;
+        let func = session.plan(std::sync::Arc::new(func));
         Ok(Mode {
             name,
             session,
@@ -139,8 +141,9 @@ impl Mode {
 
     /// One timed call: milliseconds and the outputs.
     fn call(&self, inputs: &[Tensor]) -> Result<(f64, Vec<Tensor>), BenchError> {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
         let t = Instant::now();
-        let out = self.session.run(&self.func, inputs)?;
+        let out = self.session.run_planned(&self.func, &refs)?;
         Ok((t.elapsed().as_secs_f64() * 1e3, out))
     }
 }

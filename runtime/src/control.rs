@@ -21,23 +21,16 @@ use crate::RuntimeError;
 use kiln_ir::{Func, Inst, Op, Scalar, Tensor};
 
 impl Runtime {
-    /// Runs the `while` or `conditional` `inst` of `f` (run under `scope`) on its operands.
+    /// Runs the `while` or `conditional` `inst` on its operands; `regions` are its regions'
+    /// plans ([`Plan::regions`]).
     pub(crate) fn run_control(
         &self,
-        scope: &str,
-        f: &Func,
         inst: &Inst,
+        regions: &[Plan],
         operands: &[&Tensor],
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        let at = match inst.results.first() {
-            Some(&r) => format!("{scope}/%{}", f.value(r).name),
-            None => format!("{scope}/%?"),
-        };
-        match &inst.op {
-            Op::While(w) => {
-                // Planned once for every iteration: last uses, cluster ids and cache keys.
-                let cond = self.plan(&format!("{at}.cond"), &w.cond, true);
-                let body = self.plan(&format!("{at}.body"), &w.body, true);
+        match (&inst.op, regions) {
+            (Op::While(w), [cond, body]) => {
                 // `None` until the body first runs: the operands are read in place. From
                 // then on the carried values are the loop's own and go to the body by
                 // value, so it updates them in place and passes the unchanged ones
@@ -48,7 +41,7 @@ impl Runtime {
                         Some(c) => c.iter().map(Arg::Host).collect(),
                         None => operands.iter().map(|&t| Arg::Host(t)).collect(),
                     };
-                    let go = self.run_region(&w.cond, &cond, args)?;
+                    let go = self.run_region(&w.cond, cond, args)?;
                     if !is_true(&go)? {
                         break;
                     }
@@ -56,11 +49,11 @@ impl Runtime {
                         Some(c) => c.into_iter().map(Arg::Owned).collect(),
                         None => operands.iter().map(|&t| Arg::Host(t)).collect(),
                     };
-                    carried = Some(self.run_region(&w.body, &body, args)?);
+                    carried = Some(self.run_region(&w.body, body, args)?);
                 }
                 Ok(carried.unwrap_or_else(|| operands.iter().map(|&t| t.clone()).collect()))
             }
-            Op::Conditional(c) => {
+            (Op::Conditional(c), branches) => {
                 let selector = operands
                     .first()
                     .filter(|t| t.num_elements() == 1)
@@ -71,11 +64,14 @@ impl Runtime {
                 let args = operands
                     .get(range)
                     .ok_or_else(|| invalid("conditional", "too few operands for the branches"))?;
-                let (g, scope) = (&c.branches[k], format!("{at}.branch{k}"));
+                let (g, plan) = (c.branches.get(k), branches.get(k));
+                let (Some(g), Some(plan)) = (g, plan) else {
+                    return Err(invalid("conditional", "a branch has no plan"));
+                };
                 let args = args.iter().map(|&t| Arg::Host(t)).collect();
-                self.run_region(g, &self.plan(&scope, g, false), args)
+                self.run_region(g, plan, args)
             }
-            other => Err(invalid(other.name(), "is not a control-flow op")),
+            (other, _) => Err(invalid(other.name(), "is not planned as a control-flow op")),
         }
     }
 
@@ -198,6 +194,62 @@ mod tests {
                     h[j].to_bits(),
                     "row {i}, column {j}"
                 );
+            }
+        }
+    }
+
+    /// A loop whose body holds a conditional, planned once ([`Runtime::plan_func`]): the
+    /// loop's regions and the branches inside its body are planned with the function, and
+    /// every call gives the interpreter's bits.
+    #[test]
+    fn a_planned_loop_with_a_conditional_in_its_body_runs_as_the_reference() {
+        let src = "func @alt(%x: f32[4]) -> (f32[4], i32[]) {
+  %zero = constant 0 : i32[]
+  %i, %y = while %zero, %x -> (i32[], f32[4])
+    cond(%ci: i32[], %cy: f32[4]) {
+      %n = constant 5 : i32[]
+      %go = compare %ci, %n, dir=lt : bool[]
+      yield %go
+    }
+    body(%bi: i32[], %by: f32[4]) {
+      %two = constant 2 : i32[]
+      %k = rem %bi, %two : i32[]
+      %z = conditional %k, %by, %by -> f32[4]
+        branch(%a: f32[4]) {
+          %t = tanh %a : f32[4]
+          yield %t
+        }
+        branch(%a: f32[4]) {
+          %s = sin %a : f32[4]
+          yield %s
+        }
+      %one = constant 1 : i32[]
+      %i1 = add %bi, %one : i32[]
+      yield %i1, %z
+    }
+  return %y, %i
+}
+";
+        let f = std::sync::Arc::new(parse_func(src, "alt.kir").unwrap());
+        let x = Tensor::from_f32([4], vec![0.5, -1.75, 3.0, f32::NAN]).unwrap();
+        let want = kiln_interp::Interpreter::new(1)
+            .unwrap()
+            .run(&f, std::slice::from_ref(&x))
+            .unwrap();
+        let rt = runtime();
+        let p = rt.plan_func(f.clone());
+        let w = f
+            .insts
+            .iter()
+            .position(|i| matches!(i.op, kiln_ir::Op::While(_)));
+        let regions = &p.plan.regions[w.unwrap()];
+        assert_eq!(regions.len(), 2, "the loop's cond and body are planned");
+        let branches = regions[1].regions.iter().map(Vec::len).max();
+        assert_eq!(branches, Some(2), "the body's conditional is planned");
+        for call in 0..3 {
+            let got = rt.run_planned(&p, &[&x]).unwrap();
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(g.bit_eq(w), "call {call}, result {k}: {g:?} vs {w:?}");
             }
         }
     }

@@ -331,20 +331,18 @@ impl Runtime {
         }
         let mut slots: Vec<Slot> = (0..f.num_values()).map(|_| Slot::default()).collect();
         let mut borrowed: Vec<Option<&Tensor>> = vec![None; f.num_values()];
-        // Per parameter, the device value it was given as (returned as it is).
-        let mut given_on_device = Vec::with_capacity(n);
-        for (&p, a) in f.params.iter().zip(args) {
+        // The parameters given as device values (returned as they are); none on the host.
+        let mut given_on_device = Vec::new();
+        for (k, (&p, a)) in f.params.iter().zip(args).enumerate() {
             let v = p.0 as usize;
-            let mut device = None;
             match a {
                 Arg::Host(t) => borrowed[v] = Some(t),
                 Arg::Owned(t) => slots[v].host = Some(t),
                 Arg::Device(d) => {
                     slots[v].device = Some(d.clone());
-                    device = Some(d);
+                    given_on_device.push((k, d));
                 }
             }
-            given_on_device.push(device);
         }
         let uses = &plan.uses;
         let mut vals = Values {
@@ -355,9 +353,10 @@ impl Runtime {
             transfers: &self.inner.transfers,
         };
         for (i, inst) in f.insts.iter().enumerate() {
-            let outs = match (&inst.op, plan.clusters.get(i)) {
+            match (&inst.op, plan.clusters.get(i)) {
                 (Op::Cluster(c), Some(Some(cp))) => {
-                    self.run_cluster(cp, c, &inst.args, &mut vals)?
+                    let outs = self.run_cluster(cp, c, &inst.args, &mut vals)?;
+                    vals.set_results(&inst.results, uses, outs);
                 }
                 (Op::Cluster(c), _) => {
                     return Err(RuntimeError::Invalid(format!(
@@ -368,14 +367,14 @@ impl Runtime {
                 // Regions run here, not in the interpreter, so their clusters run compiled.
                 (Op::While(_) | Op::Conditional(_), _) => {
                     let operands = vals.on_host(&inst.args)?;
-                    let outs = self.run_control(&plan.scope, f, inst, &operands)?;
-                    outs.into_iter().map(Slot::host).collect()
+                    let regions = plan.regions.get(i).map_or(&[][..], Vec::as_slice);
+                    let outs = self.run_control(inst, regions, &operands)?;
+                    vals.set_results(&inst.results, uses, outs.into_iter().map(Slot::host));
                 }
                 // Read in place from the function (a frozen graph's weights are not copied
                 // per call); a slot of its own only if a device copy is made.
                 (Op::Constant(t), _) => {
                     vals.borrowed[inst.results[0].0 as usize] = Some(&**t);
-                    vec![Slot::default()]
                 }
                 // Any other op on the interpreter.
                 (op, _) => {
@@ -388,29 +387,27 @@ impl Runtime {
                         })
                     };
                     if let Some(t) = self.update_in_place(inst, i, uses, &mut vals)? {
-                        vec![Slot::host(t)]
+                        vals.set_results(&inst.results, uses, [Slot::host(t)]);
                     } else {
                         let operands = vals.on_host(&inst.args)?;
                         let interp = &self.inner.interp;
-                        let ts = match &inst.results[..] {
-                            [r] => vec![match plan.ops.get(i).and_then(Option::as_ref) {
-                                Some(p) => interp.run_planned(p, &operands),
-                                None => interp.eval(op, &operands, f.ty(*r)),
+                        match &inst.results[..] {
+                            [r] => {
+                                let t = match plan.ops.get(i).and_then(Option::as_ref) {
+                                    Some(p) => interp.run_planned(p, &operands),
+                                    None => interp.eval(op, &operands, f.ty(*r)),
+                                }
+                                .map_err(at)?;
+                                vals.set_results(&inst.results, uses, [Slot::host(t)]);
                             }
-                            .map_err(at)?],
                             rs => {
                                 let types: Vec<TensorType> =
                                     rs.iter().map(|&v| f.ty(v).clone()).collect();
-                                interp.eval_all(op, &operands, &types).map_err(at)?
+                                let ts = interp.eval_all(op, &operands, &types).map_err(at)?;
+                                vals.set_results(rs, uses, ts.into_iter().map(Slot::host));
                             }
-                        };
-                        ts.into_iter().map(Slot::host).collect()
+                        }
                     }
-                }
-            };
-            for (&r, t) in inst.results.iter().zip(outs) {
-                if uses[r.0 as usize] != LastUse::Unused {
-                    vals.slots[r.0 as usize] = t;
                 }
             }
             for a in &inst.args {
@@ -419,7 +416,7 @@ impl Runtime {
                 }
             }
         }
-        if !keep_on_device {
+        if !keep_on_device && vals.memory.is_some() {
             // The graph's outputs go back to the host (a boundary copy for device values).
             vals.on_host(&f.results)?;
         }
@@ -430,7 +427,7 @@ impl Runtime {
                 if let Some(p) = f.params.iter().position(|&q| q == r) {
                     // An argument returned as it is: as it was given (an owned one moves
                     // out of its slot below).
-                    if let Some(d) = &given_on_device[p] {
+                    if let Some((_, d)) = given_on_device.iter().find(|(k, _)| *k == p) {
                         return Ok(Placed::Device(d.clone()));
                     }
                     if let Some(t) = vals.borrowed[r.0 as usize] {

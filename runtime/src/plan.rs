@@ -5,13 +5,14 @@
 //! planned once with [`Runtime::plan_func`] ([`PlannedFunc`]: what `Session`, `Function`
 //! and `kiln run --repeat` hold) keeps it for every call, which saves the formatting of
 //! cluster ids and signatures, the comparison of each cluster body for its cache key and
-//! the last-use walk — most of a small program's per-call cost. A `while` loop builds its
-//! condition's and body's plans once when it starts (`control.rs`), so an iteration
-//! neither recomputes last uses nor formats, prints, hashes or compares the body's
-//! clusters: a 5-step recurrent layer's clusters are resolved once, not five times.
+//! the last-use walk — most of a small program's per-call cost.
 //!
-//! A loop's regions also plan their plain ops ([`kiln_interp::PlannedOp`]): each is
-//! checked against its typing rule once, not on every iteration.
+//! The regions of `while` and `conditional` are planned with the function that holds them
+//! ([`Plan::regions`]), so a planned function plans its loops once for all its calls (a
+//! function run by [`Runtime::run`], once per call): an iteration neither recomputes last
+//! uses nor formats, prints, hashes or compares the body's clusters. Regions also plan
+//! their plain ops ([`kiln_interp::PlannedOp`]): each is checked against its typing rule
+//! once, not on every iteration.
 //!
 //! Deliberately not cached here: the policy's decision. It is asked on every run, so the
 //! lazy rule (fallback twice, then compile), a failure that sends a signature to the
@@ -20,7 +21,7 @@
 use crate::executor::{lock, Inner, Runtime};
 use crate::routing::remembered_content_key;
 use kiln_interp::{last_uses, LastUse, PlannedOp};
-use kiln_ir::{Func, Op};
+use kiln_ir::{Func, Inst, Op};
 use std::sync::{Arc, Weak};
 
 /// A function planned once for the runtime that made it ([`Runtime::plan_func`]) and run
@@ -49,16 +50,18 @@ impl std::fmt::Debug for PlannedFunc {
 
 /// A function's run plan (see the module doc).
 pub(crate) struct Plan {
-    /// The scope the function runs under: its name, or a region's path (`control.rs`).
-    pub(crate) scope: String,
     /// When each value can be freed, by value number.
     pub(crate) uses: Vec<LastUse>,
     /// Per instruction: a cluster node's routing facts; `None` for every other op.
     pub(crate) clusters: Vec<Option<ClusterPlan>>,
     /// Per instruction: a plain one-result op planned for its operand types, where the
-    /// function is a loop's region (empty otherwise: a top-level function is planned per
-    /// call, where planning its ops would cost what it saves).
+    /// function is a region (empty otherwise: a top-level function is planned per call,
+    /// where planning its ops would cost what it saves).
     pub(crate) ops: Vec<Option<PlannedOp>>,
+    /// Per instruction: a `while`'s condition and body, or a `conditional`'s branches in
+    /// order, planned with the function (empty for every other op): a function planned
+    /// once plans its loops and branches once, not on every call.
+    pub(crate) regions: Vec<Vec<Plan>>,
 }
 
 /// A cluster node's identity for the policy and the caches.
@@ -113,18 +116,42 @@ impl Runtime {
             true => f.insts.iter().map(|inst| self.plan_op(f, inst)).collect(),
             false => Vec::new(),
         };
+        let regions = f
+            .insts
+            .iter()
+            .map(|inst| self.plan_regions(scope, f, inst))
+            .collect();
         Plan {
-            scope: scope.to_string(),
             uses: last_uses(f),
             clusters,
             ops,
+            regions,
+        }
+    }
+
+    /// The plans of `inst`'s regions (see [`Plan::regions`]), each run under its path
+    /// (`scope/%w.cond`, `scope/%w.body`, `scope/%c.branchK`).
+    fn plan_regions(&self, scope: &str, f: &Func, inst: &Inst) -> Vec<Plan> {
+        let at = match inst.results.first() {
+            Some(&r) => format!("{scope}/%{}", f.value(r).name),
+            None => format!("{scope}/%?"),
+        };
+        match &inst.op {
+            Op::While(w) => vec![
+                self.plan(&format!("{at}.cond"), &w.cond, true),
+                self.plan(&format!("{at}.body"), &w.body, true),
+            ],
+            Op::Conditional(c) => (c.branches.iter().enumerate())
+                .map(|(k, g)| self.plan(&format!("{at}.branch{k}"), g, true))
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
     /// `inst` planned for the interpreter, when it is a plain op with one result (`None`
     /// for the others, and where the interpreter refuses: those run through `eval`, which
     /// reports the error where it happens).
-    fn plan_op(&self, f: &Func, inst: &kiln_ir::Inst) -> Option<PlannedOp> {
+    fn plan_op(&self, f: &Func, inst: &Inst) -> Option<PlannedOp> {
         if let Op::Cluster(_) | Op::While(_) | Op::Conditional(_) | Op::Constant(_) = inst.op {
             return None;
         }

@@ -115,6 +115,20 @@ impl Values<'_> {
             .or_else(|| self.slots.get(i)?.host.as_ref())
     }
 
+    /// Stores an instruction's results (`rs`, computed as `outs`), except those never used.
+    pub(crate) fn set_results(
+        &mut self,
+        rs: &[Value],
+        uses: &[kiln_interp::LastUse],
+        outs: impl IntoIterator<Item = Slot>,
+    ) {
+        for (&r, t) in rs.iter().zip(outs) {
+            if uses[r.0 as usize] != kiln_interp::LastUse::Unused {
+                self.slots[r.0 as usize] = t;
+            }
+        }
+    }
+
     /// `vs` on the host, copying back (once) those that are only on the device.
     pub(crate) fn on_host(&mut self, vs: &[Value]) -> Result<Vec<&Tensor>, RuntimeError> {
         for &v in vs {

@@ -342,7 +342,7 @@ impl CpuExecutable {
                 .collect(),
         };
         let pointers = |temps: &[Tensor]| {
-            let mut ptrs: Vec<*mut u8> = Vec::new();
+            let mut ptrs: Vec<*mut u8> = Vec::with_capacity(super::host::host_slot(p) + 1);
             ptrs.extend(inputs.iter().map(|t| buffer_ptr(t.data())));
             ptrs.extend(outs);
             match blocked {
@@ -369,7 +369,10 @@ impl CpuExecutable {
                 for (j, d) in p.dots.iter().enumerate().filter(|(_, d)| d.before == i) {
                     let out = self.run_dot(j, d, inputs, &temps)?;
                     temps[d.out] = out;
-                    ptrs = pointers(&temps);
+                    // Only the product's own slot moved (a shared one points at its output).
+                    if self.shared[d.out].is_none() {
+                        ptrs[buffer_slot(p, BufRef::Temp(d.out))] = buffer_ptr(temps[d.out].data());
+                    }
                 }
                 match (self.partial_fns[i], split_chunks(k)) {
                     (Some(pf), Some(chunks)) => {

@@ -329,7 +329,7 @@ fn cluster_prints_the_clustered_graph_and_tf_summary() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).starts_with(
-            "error: unknown pass 'nope' (passes: auto_mixed_precision, simplify, cse, dce, mark_for_compilation)"
+            "error: unknown pass 'nope' (passes: auto_mixed_precision, excess_precision, simplify, cse, dce, mark_for_compilation)"
         ),
         "{}",
         stderr(&o)

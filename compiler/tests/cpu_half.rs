@@ -205,13 +205,6 @@ fn fused_chains_over_shapes_and_broadcasts() {
 #[test]
 fn what_stays_on_the_interpreter_is_refused_with_a_reason() {
     let r = expect_unsupported(
-        "func @f(%a: f16[2,3], %b: f16[3,4]) -> f16[2,4] {
-  %y = dot_general %a, %b, lhs_contract=[1], rhs_contract=[0] : f16[2,4]
-  return %y
-}",
-    );
-    assert!(r.contains("dot_general: 16-bit float operands"), "{r}");
-    let r = expect_unsupported(
         "func @f(%a: f64[3]) -> f16[3] {
   %y = convert %a : f16[3]
   return %y

@@ -17,15 +17,23 @@
 //!   once at the end. Backends refuse arithmetic on a 16-bit dtype rather than compute it
 //!   unrounded.
 //!
-//! Not compiled (the ops run on the interpreter): `dot_general` and `convolution` with
-//! 16-bit operands (the GEMM steps take `f32`/`f64`), random draws of 16-bit floats, and
+//! - a `dot_general` or `convolution` with 16-bit float operands or result is, before
+//!   lowering ([`contractions_in_f32`]), the same contraction on the operands' exact `f32`
+//!   widenings, its `f32` result rounded once when the IR result is 16-bit: the GEMM steps
+//!   take `f32`, accumulate in it, and the interpreter computes the op exactly so
+//!   (`kiln_interp::float16::eval_in_f32`).
+//!
+//! Not compiled (the ops run on the interpreter): random draws of 16-bit floats, and
 //! `convert` from `f64` to `f16` (XLA rounds it once, directly; through `f32` it would round
 //! twice).
 
 use super::pipeline::TargetCaps;
 use super::{Kernel, Node, NodeId, NodeKind, Program};
-use kiln_ir::{DType, Func, Inst, Op};
-use kiln_math::float16::Half;
+use crate::Rewriter;
+use kiln_ir::{Buffer, DType, Func, Inst, Op, Tensor, Value};
+use kiln_math::float16::{self, Half};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The 16-bit format of `d`, if it is `f16` or `bf16`.
 pub fn half_of(d: DType) -> Option<Half> {
@@ -58,10 +66,6 @@ pub fn not_compiled_half(f: &Func, inst: &Inst) -> Option<String> {
     }
     let name = inst.op.name();
     match &inst.op {
-        Op::DotGeneral(_) | Op::Convolution(_) => Some(format!(
-            "{name}: 16-bit float operands run on the interpreter (f32 accumulation) until the \
-             compiled GEMM takes them"
-        )),
         Op::Random { .. } => Some(format!("{name}: no compiled code for 16-bit float draws")),
         Op::Convert if inst.args.first().map(dtype) == Some(DType::F64) && !operand_half => {
             let to = inst.results.first().map(dtype);
@@ -70,6 +74,71 @@ pub fn not_compiled_half(f: &Func, inst: &Inst) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether `inst` is a `dot_general`/`convolution` on 16-bit floats (the IR's typing rules
+/// give its operands and result one dtype), which [`contractions_in_f32`] computes in `f32`.
+fn contraction_in_f32(f: &Func, inst: &Inst) -> bool {
+    matches!(inst.op, Op::DotGeneral(_) | Op::Convolution(_))
+        && inst.results.iter().any(|&r| f.ty(r).dtype.is_half())
+}
+
+/// `f` with every 16-bit `dot_general`/`convolution` (module doc) on the exact `f32`
+/// widenings of its operands, and its `f32` result rounded by a `convert` when the op's
+/// result is 16-bit; `None` when `f` has none. A constant operand (a frozen graph's weights)
+/// is widened here, once, rather than by a kernel on every call. Bits: those of the
+/// interpreter, which widens, runs the `f32` op and rounds once.
+pub fn contractions_in_f32(f: &Func) -> Option<Func> {
+    if !f.insts.iter().any(|inst| contraction_in_f32(f, inst)) {
+        return None;
+    }
+    let mut rw = Rewriter::new(f);
+    let mut widened: HashMap<Value, Value> = HashMap::new();
+    for inst in &f.insts {
+        if !contraction_in_f32(f, inst) {
+            rw.copy(inst);
+            continue;
+        }
+        let args = inst
+            .args
+            .iter()
+            .map(|&a| *widened.entry(a).or_insert_with(|| widen(f, &mut rw, a)))
+            .collect();
+        let r = inst.results[0];
+        let ty = f.ty(r);
+        if !ty.dtype.is_half() {
+            rw.push_like(inst, inst.op.clone(), args);
+            continue;
+        }
+        rw.push_retyped(inst, inst.op.clone(), args, vec![ty.with_dtype(DType::F32)]);
+        let wide = rw.get(r);
+        let name = format!("{}_{}", f.value(r).name, ty.dtype.name());
+        let rounded = rw.push_new_named(Op::Convert, vec![wide], ty.clone(), &name);
+        rw.alias(r, rounded);
+    }
+    Some(rw.finish())
+}
+
+/// The new value holding old `v` in `f32`: `v` itself unless it is a 16-bit float; a
+/// widened constant for a constant; else an exact `convert`.
+fn widen(f: &Func, rw: &mut Rewriter<'_>, v: Value) -> Value {
+    let Some(h) = half_of(f.ty(v).dtype) else {
+        return rw.get(v);
+    };
+    let ty = f.ty(v).with_dtype(DType::F32);
+    let name = format!("{}_f32", f.value(v).name);
+    if let Some(Op::Constant(t)) = f.def_inst(v).map(|d| &d.op) {
+        let bits: Vec<u16> = match t.data() {
+            Buffer::F16(e) => e.iter().map(|x| x.to_bits()).collect(),
+            Buffer::Bf16(e) => e.iter().map(|x| x.to_bits()).collect(),
+            _ => Vec::new(),
+        };
+        let wide = bits.into_iter().map(|b| float16::to_f32(b, h)).collect();
+        if let Ok(t) = Tensor::from_f32(t.shape().to_vec(), wide) {
+            return rw.push_new_named(Op::Constant(Arc::new(t)), vec![], ty, &name);
+        }
+    }
+    rw.push_new_named(Op::Convert, vec![rw.get(v)], ty, &name)
 }
 
 /// The lowering pass of the module doc: every computing node on 16-bit floats becomes its

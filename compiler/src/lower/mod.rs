@@ -59,6 +59,17 @@ pub(crate) fn lowered(src: &str) -> Program {
 /// A body the IR verifier refuses is [`LowerError::Unsupported`] naming its first problem:
 /// lowering indexes operands and axes as the typing rules promise, so it never sees one.
 pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
+    let widened;
+    let c = match crate::kernel::half::contractions_in_f32(&c.body) {
+        Some(body) => {
+            widened = Cluster {
+                name: c.name.clone(),
+                body,
+            };
+            &widened
+        }
+        None => c,
+    };
     let f = &c.body;
     if let Some(d) = kiln_ir::verify_func(f).first() {
         return unsupported(format!("the cluster body does not verify: {d}"));

@@ -102,7 +102,9 @@ fn general_scatters_match_the_interpreter() {
             ("u32", "min"),
             ("bool", "or"),
             ("i64", "and"),
-        ][case % 8];
+            ("f16", "add"),
+            ("bf16", "add"),
+        ][case % 10];
         let it = ["i32", "i64", "u32"][case % 3];
         let src = format!(
             "func @f(%a: {dt}[{}], %i: {it}[{}], %u: {dt}[{}]) -> {dt}[{}] {{\n  %y = scatter %a, %i, %u, update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={}, index_vector_dim={nb}, combine={combine} : {dt}[{}]\n  return %y\n}}",

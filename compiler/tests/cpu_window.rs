@@ -57,7 +57,7 @@ fn window(r: &mut Rng, shape: &[usize]) -> Option<(String, Vec<usize>)> {
 fn random_windows_match_the_interpreter() {
     let mut r = Rng(0x3e1d_0038);
     let mut checked = 0;
-    for case in 0..160 {
+    for case in 0..192 {
         let shape: Vec<usize> = (0..1 + r.below(4)).map(|_| 1 + r.below(9)).collect();
         let Some((attrs, out)) = window(&mut r, &shape) else {
             continue;
@@ -73,7 +73,9 @@ fn random_windows_match_the_interpreter() {
             ("bool", "max", "false"),
             ("bool", "min", "true"),
             ("f32", "sum", "-0.0"),
-        ][case % 10];
+            ("f16", "sum", "0.0"),
+            ("bf16", "sum", "-0.0"),
+        ][case % 12];
         let src = format!(
             "func @f(%a: {dt}[{}]) -> {dt}[{}] {{\n  %i = constant {init} : {dt}[]\n  %y = reduce_window %a, %i, kind={kind}, {attrs} : {dt}[{}]\n  return %y\n}}",
             dims(&shape), dims(&out), dims(&out),
@@ -81,7 +83,7 @@ fn random_windows_match_the_interpreter() {
         check_cluster(&cluster(&src), case as u64);
         checked += 1;
     }
-    assert!(checked >= 80, "only {checked} windows fit");
+    assert!(checked >= 96, "only {checked} windows fit");
 }
 
 #[test]
@@ -165,7 +167,9 @@ fn random_select_and_scatters_match_the_interpreter() {
             ("i32", "ge", "sum", "0"),
             ("f32", "ne", "prod", "1.0"),
             ("u32", "lt", "min", "9"),
-        ][case % 6];
+            ("f16", "ge", "sum", "0.0"),
+            ("bf16", "gt", "sum", "-0.0"),
+        ][case % 8];
         let src = format!(
             "func @f(%a: {dt}[{}], %s: {dt}[{}]) -> {dt}[{}] {{\n  %i = constant {init} : {dt}[]\n  %y = select_and_scatter %a, %s, %i, select={select}, scatter={scatter}, {attrs} : {dt}[{}]\n  return %y\n}}",
             dims(&shape), dims(&out), dims(&shape), dims(&shape),

@@ -72,6 +72,26 @@ impl<'a> KernelBuilder<'a> {
         self.nodes.len() - 1
     }
 
+    /// `v` (of dtype `dt`) as a fold over window or scatter elements combines it: its exact
+    /// `f32` value for a 16-bit float, which the fold accumulates in `f32` and rounds once
+    /// ([`Self::fold_result`]), as the interpreter does (`kiln_interp`'s
+    /// `float16::eval_in_f32`); other values as they are.
+    pub(super) fn fold_operand(&mut self, v: NodeId, dt: DType) -> NodeId {
+        match dt.is_half() {
+            true => self.node(NodeKind::Convert(v), dt.compute_dtype()),
+            false => v,
+        }
+    }
+
+    /// A fold's accumulator `acc` (of `dt`'s compute dtype) as its result of dtype `dt`:
+    /// rounded once for a 16-bit float.
+    pub(super) fn fold_result(&mut self, acc: NodeId, dt: DType) -> NodeId {
+        match dt.is_half() {
+            true => self.node(NodeKind::Convert(acc), dt),
+            false => acc,
+        }
+    }
+
     pub(super) fn load(&mut self, buf: BufRef, idx: &[IExpr], ty: &TensorType) -> NodeId {
         let offset = linearize(idx, &ty.shape);
         self.node(NodeKind::Load { buf, offset }, ty.dtype)

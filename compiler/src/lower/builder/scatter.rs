@@ -154,9 +154,12 @@ impl KernelBuilder<'_> {
         let shape = self.f.ty(a).shape.clone();
         let ishape = self.f.ty(ind).shape.clone();
         let ushape = self.f.ty(upd).shape.clone();
-        let mut acc = self.value_at(a, idx)?;
+        // 16-bit floats accumulate in f32 and round once, at the end.
+        let cdt = dt.compute_dtype();
+        let acc = self.value_at(a, idx)?;
+        let mut acc = self.fold_operand(acc, dt);
         if ushape.contains(&0) {
-            return Ok(acc);
+            return Ok(self.fold_result(acc, dt));
         }
         let rank = shape.len();
         let window = window_dims(rank, &d.inserted_window_dims, &d.input_batching_dims);
@@ -253,8 +256,9 @@ impl KernelBuilder<'_> {
                 at[u] = offsets[k].clone();
             }
             let x = self.value_at(upd, &at)?;
+            let x = self.fold_operand(x, dt);
             let combined = match op {
-                Some(op) => self.node(NodeKind::Binary(op, acc, x), dt),
+                Some(op) => self.node(NodeKind::Binary(op, acc, x), cdt),
                 None => x,
             };
             let mut hit: Option<NodeId> = None;
@@ -266,10 +270,10 @@ impl KernelBuilder<'_> {
                 });
             }
             acc = match hit {
-                Some(h) => self.node(NodeKind::Select(h, combined, acc), dt),
+                Some(h) => self.node(NodeKind::Select(h, combined, acc), cdt),
                 None => combined,
             };
         }
-        Ok(acc)
+        Ok(self.fold_result(acc, dt))
     }
 }

@@ -95,9 +95,12 @@ impl KernelBuilder<'_> {
     ) -> Result<NodeId, LowerError> {
         let shape = self.f.ty(inst.args[0]).shape.clone();
         let positions = self.f.ty(inst.args[1]).shape.clone();
-        let mut acc = self.value_at(inst.args[2], &[])?;
+        // 16-bit floats accumulate in f32 and round once, at the end.
+        let cdt = dt.compute_dtype();
+        let init = self.value_at(inst.args[2], &[])?;
+        let mut acc = self.fold_operand(init, dt);
         if shape.contains(&0) || positions.contains(&0) {
-            return Ok(acc);
+            return Ok(self.fold_result(acc, dt));
         }
         let rank = shape.len();
         let sizes: Vec<usize> = window.iter().map(|w| w.size).collect();
@@ -129,10 +132,11 @@ impl KernelBuilder<'_> {
                 DType::Bool,
             );
             let s = self.value_at(inst.args[1], &o)?;
-            let combined = self.node(NodeKind::Binary(op, acc, s), dt);
-            acc = self.node(NodeKind::Select(hit, combined, acc), dt);
+            let s = self.fold_operand(s, dt);
+            let combined = self.node(NodeKind::Binary(op, acc, s), cdt);
+            acc = self.node(NodeKind::Select(hit, combined, acc), cdt);
         }
-        Ok(acc)
+        Ok(self.fold_result(acc, dt))
     }
 
     /// The operand offset (`i64` node) the window at position `o` selects; `None` when no

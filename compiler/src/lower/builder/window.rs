@@ -3,7 +3,8 @@
 //! operand, in row-major order of the window — the interpreter's order
 //! (`kiln_interp`'s `window` module), so the compiled bits are the interpreter's. A window
 //! element on padding or on a dilation hole is skipped (a `select` keeps the accumulator),
-//! never combined with `init`: `-0.0 + 0.0` is not `-0.0`.
+//! never combined with `init`: `-0.0 + 0.0` is not `-0.0`. A window of 16-bit floats folds
+//! their exact `f32` values and rounds once, as the interpreter does.
 //!
 //! Taps that can never fall on the operand for any window position are dropped while
 //! building, and taps that always do need no test, so the interior of a pooling kernel is
@@ -114,9 +115,12 @@ impl KernelBuilder<'_> {
     ) -> Result<NodeId, LowerError> {
         let shape = self.f.ty(inst.args[0]).shape.clone();
         let out = self.f.ty(inst.results[0]).shape.clone();
-        let mut acc = self.value_at(inst.args[1], &[])?;
+        let init = self.value_at(inst.args[1], &[])?;
+        // 16-bit floats fold in f32 and round once, at the end, not after every combine.
+        let cdt = dt.compute_dtype();
+        let mut acc = self.fold_operand(init, dt);
         if out.contains(&0) {
-            return Ok(acc);
+            return Ok(self.fold_result(acc, dt));
         }
         // Per dimension, the taps of each window element.
         let taps: Vec<Vec<Tap>> = (0..shape.len())
@@ -142,7 +146,8 @@ impl KernelBuilder<'_> {
                 }
             }
             let x = self.value_at(inst.args[0], &at)?;
-            let combined = self.node(NodeKind::Binary(op, acc, x), dt);
+            let x = self.fold_operand(x, dt);
+            let combined = self.node(NodeKind::Binary(op, acc, x), cdt);
             let mut inside: Option<NodeId> = None;
             for t in tests {
                 let p = self.node(t, DType::Bool);
@@ -153,10 +158,10 @@ impl KernelBuilder<'_> {
             }
             acc = match inside {
                 None => combined,
-                Some(p) => self.node(NodeKind::Select(p, combined, acc), dt),
+                Some(p) => self.node(NodeKind::Select(p, combined, acc), cdt),
             };
         }
-        Ok(acc)
+        Ok(self.fold_result(acc, dt))
     }
 }
 

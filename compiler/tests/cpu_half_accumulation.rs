@@ -1,15 +1,20 @@
-//! `dot_general` and `convolution` on `f16`/`bf16` compiled on the CPU
-//! (`kiln_compiler::kernel::half::contractions_in_f32`): the contraction step runs the
-//! interpreter's `f32` GEMM on the operands' exact widenings and the result is rounded
-//! once, so compiled output equals the interpreter's bit for bit, over shapes (every
-//! dimension 1–9), batch dimensions, computed operands, constant weights and fused
-//! epilogues, at several thread counts (`common::check_with_inputs`).
+//! Ops that accumulate `f16`/`bf16` values, compiled on the CPU: `dot_general` and
+//! `convolution` (`kiln_compiler::kernel::half::contractions_in_f32`: the contraction step
+//! runs the interpreter's `f32` GEMM on the operands' exact widenings), `reduce_window`,
+//! `scatter` and `select_and_scatter` (their folds combine `f32` values). Each result is
+//! rounded once, as the interpreter computes it, so compiled output equals the
+//! interpreter's bit for bit: over shapes (every dimension 1–9), batch dimensions, computed
+//! operands, constant weights, fused epilogues, padded and overlapping windows and colliding
+//! scatter indices, at several thread counts (`common::check_with_inputs`). Inputs are
+//! finite values, so a rounding after every combine (not once) shows in the bits.
 
 mod common;
 use common::*;
 use kiln_compiler::kernel::{BufRef, Contraction};
 use kiln_compiler::lower::lower_cluster;
 use kiln_ir::{Buffer, DType, Tensor, TensorType};
+
+const HALVES: [&str; 2] = ["f16", "bf16"];
 
 /// Finite values of `ty` (a 16-bit float type) in [-4, 4], rounded to it; other types
 /// random.
@@ -42,7 +47,7 @@ fn check(src: &str, seed: u64) {
 
 #[test]
 fn products_over_shapes_round_once() {
-    for dt in ["f16", "bf16"] {
+    for dt in HALVES {
         for m in 1..=9 {
             let (k, n) = ([1, 3, 8, 9, 5][m % 5], [7, 1, 9, 2, 4, 6][m % 6]);
             let src = format!(
@@ -58,7 +63,7 @@ fn products_over_shapes_round_once() {
 
 #[test]
 fn batch_dimensions_and_computed_operands() {
-    for dt in ["f16", "bf16"] {
+    for dt in HALVES {
         // A batched product whose operands are computed (a broadcast row, a transpose).
         check(
             &format!(
@@ -76,7 +81,7 @@ fn batch_dimensions_and_computed_operands() {
 
 #[test]
 fn a_dense_layer_is_one_step_and_its_epilogue_one_kernel() {
-    for dt in ["f16", "bf16"] {
+    for dt in HALVES {
         let src = format!(
             "func @f(%x: {dt}[9,6], %w: {dt}[6,5], %b: {dt}[5]) -> {dt}[9,5] {{
   %h = dot_general %x, %w, lhs_contract=[1], rhs_contract=[0] : {dt}[9,5]
@@ -124,7 +129,7 @@ fn constant_weights_are_widened_once_at_compile_time() {
 
 #[test]
 fn convolutions_with_bias_and_relu() {
-    for dt in ["f16", "bf16"] {
+    for dt in HALVES {
         let src = format!(
             "func @f(%x: {dt}[2,7,5,3], %w: {dt}[3,3,3,4], %b: {dt}[4]) -> {dt}[2,7,5,4] {{
   %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], low=[1, 1], high=[1, 1] : {dt}[2,7,5,4]
@@ -139,5 +144,89 @@ fn convolutions_with_bias_and_relu() {
         let p = lower_cluster(&cluster(&src)).expect("lowers");
         assert!(matches!(p.dots[0].op, Contraction::Convolution(_)));
         check(&src, 41);
+    }
+}
+
+#[test]
+fn window_sums_fold_in_f32_over_padding_and_overlaps() {
+    for dt in HALVES {
+        for (rows, cols) in [(1, 9), (2, 2), (5, 7), (9, 3), (8, 8)] {
+            for (size, stride, low, high) in
+                [(2, 2, 0, 1), (3, 1, 1, 1), (3, 2, 0, 0), (2, 1, 1, 0)]
+            {
+                if size > rows + low + high || size > cols + low + high {
+                    continue;
+                }
+                let out = |n: usize| (n + low + high - size) / stride + 1;
+                let (orows, ocols) = (out(rows), out(cols));
+                for (kind, init) in [("sum", "0.0"), ("max", "-inf")] {
+                    let src = format!(
+                        "func @f(%x: {dt}[{rows},{cols}]) -> {dt}[{orows},{ocols}] {{
+  %z = constant {init} : {dt}[]
+  %y = reduce_window %x, %z, kind={kind}, size=[{size}, {size}], stride=[{stride}, {stride}], low=[{low}, {low}], high=[{high}, {high}] : {dt}[{orows},{ocols}]
+  return %y
+}}"
+                    );
+                    check(&src, (rows * 1000 + cols * 100 + size * 10 + stride) as u64);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn colliding_scatter_adds_accumulate_in_f32() {
+    for dt in HALVES {
+        for (v, d, n) in [(3, 4, 17), (1, 5, 9), (7, 1, 30), (5, 3, 5)] {
+            let src = format!(
+                "func @f(%t: {dt}[{v},{d}], %i: i32[{n}], %u: {dt}[{n},{d}]) -> {dt}[{v},{d}] {{
+  %y = scatter %t, %i, %u, update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1, combine=add : {dt}[{v},{d}]
+  return %y
+}}"
+            );
+            let c = cluster(&src);
+            let mut r = Rng((v * 100 + d * 10 + n) as u64);
+            let tys = c.body.param_types();
+            // Every row hit several times, in a scrambled order.
+            let ids: Vec<i32> = (0..n).map(|_| r.below(v) as i32).collect();
+            let ids = Tensor::new(vec![n], Buffer::I32(ids.into())).expect("sizes match");
+            check_with_inputs(&c, &[finite(&tys[0], &mut r), ids, finite(&tys[2], &mut r)]);
+        }
+    }
+}
+
+#[test]
+fn max_pool_gradients_with_overlapping_windows_accumulate_in_f32() {
+    for dt in HALVES {
+        for (n, size, stride) in [(7, 3, 1), (9, 3, 2), (5, 2, 1), (6, 4, 1)] {
+            let o = (n - size) / stride + 1;
+            let src = format!(
+                "func @f(%a: {dt}[{n},{n}], %s: {dt}[{o},{o}]) -> {dt}[{n},{n}] {{
+  %z = constant 0.0 : {dt}[]
+  %y = select_and_scatter %a, %s, %z, select=ge, scatter=sum, size=[{size},{size}], stride=[{stride},{stride}] : {dt}[{n},{n}]
+  return %y
+}}"
+            );
+            // Few distinct operand values: one element is the maximum of many windows.
+            let c = cluster(&src);
+            let mut r = Rng((n * 10 + size) as u64);
+            let tys = c.body.param_types();
+            let a = finite(&tys[0], &mut r);
+            let a = match a.data() {
+                Buffer::F16(e) => Buffer::F16(
+                    e.iter()
+                        .map(|x| kiln_ir::f16::from_f32(x.to_f32().round()))
+                        .collect(),
+                ),
+                Buffer::Bf16(e) => Buffer::Bf16(
+                    e.iter()
+                        .map(|x| kiln_ir::bf16::from_f32(x.to_f32().round()))
+                        .collect(),
+                ),
+                b => b.clone(),
+            };
+            let a = Tensor::new(tys[0].shape.clone(), a).expect("sizes match");
+            check_with_inputs(&c, &[a, finite(&tys[1], &mut r)]);
+        }
     }
 }

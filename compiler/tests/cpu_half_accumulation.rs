@@ -10,9 +10,9 @@
 
 mod common;
 use common::*;
-use kiln_compiler::kernel::{BufRef, Contraction};
+use kiln_compiler::kernel::{print_program, BufRef, Contraction, NodeKind};
 use kiln_compiler::lower::lower_cluster;
-use kiln_ir::{Buffer, DType, Tensor, TensorType};
+use kiln_ir::{BinaryOp, Buffer, DType, Tensor, TensorType};
 
 const HALVES: [&str; 2] = ["f16", "bf16"];
 
@@ -102,6 +102,36 @@ fn a_dense_layer_is_one_step_and_its_epilogue_one_kernel() {
         }
         assert_eq!(p.temps[p.dots[0].out].dtype, DType::F32);
         check(&src, 21);
+    }
+}
+
+#[test]
+fn a_16_bit_operand_other_ops_read_is_computed_once() {
+    // `t` feeds the product (through its f32 widening) and a reduction: it is computed once
+    // into a 16-bit scratch buffer, which the widening and the reduction read (a training
+    // step's bias gradient beside its weight gradient, each a chain of cheap ops on 16-bit
+    // values, which cost a rounding each).
+    for dt in HALVES {
+        let src = format!(
+            "func @f(%x: {dt}[6,5], %w: {dt}[5,3]) -> ({dt}[6,3], {dt}[5]) {{
+  %t = mul %x, %x : {dt}[6,5]
+  %y = dot_general %t, %w, lhs_contract=[1], rhs_contract=[0] : {dt}[6,3]
+  %s = reduce_sum %t, axes=[0] : {dt}[5]
+  return %y, %s
+}}"
+        );
+        let p = lower_cluster(&cluster(&src)).expect("lowers");
+        let mul_kernels = p
+            .kernels
+            .iter()
+            .filter(|k| {
+                k.nodes
+                    .iter()
+                    .any(|n| matches!(n.kind, NodeKind::Binary(BinaryOp::Mul, _, _)))
+            })
+            .count();
+        assert_eq!(mul_kernels, 1, "{}", print_program(&p));
+        check(&src, 51);
     }
 }
 

@@ -105,6 +105,7 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
         fills: Vec::new(),
     };
     let mut temps: HashMap<Value, usize> = HashMap::new();
+    let uses = f.use_counts();
     // Reductions (and shared expensive values), in definition order, so that each one's
     // operands are computable from inputs and earlier scratch buffers.
     for inst in &f.insts {
@@ -132,6 +133,23 @@ fn lower_with(c: &Cluster, shared: &[Value]) -> Result<Program, LowerError> {
                     return Ok(BufRef::Const(prog.consts.len() - 1));
                 }
                 if !temps.contains_key(&v) {
+                    // The f32 widening of a computed 16-bit value (`contractions_in_f32`) that
+                    // other ops read too: the 16-bit value is computed once into its own
+                    // scratch buffer, which the widening and those ops read, rather than
+                    // recomputed by each of them.
+                    if let Some(d) = f.def_inst(v).filter(|d| matches!(d.op, Op::Convert)) {
+                        let u = d.args[0];
+                        let computed = f
+                            .def_inst(u)
+                            .is_some_and(|d| !matches!(d.op, Op::Constant(_) | Op::Iota { .. }));
+                        if f.ty(u).dtype.is_half()
+                            && computed
+                            && uses[u.0 as usize] > 1
+                            && !temps.contains_key(&u)
+                        {
+                            materialise(f, u, prog, &mut temps)?;
+                        }
+                    }
                     materialise(f, v, prog, &mut temps)?;
                 }
                 Ok(BufRef::Temp(temps[&v]))

@@ -8,7 +8,7 @@ use crate::emit::{emit_program, gpu_program};
 use crate::module::Target;
 use crate::program::{EmitError, PtxProgram};
 use kiln_compiler::kernel::Program;
-use kiln_compiler::lower::{lower_cluster, LowerError};
+use kiln_compiler::lower::{convolutions_as_gemm, lower_cluster, LowerError};
 use kiln_ir::Cluster;
 
 /// Options of the PTX backend.
@@ -46,7 +46,13 @@ pub fn compile_cluster(
     cluster: &Cluster,
     opts: &PtxOptions,
 ) -> Result<PtxArtifact, PtxCompileError> {
-    let lowered = lower_cluster(cluster)
+    // The GPU's contraction steps are cuBLAS GEMMs: a convolution becomes im2col + GEMM
+    // (`kiln_compiler::lower::convolutions_as_gemm`; grouped ones stay and are refused).
+    let gemm_form = convolutions_as_gemm(&cluster.body).map(|body| Cluster {
+        name: cluster.name.clone(),
+        body,
+    });
+    let lowered = lower_cluster(gemm_form.as_ref().unwrap_or(cluster))
         .map_err(|LowerError::Unsupported(why)| PtxCompileError::Lower(why))?;
     compile_program(&lowered, opts)
 }

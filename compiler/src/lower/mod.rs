@@ -27,12 +27,14 @@ use std::collections::HashMap;
 
 mod builder;
 mod constant;
+mod conv_gemm;
 mod error;
 mod space;
 mod stack;
 
 use builder::{materialise, KernelBuilder};
 use constant::constant_value;
+pub use conv_gemm::convolutions_as_gemm;
 use error::unsupported;
 pub use error::LowerError;
 use space::{kept_index, nontrivial};

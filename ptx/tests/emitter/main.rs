@@ -27,6 +27,7 @@ mod common;
 
 mod assemble;
 mod cases;
+mod convolution;
 mod movement;
 mod random_ops;
 mod rows;

@@ -171,9 +171,11 @@ mod tests {
     }
 
     #[test]
-    fn a_convolution_step_is_refused_with_a_reason() {
-        // The PTX for the epilogue is emitted; the convolution step itself has no GPU code,
-        // which `plan_dots` says (-> CompileFailure::Unsupported -> the CPU fallback).
+    fn a_convolution_is_an_im2col_kernel_and_a_gemm() {
+        // `convolutions_as_gemm`: the patches are gathered by a kernel, the product is one
+        // cuBLAS GEMM, the epilogue a kernel; a grouped convolution stays a convolution
+        // step, which `plan_dots` refuses (-> CompileFailure::Unsupported -> the CPU).
+        let target = Target::from_sm(90).expect("sm_90");
         let c = kiln_testkit::cluster(
             "func @f(%x: f32[1,6,6,4], %w: f32[3,3,4,8]) -> f32[1,4,4,8] {
   %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3] : f32[1,4,4,8]
@@ -181,9 +183,20 @@ mod tests {
   return %y
 }",
         );
-        let target = Target::from_sm(90).expect("sm_90");
         let PtxArtifact { program, .. } =
-            compile_cluster(&c, &PtxOptions { target }).expect("the epilogue compiles");
+            compile_cluster(&c, &PtxOptions { target }).expect("compiles");
+        let gemms = plan_dots(&program).expect("every product maps onto cuBLAS");
+        assert_eq!(gemms.len(), 1);
+        assert!(gemms[0].is_some());
+        let grouped = kiln_testkit::cluster(
+            "func @f(%x: f32[1,6,6,4], %w: f32[3,3,1,4]) -> f32[1,4,4,4] {
+  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], feature_groups=4 : f32[1,4,4,4]
+  %y = tanh %c : f32[1,4,4,4]
+  return %y
+}",
+        );
+        let PtxArtifact { program, .. } =
+            compile_cluster(&grouped, &PtxOptions { target }).expect("the epilogue compiles");
         let why = plan_dots(&program).expect_err("refused");
         assert!(why.contains("convolution"), "{why}");
     }

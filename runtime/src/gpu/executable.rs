@@ -43,7 +43,11 @@ pub(super) fn plan_dots(p: &Program) -> Result<Vec<Option<GemmPlan>>, String> {
             let dims = match &d.op {
                 Contraction::Dot(dims) => dims,
                 Contraction::Convolution(_) => {
-                    return Err("convolution: no GPU code yet (runs on the CPU)".to_string())
+                    return Err(
+                        "convolution: no GPU code for grouped convolutions yet (runs on \
+                         the CPU)"
+                            .to_string(),
+                    )
                 }
             };
             let dt = p.temps[d.out].dtype;

@@ -11,7 +11,9 @@
 //! The sum over a window runs in the GEMM's order, as the interpreter's own convolution
 //! (`kiln_interp`'s `conv::gemm`: im2col, taps and features in this order, then its GEMM) —
 //! docs/determinism.md: a float convolution is not promised bit for bit across devices.
-//! Grouped convolutions (`feature_groups` or `batch_groups` above 1) are left as they are.
+//! A grouped convolution (`feature_groups` above 1, depthwise included) is one batched
+//! product, the group its batch dimension. Convolutions with `batch_groups` above 1 (the
+//! weight gradients of grouped convolutions) are left as they are.
 
 use crate::Rewriter;
 use kiln_ir::typecheck::infer;
@@ -23,8 +25,7 @@ use std::sync::Arc;
 pub fn convolutions_as_gemm(f: &Func) -> Option<Func> {
     let convertible = |inst: &kiln_ir::Inst| match &inst.op {
         Op::Convolution(c) => {
-            c.feature_groups == 1
-                && c.batch_groups == 1
+            c.batch_groups == 1
                 && f.ty(inst.args[0]).dtype.is_float()
                 && f.ty(inst.results[0]).num_elements() > 0
         }
@@ -156,11 +157,8 @@ fn as_gemm(
         1 => blocks[0],
         _ => push(rw, Op::Concat { axis: k + 1 }, blocks, None)?,
     };
-    let mut shape = vec![n];
-    shape.extend(&outs);
-    shape.push(taps * features);
-    let patches = reshape(rw, patches, shape)?;
-    // The kernel as [taps × in features, out features], flipped where the window is reversed.
+    // The kernel as [taps, in features per group, out features], flipped where the window
+    // is reversed.
     let mut perm = d.rhs_spatial.clone();
     perm.extend([d.rhs_input, d.rhs_output]);
     let mut wt = transpose(rw, w, perm)?;
@@ -169,14 +167,55 @@ fn as_gemm(
         wt = push(rw, Op::Reverse { dims: flipped }, vec![wt], None)?;
     }
     let out_features = rw.built().ty(wt).shape[k + 1];
-    let wm = reshape(rw, wt, vec![taps * features, out_features])?;
-    let dims = DotDims {
-        lhs_batch: vec![],
-        rhs_batch: vec![],
-        lhs_contract: vec![k + 1],
-        rhs_contract: vec![0],
+    let groups = c.feature_groups;
+    let y = if groups == 1 {
+        // [batch, out spatial…, taps × features] · [taps × features, out features].
+        let mut shape = vec![n];
+        shape.extend(&outs);
+        shape.push(taps * features);
+        let patches = reshape(rw, patches, shape)?;
+        let wm = reshape(rw, wt, vec![taps * features, out_features])?;
+        let dims = DotDims {
+            lhs_batch: vec![],
+            rhs_batch: vec![],
+            lhs_contract: vec![k + 1],
+            rhs_contract: vec![0],
+        };
+        push(rw, Op::DotGeneral(dims), vec![patches, wm], None)?
+    } else {
+        // Group g convolves features [g·cg, (g+1)·cg) with out features [g·og, (g+1)·og):
+        // one product per group, the group a batch dimension of the GEMM.
+        let (cg, og) = (features / groups, out_features / groups);
+        let mut shape = vec![n];
+        shape.extend(&outs);
+        shape.extend([taps, groups, cg]);
+        let p = reshape(rw, patches, shape)?;
+        let mut perm = vec![k + 2];
+        perm.extend(0..k + 2);
+        perm.push(k + 3);
+        let p = transpose(rw, p, perm)?; // [groups, batch, out spatial…, taps, cg]
+        let mut shape = vec![groups, n];
+        shape.extend(&outs);
+        shape.push(taps * cg);
+        let p = reshape(rw, p, shape)?;
+        let wg = reshape(rw, wt, vec![taps * cg, groups, og])?;
+        let wg = transpose(rw, wg, vec![1, 0, 2])?; // [groups, taps × cg, og]
+        let dims = DotDims {
+            lhs_batch: vec![0],
+            rhs_batch: vec![0],
+            lhs_contract: vec![k + 2],
+            rhs_contract: vec![1],
+        };
+        let y = push(rw, Op::DotGeneral(dims), vec![p, wg], None)?;
+        // [groups, batch, out spatial…, og] -> [batch, out spatial…, groups × og].
+        let mut perm: Vec<usize> = (1..k + 2).collect();
+        perm.extend([0, k + 2]);
+        let y = transpose(rw, y, perm)?;
+        let mut shape = vec![n];
+        shape.extend(&outs);
+        shape.push(out_features);
+        reshape(rw, y, shape)?
     };
-    let y = push(rw, Op::DotGeneral(dims), vec![patches, wm], None)?;
     // [batch, out spatial…, out features] to the result's layout.
     let mut perm = vec![0; k + 2];
     perm[d.out_batch] = 0;

@@ -18,6 +18,8 @@ fn cases() -> Vec<(&'static str, &'static str)> {
         ("transposed (lhs-dilated, reversed)", "func @f(%x: f32[1,3,3,2], %w: f32[3,3,2,2]) -> f32[1,7,7,2] {\n  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], low=[2, 2], high=[2, 2], lhs_dilate=[2, 2], reversal=[1, 1] : f32[1,7,7,2]\n  return %y\n}"),
         ("weight gradient layout", "func @f(%x: f32[2,6,6,3], %g: f32[2,4,4,5]) -> f32[3,3,3,5] {\n  %y = convolution %x, %g, lhs_dims=[3, 0, 1, 2], rhs_dims=[0, 3, 1, 2], out_dims=[2, 3, 0, 1], size=[4, 4] : f32[3,3,3,5]\n  return %y\n}"),
         ("1-d f64 negative padding", "func @f(%x: f64[3,9,2], %w: f64[2,2,4]) -> f64[3,7,4] {\n  %y = convolution %x, %w, lhs_dims=[0, 2, 1], rhs_dims=[1, 2, 0], out_dims=[0, 2, 1], size=[2], low=[-1], high=[0] : f64[3,7,4]\n  return %y\n}"),
+        ("depthwise 3x3 stride 2", "func @f(%x: f32[2,7,7,4], %w: f32[3,3,1,4]) -> f32[2,4,4,4] {\n  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], stride=[2, 2], low=[1, 1], high=[1, 1], feature_groups=4 : f32[2,4,4,4]\n  return %y\n}"),
+        ("grouped, 2 groups", "func @f(%x: f32[1,5,5,6], %w: f32[2,2,3,4]) -> f32[1,4,4,4] {\n  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[2, 2], feature_groups=2 : f32[1,4,4,4]\n  return %y\n}"),
         ("f16 + bias", "func @f(%x: f16[1,5,5,2], %w: f16[3,3,2,3], %b: f16[3]) -> f16[1,5,5,3] {\n  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], low=[1, 1], high=[1, 1] : f16[1,5,5,3]\n  %bb = broadcast_in_dim %b, dims=[3] : f16[1,5,5,3]\n  %y = add %c, %bb : f16[1,5,5,3]\n  return %y\n}"),
     ]
 }

@@ -173,8 +173,9 @@ mod tests {
     #[test]
     fn a_convolution_is_an_im2col_kernel_and_a_gemm() {
         // `convolutions_as_gemm`: the patches are gathered by a kernel, the product is one
-        // cuBLAS GEMM, the epilogue a kernel; a grouped convolution stays a convolution
-        // step, which `plan_dots` refuses (-> CompileFailure::Unsupported -> the CPU).
+        // cuBLAS GEMM (a depthwise one a batched GEMM), the epilogue a kernel; a batch-grouped convolution stays a
+        // convolution step, which `plan_dots` refuses (-> CompileFailure::Unsupported -> the
+        // CPU).
         let target = Target::from_sm(90).expect("sm_90");
         let c = kiln_testkit::cluster(
             "func @f(%x: f32[1,6,6,4], %w: f32[3,3,4,8]) -> f32[1,4,4,8] {
@@ -189,9 +190,9 @@ mod tests {
         assert_eq!(gemms.len(), 1);
         assert!(gemms[0].is_some());
         let grouped = kiln_testkit::cluster(
-            "func @f(%x: f32[1,6,6,4], %w: f32[3,3,1,4]) -> f32[1,4,4,4] {
-  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], feature_groups=4 : f32[1,4,4,4]
-  %y = tanh %c : f32[1,4,4,4]
+            "func @f(%x: f32[4,6,6,2], %w: f32[3,3,2,4]) -> f32[2,4,4,4] {
+  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], batch_groups=2 : f32[2,4,4,4]
+  %y = tanh %c : f32[2,4,4,4]
   return %y
 }",
         );

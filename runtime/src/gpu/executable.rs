@@ -44,7 +44,7 @@ pub(super) fn plan_dots(p: &Program) -> Result<Vec<Option<GemmPlan>>, String> {
                 Contraction::Dot(dims) => dims,
                 Contraction::Convolution(_) => {
                     return Err(
-                        "convolution: no GPU code for grouped convolutions yet (runs on \
+                        "convolution: no GPU code for batch-grouped convolutions yet (runs on \
                          the CPU)"
                             .to_string(),
                     )

@@ -37,12 +37,17 @@ fn random_conv(r: &mut Rng, dtype: DType) -> Option<Func> {
             ..WindowDim::new(1 + r.below(3))
         })
         .collect();
-    let (n, cin, cout) = (1 + r.below(3), 1 + r.below(4), 1 + r.below(4));
+    let groups = [1, 1, 2, 3][r.below(4)];
+    let (n, cin, cout) = (
+        1 + r.below(3),
+        groups * (1 + r.below(3)),
+        groups * (1 + r.below(3)),
+    );
     let mut xs = vec![0; k + 2];
     xs[dims.lhs_batch] = n;
     xs[dims.lhs_feature] = cin;
     let mut ws = vec![0; k + 2];
-    ws[dims.rhs_input] = cin;
+    ws[dims.rhs_input] = cin / groups;
     ws[dims.rhs_output] = cout;
     for s in 0..k {
         xs[dims.lhs_spatial[s]] = 1 + r.below(9);
@@ -51,7 +56,7 @@ fn random_conv(r: &mut Rng, dtype: DType) -> Option<Func> {
     let c = Convolution {
         dims,
         window,
-        feature_groups: 1,
+        feature_groups: groups,
         batch_groups: 1,
     };
     let (xt, wt) = (TensorType::new(dtype, xs), TensorType::new(dtype, ws));
@@ -74,7 +79,7 @@ fn random_conv(r: &mut Rng, dtype: DType) -> Option<Func> {
 fn random_convolutions_and_their_gemm_forms_agree() {
     let interp = Interpreter::new(1).expect("pool");
     let mut r = Rng(0xc0_4e);
-    let (mut checked, mut same_bits) = (0, 0);
+    let (mut checked, mut same_bits, mut grouped) = (0, 0, 0);
     for case in 0..300 {
         let dtype = [DType::F32, DType::F64, DType::F16][case % 3];
         let Some(f) = random_conv(&mut r, dtype) else {
@@ -131,15 +136,18 @@ fn random_convolutions_and_their_gemm_forms_agree() {
         }
         checked += 1;
         same_bits += usize::from(exact);
+        grouped +=
+            usize::from(matches!(&f.insts[0].op, Op::Convolution(c) if c.feature_groups > 1));
     }
     assert!(checked >= 150, "only {checked} convolutions fit");
+    assert!(grouped >= 50, "only {grouped} grouped convolutions");
     assert_eq!(same_bits, checked);
 }
 
 #[test]
-fn grouped_convolutions_are_left_alone() {
-    let src = "func @f(%x: f32[1,5,5,4], %w: f32[3,3,1,4]) -> f32[1,3,3,4] {
-  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], feature_groups=4 : f32[1,3,3,4]
+fn batch_grouped_convolutions_are_left_alone() {
+    let src = "func @f(%x: f32[4,5,5,2], %w: f32[3,3,2,6]) -> f32[2,3,3,6] {
+  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], batch_groups=2 : f32[2,3,3,6]
   return %y
 }";
     let f = kiln_ir::parse_func(src, "t.kir").expect("parses");

@@ -44,6 +44,14 @@ pub struct CpuExecutable {
     dot_plans: Vec<Option<kiln_interp::PlannedOp>>,
     /// Each kernel's machine code (alignment, bytes) when it has no relocations.
     pub(super) code: Vec<Option<(u32, Vec<u8>)>>,
+    /// Per kernel, its tasks ([`kernel_tasks`]), worked out once: a loop body's cluster
+    /// runs on every iteration, and a `Vec` of tasks per kernel per run was a
+    /// measurable part of its cost.
+    tasks: Vec<Vec<Task>>,
+    /// Full-size temporaries of a finished run, kept for the next one (cleared before it
+    /// uses them): a run that finds them taken (another thread runs this cluster) makes
+    /// its own. No `malloc` per temporary per run.
+    spare_temps: std::sync::Mutex<Vec<Tensor>>,
 }
 
 // SAFETY: after `finalize_definitions` the JIT memory is immutable executable code; the
@@ -116,7 +124,10 @@ pub(super) fn assemble(
             .collect(),
         None => Vec::new(),
     };
+    let tasks = program.kernels.iter().map(kernel_tasks).collect();
     Ok(CpuExecutable {
+        tasks,
+        spare_temps: std::sync::Mutex::new(Vec::new()),
         program,
         fns,
         partial_fns,
@@ -232,6 +243,19 @@ fn buffer_ptr(b: &Buffer) -> *mut u8 {
     }
 }
 
+/// Sets every element of `b` to zero (`false`), in place.
+fn clear(b: &mut Buffer) {
+    macro_rules! clear {
+        ($($V:ident $t:ident),*) => {
+            match b {
+                $(Buffer::$V(v) => v.as_mut_slice().fill(<$t>::default()),)*
+            }
+        };
+    }
+    use kiln_ir::{bf16, f16};
+    kiln_ir::for_each_dtype!(clear)
+}
+
 impl CpuExecutable {
     /// Runs the cluster: checks input types, allocates and returns the outputs.
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
@@ -325,21 +349,7 @@ impl CpuExecutable {
         // Row-blocked: scratch lives per block (see `run_blocked`), never full size.
         let mut temps: Vec<Tensor> = match blocked {
             Some(_) => Vec::new(),
-            None => p
-                .temps
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    // A product's buffer arrives with the product, before any kernel
-                    // reads it: nothing to allocate (or clear) until then. A shared one
-                    // is its output.
-                    if p.dots.iter().any(|d| d.out == i) || self.shared[i].is_some() {
-                        Tensor::zeros(&kiln_ir::TensorType::new(t.dtype, vec![0]))
-                    } else {
-                        Tensor::zeros(t)
-                    }
-                })
-                .collect(),
+            None => self.take_temps(),
         };
         let pointers = |temps: &[Tensor]| {
             let mut ptrs: Vec<*mut u8> = Vec::with_capacity(super::host::host_slot(p) + 1);
@@ -389,15 +399,48 @@ impl CpuExecutable {
                             }
                             _ => tasks.iter().for_each(|&t| call(pf, args, t)),
                         }
-                        self.run_kernel(k, f, args);
+                        self.run_kernel(i, k, f, args);
                         ptrs[last] = std::ptr::null_mut();
                         drop(partials);
                     }
-                    _ => self.run_kernel(k, f, Args(ptrs.as_ptr())),
+                    _ => self.run_kernel(i, k, f, Args(ptrs.as_ptr())),
                 }
             }
         }
+        if blocked.is_none() {
+            if let Ok(mut spare) = self.spare_temps.try_lock() {
+                *spare = temps;
+            }
+        }
         Ok(())
+    }
+
+    /// The full-size temporaries of a run, zeroed: the previous run's when no other run
+    /// holds them, else new ones. A product's buffer arrives with the product, before any
+    /// kernel reads it: nothing to allocate (or clear) until then; a shared one is its
+    /// output.
+    fn take_temps(&self) -> Vec<Tensor> {
+        let p = &self.program;
+        let placeholder = |i: usize| p.dots.iter().any(|d| d.out == i) || self.shared[i].is_some();
+        let spare = match self.spare_temps.try_lock() {
+            Ok(mut spare) => std::mem::take(&mut *spare),
+            Err(_) => Vec::new(),
+        };
+        if spare.len() == p.temps.len() {
+            let mut temps = spare;
+            for (i, t) in temps.iter_mut().enumerate() {
+                if !placeholder(i) {
+                    clear(t.data_mut());
+                }
+            }
+            return temps;
+        }
+        (p.temps.iter().enumerate())
+            .map(|(i, t)| match placeholder(i) {
+                true => Tensor::zeros(&kiln_ir::TensorType::new(t.dtype, vec![0])),
+                false => Tensor::zeros(t),
+            })
+            .collect()
     }
 
     /// A random output, computed by the interpreter's host fill.
@@ -555,11 +598,11 @@ impl CpuExecutable {
     }
 
     /// Runs one kernel over its whole iteration space.
-    fn run_kernel(&self, k: &Kernel, f: KernelFn, args: Args) {
+    fn run_kernel(&self, i: usize, k: &Kernel, f: KernelFn, args: Args) {
         if k.points() == 0 {
             return;
         }
-        let tasks = kernel_tasks(k);
+        let tasks = &self.tasks[i];
         match &self.pool {
             Some(pool) if tasks.len() > 1 => {
                 pool.install(|| tasks.par_iter().for_each(|&t| call(f, args, t)))

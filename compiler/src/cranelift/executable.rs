@@ -377,8 +377,7 @@ impl CpuExecutable {
         } else {
             for (i, (k, &f)) in p.kernels.iter().zip(&self.fns).enumerate() {
                 for (j, d) in p.dots.iter().enumerate().filter(|(_, d)| d.before == i) {
-                    let out = self.run_dot(j, d, inputs, &temps)?;
-                    temps[d.out] = out;
+                    self.run_dot(j, d, inputs, &mut temps)?;
                     // Only the product's own slot moved (a shared one points at its output).
                     if self.shared[d.out].is_none() {
                         ptrs[buffer_slot(p, BufRef::Temp(d.out))] = buffer_ptr(temps[d.out].data());
@@ -612,28 +611,36 @@ impl CpuExecutable {
     }
 
     /// A matrix product or a convolution through the interpreter (the same GEMM routine,
-    /// the same threads).
+    /// the same threads), into its temporary `temps[d.out]`: in place when that holds the
+    /// product of an earlier run (kept by `take_temps`), else a new tensor.
     fn run_dot(
         &self,
         j: usize,
         d: &crate::kernel::DotCall,
         inputs: &[&Tensor],
-        temps: &[Tensor],
-    ) -> Result<Tensor, String> {
+        temps: &mut [Tensor],
+    ) -> Result<(), String> {
         let interp = self
             .interp
             .as_ref()
             .ok_or_else(|| "no GEMM thread pool".to_string())?;
+        let (before, rest) = temps.split_at_mut(d.out);
+        let (out, after) = rest
+            .split_first_mut()
+            .ok_or_else(|| format!("product temporary {} does not exist", d.out))?;
         let operand = |b: BufRef| match b {
             BufRef::Input(i) => Ok(inputs[i]),
-            BufRef::Temp(i) => Ok(&temps[i]),
+            BufRef::Temp(i) if i < d.out => Ok(&before[i]),
+            BufRef::Temp(i) if i > d.out => Ok(&after[i - d.out - 1]),
             BufRef::Const(i) => Ok(&*self.program.consts[i]),
             other => Err(format!("dot operand {other:?}")),
         };
         let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);
         match self.dot_plans.get(j).and_then(Option::as_ref) {
-            Some(plan) => interp.run_planned(plan, &[a, b]),
-            None => interp.eval(&d.op.to_op(), &[a, b], &self.program.temps[d.out]),
+            Some(plan) => interp.run_planned_into(plan, &[a, b], out),
+            None => interp
+                .eval(&d.op.to_op(), &[a, b], &self.program.temps[d.out])
+                .map(|t| *out = t),
         }
         .map_err(|e| e.to_string())
     }

@@ -80,21 +80,7 @@ impl Interpreter {
             op: p.op.name(),
             message,
         };
-        if args.len() != p.args.len() {
-            return Err(err(format!(
-                "planned for {} operands, got {}",
-                p.args.len(),
-                args.len()
-            )));
-        }
-        for (i, (a, want)) in args.iter().zip(&p.args).enumerate() {
-            if a.dtype() != want.dtype || a.shape() != want.shape.as_slice() {
-                return Err(err(format!(
-                    "operand {i} was planned as {want}, got {}",
-                    a.ty()
-                )));
-            }
-        }
+        check_operands(p, args).map_err(err)?;
         let result = &p.result;
         let bytes = result.num_elements() * result.dtype.size_bytes();
         hw::check_allocation(bytes).map_err(|bytes| InterpError::OutOfMemory {
@@ -113,6 +99,54 @@ impl Interpreter {
         .map_err(err)?;
         Tensor::new(result.shape.clone(), buffer).map_err(|e| err(e.to_string()))
     }
+
+    /// [`Interpreter::run_planned`] with the result written into `out`: in place, without
+    /// an allocation, for a matrix product whose `out` already has the planned result type
+    /// (the product of an earlier run, as a loop body's cluster reuses it); any other op, or
+    /// an `out` of another type, gets a new tensor. The bits are `run_planned`'s.
+    pub fn run_planned_into(
+        &self,
+        p: &PlannedOp,
+        args: &[&Tensor],
+        out: &mut Tensor,
+    ) -> Result<(), InterpError> {
+        let result = &p.result;
+        let reusable = out.dtype() == result.dtype && out.shape() == result.shape.as_slice();
+        let Some(d) = p.dot.as_ref().filter(|_| reusable) else {
+            *out = self.run_planned(p, args)?;
+            return Ok(());
+        };
+        let err = |message: String| InterpError::Op {
+            op: p.op.name(),
+            message,
+        };
+        check_operands(p, args).map_err(err)?;
+        let buffer = out.data_mut();
+        let mut compute = || d.run_into(args[0], args[1], buffer);
+        if runs_inline(&p.op, args, result) {
+            compute()
+        } else {
+            self.pool.install(compute)
+        }
+        .map_err(err)
+    }
+}
+
+/// Checks that `args` have the types `p` was planned for.
+fn check_operands(p: &PlannedOp, args: &[&Tensor]) -> Result<(), String> {
+    if args.len() != p.args.len() {
+        return Err(format!(
+            "planned for {} operands, got {}",
+            p.args.len(),
+            args.len()
+        ));
+    }
+    for (i, (a, want)) in args.iter().zip(&p.args).enumerate() {
+        if a.dtype() != want.dtype || a.shape() != want.shape.as_slice() {
+            return Err(format!("operand {i} was planned as {want}, got {}", a.ty()));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

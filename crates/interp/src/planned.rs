@@ -192,9 +192,44 @@ mod tests {
                         let got = interp.run_planned(&plan, &[&a, &b]).unwrap();
                         assert!(got.bit_eq(&want), "{dtype} {m}x{k}x{n} contract {lc},{rc}");
                     }
+                    // Into a reused buffer of other values (NaN), and into one of another
+                    // shape (replaced): the same bits.
+                    let nan = match dtype {
+                        DType::F32 => kiln_ir::Scalar::F32(f32::NAN),
+                        _ => kiln_ir::Scalar::F64(f64::NAN),
+                    };
+                    let mut out = Tensor::new(vec![m, n], Buffer::splat(nan, m * n)).unwrap();
+                    let mut wrong = Tensor::zeros(&TensorType::new(dtype, vec![n, m + 1]));
+                    for o in [&mut out, &mut wrong] {
+                        interp.run_planned_into(&plan, &[&a, &b], o).unwrap();
+                        assert!(o.bit_eq(&want), "into: {dtype} {m}x{k}x{n} {lc},{rc}");
+                    }
                 }
             }
         }
+    }
+
+    /// `run_planned_into` refuses operands of other types as `run_planned` does, and
+    /// an op that is not a product is computed as a new tensor.
+    #[test]
+    fn run_planned_into_checks_operands_and_runs_other_ops() {
+        let interp = Interpreter::new(1).unwrap();
+        let a = Tensor::from_f32([2, 3], vec![1.0, -2.0, 0.5, 3.0, -0.0, 4.0]).unwrap();
+        let op = Op::DotGeneral(dims(vec![1], vec![0]));
+        let ty = TensorType::new(DType::F32, vec![2, 2]);
+        let b = Tensor::from_f32([3, 2], vec![1.0; 6]).unwrap();
+        let plan = interp.plan(&op, &[&a.ty(), &b.ty()], &ty).unwrap();
+        let mut out = Tensor::zeros(&ty);
+        let e = interp.run_planned_into(&plan, &[&a, &a], &mut out);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("operand 1 was planned as f32[3,2]"));
+        let tanh = Op::Unary(kiln_ir::UnaryOp::Tanh);
+        let plan = interp.plan(&tanh, &[&a.ty()], &a.ty()).unwrap();
+        let want = interp.eval(&tanh, &[&a], &a.ty()).unwrap();
+        interp.run_planned_into(&plan, &[&a], &mut out).unwrap();
+        assert!(out.bit_eq(&want));
     }
 
     #[test]

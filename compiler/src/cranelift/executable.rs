@@ -49,8 +49,8 @@ pub struct CpuExecutable {
     /// measurable part of its cost.
     tasks: Vec<Vec<Task>>,
     /// Full-size temporaries of a finished run, kept for the next one (cleared before it
-    /// uses them): a run that finds them taken (another thread runs this cluster) makes
-    /// its own. No `malloc` per temporary per run.
+    /// uses them) when small ([`SPARE_TEMP_BYTES`]): a run that finds them taken (another
+    /// thread runs this cluster) makes its own. No `malloc` per temporary per run.
     spare_temps: std::sync::Mutex<Vec<Tensor>>,
 }
 
@@ -124,7 +124,13 @@ pub(super) fn assemble(
             .collect(),
         None => Vec::new(),
     };
-    let tasks = program.kernels.iter().map(kernel_tasks).collect();
+    // A kernel over nothing has no tasks (and no extent to divide its work by).
+    let tasks = (program.kernels.iter())
+        .map(|k| match k.points() {
+            0 => Vec::new(),
+            _ => kernel_tasks(k),
+        })
+        .collect();
     Ok(CpuExecutable {
         tasks,
         spare_temps: std::sync::Mutex::new(Vec::new()),
@@ -242,6 +248,12 @@ fn buffer_ptr(b: &Buffer) -> *mut u8 {
         Buffer::Bf16(v) => v.as_ptr() as *mut u8,
     }
 }
+
+/// Temporaries are kept for the next run up to this many bytes in all: below it, a
+/// `malloc` per temporary per run costs as much as the kernels (a loop body's cluster);
+/// above it, clearing a kept buffer costs more than fresh zeroed pages, and the memory
+/// would stay held between calls.
+const SPARE_TEMP_BYTES: usize = 256 << 10;
 
 /// Sets every element of `b` to zero (`false`), in place.
 fn clear(b: &mut Buffer) {
@@ -406,7 +418,10 @@ impl CpuExecutable {
                 }
             }
         }
-        if blocked.is_none() {
+        let bytes = (temps.iter())
+            .map(|t| t.num_elements() * t.dtype().size_bytes())
+            .sum::<usize>();
+        if blocked.is_none() && bytes <= SPARE_TEMP_BYTES {
             if let Ok(mut spare) = self.spare_temps.try_lock() {
                 *spare = temps;
             }

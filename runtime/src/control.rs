@@ -82,13 +82,18 @@ impl Runtime {
         plan: &Plan,
         args: Vec<Arg<'_>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        self.execute_planned(g, plan, args, false)?
-            .into_iter()
-            .map(|p| match p {
-                Placed::Host(t) => Ok(t),
-                Placed::Device(_) => Err(invalid(&g.name, "a region left a result on the device")),
-            })
-            .collect()
+        let results = self.execute_planned(g, plan, args, false)?;
+        // Sized once (a collected `Result` grows by reallocation).
+        let mut on_host = Vec::with_capacity(results.len());
+        for p in results {
+            match p {
+                Placed::Host(t) => on_host.push(t),
+                Placed::Device(_) => {
+                    return Err(invalid(&g.name, "a region left a result on the device"))
+                }
+            }
+        }
+        Ok(on_host)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::backend::{Backend, DeviceMemory, Executable};
 use crate::persistent::PersistentCache;
-use crate::plan::{Plan, PlannedFunc};
+use crate::plan::{Frame, Plan, PlannedFunc};
 use crate::policy::{ClusterFacts, Instance, PolicyConfig};
 use crate::stats::{ClusterStats, TransferStats};
 pub use crate::values::Placed;
@@ -329,8 +329,12 @@ impl Runtime {
                 )));
             }
         }
-        let mut slots: Vec<Slot> = (0..f.num_values()).map(|_| Slot::default()).collect();
-        let mut borrowed: Vec<Option<&Tensor>> = vec![None; f.num_values()];
+        let Frame {
+            mut slots,
+            borrowed,
+        } = plan.take_frame(f.num_values());
+        // The spare table, its (all `None`) references now this run's: reused in place.
+        let mut borrowed: Vec<Option<&Tensor>> = borrowed.into_iter().map(|_| None).collect();
         // The parameters given as device values (returned as they are); none on the host.
         let mut given_on_device = Vec::new();
         for (k, (&p, a)) in f.params.iter().zip(args).enumerate() {
@@ -420,37 +424,28 @@ impl Runtime {
             // The graph's outputs go back to the host (a boundary copy for device values).
             vals.on_host(&f.results)?;
         }
-        f.results
-            .iter()
-            .enumerate()
-            .map(|(k, &r)| {
-                if let Some(p) = f.params.iter().position(|&q| q == r) {
-                    // An argument returned as it is: as it was given (an owned one moves
-                    // out of its slot below).
-                    if let Some((_, d)) = given_on_device.iter().find(|(k, _)| *k == p) {
-                        return Ok(Placed::Device(d.clone()));
-                    }
-                    if let Some(t) = vals.borrowed[r.0 as usize] {
-                        return Ok(Placed::Host(t.clone()));
-                    }
-                }
-                let again = f.results[k + 1..].contains(&r);
-                let slot = &mut vals.slots[r.0 as usize];
-                if keep_on_device {
-                    if let Some(d) = &slot.device {
-                        return Ok(Placed::Device(d.clone()));
-                    }
-                }
-                let t = match vals.borrowed[r.0 as usize] {
-                    Some(t) => Some(t.clone()),
-                    None if again => slot.host.clone(),
-                    None => slot.host.take(),
-                };
-                t.map(Placed::Host).ok_or_else(|| {
-                    RuntimeError::Invalid(format!("returned %{} was not computed", f.value(r).name))
-                })
-            })
-            .collect()
+        // Sized once (a collected `Result` grows by reallocation).
+        let mut results = Vec::with_capacity(f.results.len());
+        for (k, &r) in f.results.iter().enumerate() {
+            results.push(take_result(
+                &mut vals,
+                k,
+                r,
+                &given_on_device,
+                keep_on_device,
+            )?);
+        }
+        let Values {
+            mut slots,
+            borrowed,
+            ..
+        } = vals;
+        slots.fill_with(Slot::default);
+        plan.keep_frame(Frame {
+            slots,
+            borrowed: borrowed.into_iter().map(|_| None).collect(),
+        });
+        Ok(results)
     }
 
     /// `dynamic_update_slice` of a host value that dies here and that this run owns (it
@@ -490,6 +485,43 @@ impl Runtime {
             })?;
         Ok(Some(t))
     }
+}
+
+/// Result `k` of a run (value `r`): an argument returned as it was given (an owned one
+/// moves out of its slot), else its computed value, moved out unless returned again.
+fn take_result(
+    vals: &mut Values<'_>,
+    k: usize,
+    r: kiln_ir::Value,
+    given_on_device: &[(usize, Arc<dyn crate::backend::DeviceTensor>)],
+    keep_on_device: bool,
+) -> Result<Placed, RuntimeError> {
+    let f = vals.f;
+    if let Some(p) = f.params.iter().position(|&q| q == r) {
+        // An argument returned as it is: as it was given (an owned one moves
+        // out of its slot below).
+        if let Some((_, d)) = given_on_device.iter().find(|(k, _)| *k == p) {
+            return Ok(Placed::Device(d.clone()));
+        }
+        if let Some(t) = vals.borrowed[r.0 as usize] {
+            return Ok(Placed::Host(t.clone()));
+        }
+    }
+    let again = f.results[k + 1..].contains(&r);
+    let slot = &mut vals.slots[r.0 as usize];
+    if keep_on_device {
+        if let Some(d) = &slot.device {
+            return Ok(Placed::Device(d.clone()));
+        }
+    }
+    let t = match vals.borrowed[r.0 as usize] {
+        Some(t) => Some(t.clone()),
+        None if again => slot.host.clone(),
+        None => slot.host.take(),
+    };
+    t.map(Placed::Host).ok_or_else(|| {
+        RuntimeError::Invalid(format!("returned %{} was not computed", f.value(r).name))
+    })
 }
 
 /// A run's arguments as the caller placed them.

@@ -20,9 +20,10 @@
 
 use crate::executor::{lock, Inner, Runtime};
 use crate::routing::remembered_content_key;
+use crate::values::Slot;
 use kiln_interp::{last_uses, LastUse, PlannedOp};
-use kiln_ir::{Func, Inst, Op};
-use std::sync::{Arc, Weak};
+use kiln_ir::{Func, Inst, Op, Tensor};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A function planned once for the runtime that made it ([`Runtime::plan_func`]) and run
 /// with [`Runtime::run_planned`] as often as needed: the function is shared, not copied,
@@ -55,13 +56,48 @@ pub(crate) struct Plan {
     /// Per instruction: a cluster node's routing facts; `None` for every other op.
     pub(crate) clusters: Vec<Option<ClusterPlan>>,
     /// Per instruction: a plain one-result op planned for its operand types, where the
-    /// function is a region (empty otherwise: a top-level function is planned per call,
-    /// where planning its ops would cost what it saves).
+    /// function is a region or planned once ([`Runtime::plan_func`]); empty for a function
+    /// planned per call ([`Runtime::run`]), where planning its ops would cost what it saves.
     pub(crate) ops: Vec<Option<PlannedOp>>,
     /// Per instruction: a `while`'s condition and body, or a `conditional`'s branches in
     /// order, planned with the function (empty for every other op): a function planned
     /// once plans its loops and branches once, not on every call.
     pub(crate) regions: Vec<Vec<Plan>>,
+    /// The value tables of a finished run, kept for the next ([`Frame`]).
+    pub(crate) spare: Mutex<Option<Frame>>,
+}
+
+/// The per-value tables of one run ([`crate::values::Values`]), emptied when the run ends
+/// and kept by its plan for the next run: a loop body runs once per iteration, and
+/// allocating and freeing two tables of a slot per value on each was a tenth of a small
+/// recurrent network's time. A run that finds them taken (the same plan running on
+/// another thread) makes its own.
+#[derive(Default)]
+pub(crate) struct Frame {
+    pub(crate) slots: Vec<Slot>,
+    /// Always all `None` here (the references are the run's, see `Values::borrowed`).
+    pub(crate) borrowed: Vec<Option<&'static Tensor>>,
+}
+
+impl Plan {
+    /// Empty tables for a run of a function with `n` values: the spare ones when free.
+    pub(crate) fn take_frame(&self, n: usize) -> Frame {
+        let spare = self.spare.try_lock().ok().and_then(|mut s| s.take());
+        match spare {
+            Some(f) if f.slots.len() == n && f.borrowed.len() == n => f,
+            _ => Frame {
+                slots: (0..n).map(|_| Slot::default()).collect(),
+                borrowed: vec![None; n],
+            },
+        }
+    }
+
+    /// Keeps a run's tables for the next run; `slots` must be emptied already.
+    pub(crate) fn keep_frame(&self, f: Frame) {
+        if let Ok(mut spare) = self.spare.try_lock() {
+            *spare = Some(f);
+        }
+    }
 }
 
 /// A cluster node's identity for the policy and the caches.
@@ -78,7 +114,7 @@ impl Runtime {
     /// `f` planned for repeated runs on this runtime (see [`PlannedFunc`]).
     pub fn plan_func(&self, f: Arc<Func>) -> PlannedFunc {
         PlannedFunc {
-            plan: self.plan(&f.name, &f, false),
+            plan: self.plan(&f.name, &f, true),
             func: f,
             owner: Arc::downgrade(&self.inner),
         }
@@ -90,7 +126,7 @@ impl Runtime {
     }
 
     /// The plan of `f` run under `scope` (its name, or a region's path, `control.rs`);
-    /// `plan_ops` also plans its plain ops (for a region run many times).
+    /// `plan_ops` also plans its plain ops (for a region, or a function, run many times).
     pub(crate) fn plan(&self, scope: &str, f: &Func, plan_ops: bool) -> Plan {
         let backend = self.inner.backend.as_ref().map(|b| b.name());
         let clusters = f
@@ -126,6 +162,7 @@ impl Runtime {
             clusters,
             ops,
             regions,
+            spare: Mutex::new(None),
         }
     }
 

@@ -44,6 +44,14 @@ pub struct CpuExecutable {
     dot_plans: Vec<Option<kiln_interp::PlannedOp>>,
     /// Each kernel's machine code (alignment, bytes) when it has no relocations.
     pub(super) code: Vec<Option<(u32, Vec<u8>)>>,
+    /// Per kernel, its tasks ([`kernel_tasks`]), worked out once: a loop body's cluster
+    /// runs on every iteration, and a `Vec` of tasks per kernel per run was a
+    /// measurable part of its cost.
+    tasks: Vec<Vec<Task>>,
+    /// Full-size temporaries of a finished run, kept for the next one (cleared before it
+    /// uses them) when small ([`SPARE_TEMP_BYTES`]): a run that finds them taken (another
+    /// thread runs this cluster) makes its own. No `malloc` per temporary per run.
+    spare_temps: std::sync::Mutex<Vec<Tensor>>,
 }
 
 // SAFETY: after `finalize_definitions` the JIT memory is immutable executable code; the
@@ -116,7 +124,16 @@ pub(super) fn assemble(
             .collect(),
         None => Vec::new(),
     };
+    // A kernel over nothing has no tasks (and no extent to divide its work by).
+    let tasks = (program.kernels.iter())
+        .map(|k| match k.points() {
+            0 => Vec::new(),
+            _ => kernel_tasks(k),
+        })
+        .collect();
     Ok(CpuExecutable {
+        tasks,
+        spare_temps: std::sync::Mutex::new(Vec::new()),
         program,
         fns,
         partial_fns,
@@ -232,6 +249,25 @@ fn buffer_ptr(b: &Buffer) -> *mut u8 {
     }
 }
 
+/// Temporaries are kept for the next run up to this many bytes in all: below it, a
+/// `malloc` per temporary per run costs as much as the kernels (a loop body's cluster);
+/// above it, clearing a kept buffer costs more than fresh zeroed pages, and the memory
+/// would stay held between calls.
+const SPARE_TEMP_BYTES: usize = 256 << 10;
+
+/// Sets every element of `b` to zero (`false`), in place.
+fn clear(b: &mut Buffer) {
+    macro_rules! clear {
+        ($($V:ident $t:ident),*) => {
+            match b {
+                $(Buffer::$V(v) => v.as_mut_slice().fill(<$t>::default()),)*
+            }
+        };
+    }
+    use kiln_ir::{bf16, f16};
+    kiln_ir::for_each_dtype!(clear)
+}
+
 impl CpuExecutable {
     /// Runs the cluster: checks input types, allocates and returns the outputs.
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
@@ -325,21 +361,7 @@ impl CpuExecutable {
         // Row-blocked: scratch lives per block (see `run_blocked`), never full size.
         let mut temps: Vec<Tensor> = match blocked {
             Some(_) => Vec::new(),
-            None => p
-                .temps
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    // A product's buffer arrives with the product, before any kernel
-                    // reads it: nothing to allocate (or clear) until then. A shared one
-                    // is its output.
-                    if p.dots.iter().any(|d| d.out == i) || self.shared[i].is_some() {
-                        Tensor::zeros(&kiln_ir::TensorType::new(t.dtype, vec![0]))
-                    } else {
-                        Tensor::zeros(t)
-                    }
-                })
-                .collect(),
+            None => self.take_temps(),
         };
         let pointers = |temps: &[Tensor]| {
             let mut ptrs: Vec<*mut u8> = Vec::with_capacity(super::host::host_slot(p) + 1);
@@ -367,8 +389,7 @@ impl CpuExecutable {
         } else {
             for (i, (k, &f)) in p.kernels.iter().zip(&self.fns).enumerate() {
                 for (j, d) in p.dots.iter().enumerate().filter(|(_, d)| d.before == i) {
-                    let out = self.run_dot(j, d, inputs, &temps)?;
-                    temps[d.out] = out;
+                    self.run_dot(j, d, inputs, &mut temps)?;
                     // Only the product's own slot moved (a shared one points at its output).
                     if self.shared[d.out].is_none() {
                         ptrs[buffer_slot(p, BufRef::Temp(d.out))] = buffer_ptr(temps[d.out].data());
@@ -389,15 +410,51 @@ impl CpuExecutable {
                             }
                             _ => tasks.iter().for_each(|&t| call(pf, args, t)),
                         }
-                        self.run_kernel(k, f, args);
+                        self.run_kernel(i, k, f, args);
                         ptrs[last] = std::ptr::null_mut();
                         drop(partials);
                     }
-                    _ => self.run_kernel(k, f, Args(ptrs.as_ptr())),
+                    _ => self.run_kernel(i, k, f, Args(ptrs.as_ptr())),
                 }
             }
         }
+        let bytes = (temps.iter())
+            .map(|t| t.num_elements() * t.dtype().size_bytes())
+            .sum::<usize>();
+        if blocked.is_none() && bytes <= SPARE_TEMP_BYTES {
+            if let Ok(mut spare) = self.spare_temps.try_lock() {
+                *spare = temps;
+            }
+        }
         Ok(())
+    }
+
+    /// The full-size temporaries of a run, zeroed: the previous run's when no other run
+    /// holds them, else new ones. A product's buffer arrives with the product, before any
+    /// kernel reads it: nothing to allocate (or clear) until then; a shared one is its
+    /// output.
+    fn take_temps(&self) -> Vec<Tensor> {
+        let p = &self.program;
+        let placeholder = |i: usize| p.dots.iter().any(|d| d.out == i) || self.shared[i].is_some();
+        let spare = match self.spare_temps.try_lock() {
+            Ok(mut spare) => std::mem::take(&mut *spare),
+            Err(_) => Vec::new(),
+        };
+        if spare.len() == p.temps.len() {
+            let mut temps = spare;
+            for (i, t) in temps.iter_mut().enumerate() {
+                if !placeholder(i) {
+                    clear(t.data_mut());
+                }
+            }
+            return temps;
+        }
+        (p.temps.iter().enumerate())
+            .map(|(i, t)| match placeholder(i) {
+                true => Tensor::zeros(&kiln_ir::TensorType::new(t.dtype, vec![0])),
+                false => Tensor::zeros(t),
+            })
+            .collect()
     }
 
     /// A random output, computed by the interpreter's host fill.
@@ -555,11 +612,11 @@ impl CpuExecutable {
     }
 
     /// Runs one kernel over its whole iteration space.
-    fn run_kernel(&self, k: &Kernel, f: KernelFn, args: Args) {
+    fn run_kernel(&self, i: usize, k: &Kernel, f: KernelFn, args: Args) {
         if k.points() == 0 {
             return;
         }
-        let tasks = kernel_tasks(k);
+        let tasks = &self.tasks[i];
         match &self.pool {
             Some(pool) if tasks.len() > 1 => {
                 pool.install(|| tasks.par_iter().for_each(|&t| call(f, args, t)))
@@ -569,28 +626,36 @@ impl CpuExecutable {
     }
 
     /// A matrix product or a convolution through the interpreter (the same GEMM routine,
-    /// the same threads).
+    /// the same threads), into its temporary `temps[d.out]`: in place when that holds the
+    /// product of an earlier run (kept by `take_temps`), else a new tensor.
     fn run_dot(
         &self,
         j: usize,
         d: &crate::kernel::DotCall,
         inputs: &[&Tensor],
-        temps: &[Tensor],
-    ) -> Result<Tensor, String> {
+        temps: &mut [Tensor],
+    ) -> Result<(), String> {
         let interp = self
             .interp
             .as_ref()
             .ok_or_else(|| "no GEMM thread pool".to_string())?;
+        let (before, rest) = temps.split_at_mut(d.out);
+        let (out, after) = rest
+            .split_first_mut()
+            .ok_or_else(|| format!("product temporary {} does not exist", d.out))?;
         let operand = |b: BufRef| match b {
             BufRef::Input(i) => Ok(inputs[i]),
-            BufRef::Temp(i) => Ok(&temps[i]),
+            BufRef::Temp(i) if i < d.out => Ok(&before[i]),
+            BufRef::Temp(i) if i > d.out => Ok(&after[i - d.out - 1]),
             BufRef::Const(i) => Ok(&*self.program.consts[i]),
             other => Err(format!("dot operand {other:?}")),
         };
         let (a, b) = (operand(d.lhs)?, operand(d.rhs)?);
         match self.dot_plans.get(j).and_then(Option::as_ref) {
-            Some(plan) => interp.run_planned(plan, &[a, b]),
-            None => interp.eval(&d.op.to_op(), &[a, b], &self.program.temps[d.out]),
+            Some(plan) => interp.run_planned_into(plan, &[a, b], out),
+            None => interp
+                .eval(&d.op.to_op(), &[a, b], &self.program.temps[d.out])
+                .map(|t| *out = t),
         }
         .map_err(|e| e.to_string())
     }

@@ -141,6 +141,25 @@ impl DotPlan {
         }
     }
 
+    /// [`DotPlan::run`] into `out`, a buffer of the product's dtype and length (an earlier
+    /// result, reused: no allocation), with the same bits.
+    pub(crate) fn run_into(&self, a: &Tensor, b: &Tensor, out: &mut Buffer) -> Result<(), String> {
+        match (a.data(), b.data(), out) {
+            (Buffer::F32(x), Buffer::F32(y), Buffer::F32(o)) => {
+                dot_into(x, y, self, o.as_mut_slice())
+            }
+            (Buffer::F64(x), Buffer::F64(y), Buffer::F64(o)) => {
+                dot_into(x, y, self, o.as_mut_slice())
+            }
+            (_, _, o) => Err(format!(
+                "operands must be of one float dtype, as the result: got {}, {} and {}",
+                a.dtype(),
+                b.dtype(),
+                o.dtype()
+            )),
+        }
+    }
+
     /// The product of `a` and `b`, tensors of the shapes the plan was made for.
     pub(crate) fn run(&self, a: &Tensor, b: &Tensor) -> Result<Buffer, String> {
         match (a.data(), b.data()) {
@@ -237,10 +256,38 @@ fn free_dims(rank: usize, batch: &[usize], contract: &[usize]) -> Vec<usize> {
 fn dot<T: Gemm>(x: &[T], y: &[T], plan: &DotPlan) -> Vec<T> {
     let a = plan.lhs.matrices(x);
     let b = plan.rhs.matrices(y);
+    let mut out = zeroed(a.batch * a.rows * b.cols);
+    product(&a, &b, &mut out);
+    out
+}
+
+/// [`dot`] written into `out` (a result of an earlier run, reused), which must have the
+/// product's length; it is cleared first, so the bits are [`dot`]'s.
+fn dot_into<T: Gemm + Default>(
+    x: &[T],
+    y: &[T],
+    plan: &DotPlan,
+    out: &mut [T],
+) -> Result<(), String> {
+    let a = plan.lhs.matrices(x);
+    let b = plan.rhs.matrices(y);
+    let len = a.batch * a.rows * b.cols;
+    if out.len() != len {
+        return Err(format!(
+            "the product has {len} elements, its buffer {}",
+            out.len()
+        ));
+    }
+    out.fill(T::default());
+    product(&a, &b, out);
+    Ok(())
+}
+
+/// The products of `a`'s and `b`'s matrices into `out` (zeroed, `batch·m·n` elements).
+fn product<T: Gemm>(a: &Matrices<'_, T>, b: &Matrices<'_, T>, out: &mut [T]) {
     let (batch, m, k, n) = (a.batch, a.rows, a.cols, b.cols);
-    let mut out = zeroed(batch * m * n);
     if out.is_empty() || k == 0 {
-        return out; // an empty contraction is a sum of nothing: zeros
+        return; // an empty contraction is a sum of nothing: zeros
     }
     let out_ptr = OutPtr(out.as_mut_ptr());
     let call = |t: &Tile| {
@@ -279,7 +326,7 @@ fn dot<T: Gemm>(x: &[T], y: &[T], plan: &DotPlan) -> Vec<T> {
                 cols: n,
             })
         });
-        return out;
+        return;
     }
     let tiles = tiles(batch, m, n, k);
     if tiles.len() == 1 {
@@ -287,7 +334,6 @@ fn dot<T: Gemm>(x: &[T], y: &[T], plan: &DotPlan) -> Vec<T> {
     } else {
         tiles.par_iter().for_each(call);
     }
-    out
 }
 
 /// One GEMM call's share of the output: `rows × cols` starting at (`row`, `col`) of `batch`.

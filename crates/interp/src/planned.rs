@@ -80,21 +80,7 @@ impl Interpreter {
             op: p.op.name(),
             message,
         };
-        if args.len() != p.args.len() {
-            return Err(err(format!(
-                "planned for {} operands, got {}",
-                p.args.len(),
-                args.len()
-            )));
-        }
-        for (i, (a, want)) in args.iter().zip(&p.args).enumerate() {
-            if a.dtype() != want.dtype || a.shape() != want.shape.as_slice() {
-                return Err(err(format!(
-                    "operand {i} was planned as {want}, got {}",
-                    a.ty()
-                )));
-            }
-        }
+        check_operands(p, args).map_err(err)?;
         let result = &p.result;
         let bytes = result.num_elements() * result.dtype.size_bytes();
         hw::check_allocation(bytes).map_err(|bytes| InterpError::OutOfMemory {
@@ -113,6 +99,54 @@ impl Interpreter {
         .map_err(err)?;
         Tensor::new(result.shape.clone(), buffer).map_err(|e| err(e.to_string()))
     }
+
+    /// [`Interpreter::run_planned`] with the result written into `out`: in place, without
+    /// an allocation, for a matrix product whose `out` already has the planned result type
+    /// (the product of an earlier run, as a loop body's cluster reuses it); any other op, or
+    /// an `out` of another type, gets a new tensor. The bits are `run_planned`'s.
+    pub fn run_planned_into(
+        &self,
+        p: &PlannedOp,
+        args: &[&Tensor],
+        out: &mut Tensor,
+    ) -> Result<(), InterpError> {
+        let result = &p.result;
+        let reusable = out.dtype() == result.dtype && out.shape() == result.shape.as_slice();
+        let Some(d) = p.dot.as_ref().filter(|_| reusable) else {
+            *out = self.run_planned(p, args)?;
+            return Ok(());
+        };
+        let err = |message: String| InterpError::Op {
+            op: p.op.name(),
+            message,
+        };
+        check_operands(p, args).map_err(err)?;
+        let buffer = out.data_mut();
+        let mut compute = || d.run_into(args[0], args[1], buffer);
+        if runs_inline(&p.op, args, result) {
+            compute()
+        } else {
+            self.pool.install(compute)
+        }
+        .map_err(err)
+    }
+}
+
+/// Checks that `args` have the types `p` was planned for.
+fn check_operands(p: &PlannedOp, args: &[&Tensor]) -> Result<(), String> {
+    if args.len() != p.args.len() {
+        return Err(format!(
+            "planned for {} operands, got {}",
+            p.args.len(),
+            args.len()
+        ));
+    }
+    for (i, (a, want)) in args.iter().zip(&p.args).enumerate() {
+        if a.dtype() != want.dtype || a.shape() != want.shape.as_slice() {
+            return Err(format!("operand {i} was planned as {want}, got {}", a.ty()));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -158,9 +192,44 @@ mod tests {
                         let got = interp.run_planned(&plan, &[&a, &b]).unwrap();
                         assert!(got.bit_eq(&want), "{dtype} {m}x{k}x{n} contract {lc},{rc}");
                     }
+                    // Into a reused buffer of other values (NaN), and into one of another
+                    // shape (replaced): the same bits.
+                    let nan = match dtype {
+                        DType::F32 => kiln_ir::Scalar::F32(f32::NAN),
+                        _ => kiln_ir::Scalar::F64(f64::NAN),
+                    };
+                    let mut out = Tensor::new(vec![m, n], Buffer::splat(nan, m * n)).unwrap();
+                    let mut wrong = Tensor::zeros(&TensorType::new(dtype, vec![n, m + 1]));
+                    for o in [&mut out, &mut wrong] {
+                        interp.run_planned_into(&plan, &[&a, &b], o).unwrap();
+                        assert!(o.bit_eq(&want), "into: {dtype} {m}x{k}x{n} {lc},{rc}");
+                    }
                 }
             }
         }
+    }
+
+    /// `run_planned_into` refuses operands of other types as `run_planned` does, and
+    /// an op that is not a product is computed as a new tensor.
+    #[test]
+    fn run_planned_into_checks_operands_and_runs_other_ops() {
+        let interp = Interpreter::new(1).unwrap();
+        let a = Tensor::from_f32([2, 3], vec![1.0, -2.0, 0.5, 3.0, -0.0, 4.0]).unwrap();
+        let op = Op::DotGeneral(dims(vec![1], vec![0]));
+        let ty = TensorType::new(DType::F32, vec![2, 2]);
+        let b = Tensor::from_f32([3, 2], vec![1.0; 6]).unwrap();
+        let plan = interp.plan(&op, &[&a.ty(), &b.ty()], &ty).unwrap();
+        let mut out = Tensor::zeros(&ty);
+        let e = interp.run_planned_into(&plan, &[&a, &a], &mut out);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("operand 1 was planned as f32[3,2]"));
+        let tanh = Op::Unary(kiln_ir::UnaryOp::Tanh);
+        let plan = interp.plan(&tanh, &[&a.ty()], &a.ty()).unwrap();
+        let want = interp.eval(&tanh, &[&a], &a.ty()).unwrap();
+        interp.run_planned_into(&plan, &[&a], &mut out).unwrap();
+        assert!(out.bit_eq(&want));
     }
 
     #[test]

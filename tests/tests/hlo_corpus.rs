@@ -209,6 +209,32 @@ fn every_exported_program_is_listed() {
     }
 }
 
+/// Every cluster compiled at its first call.
+const EAGER_JIT: &str =
+    "--tf_xla_enable_lazy_compilation=false --tf_xla_auto_jit=2 --tf_xla_min_cluster_size=1";
+
+/// The entry function of corpus program `name`.
+fn entry(name: &str) -> kiln_ir::Func {
+    let path = dir().join(name).join("model.hlo");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let module = kiln_hlo::import(&text, &format!("{name}/model.hlo")).unwrap();
+    module.entry().unwrap().clone()
+}
+
+/// `f` prepared (passes, clustering) and run by `s`: the prepared function and the outputs;
+/// a failure panics naming `label`.
+fn prepared_run(
+    s: &kiln::Session,
+    label: &str,
+    f: &kiln_ir::Func,
+    inputs: &[Tensor],
+) -> (kiln_ir::Func, Vec<Tensor>) {
+    let mut g = f.clone();
+    s.prepare(&mut g).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let out = s.run(&g, inputs).unwrap_or_else(|e| panic!("{label}: {e}"));
+    (g, out)
+}
+
 fn session(tf_xla_flags: &str) -> kiln::Session {
     session_with(tf_xla_flags, &[])
 }
@@ -233,23 +259,12 @@ fn session_with(tf_xla_flags: &str, variables: &[(&str, &str)]) -> kiln::Session
 /// clusters and run on the interpreter in both.
 #[test]
 fn compiled_and_fallback_runs_of_every_corpus_program_agree_bit_for_bit() {
-    let on = session(
-        "--tf_xla_enable_lazy_compilation=false --tf_xla_auto_jit=2 --tf_xla_min_cluster_size=1",
-    );
+    let on = session(EAGER_JIT);
     let off = session("--tf_xla_auto_jit=0");
     let mut compiled_clusters = 0;
     for &(name, _, _) in PROGRAMS {
-        let path = dir().join(name).join("model.hlo");
-        let text = std::fs::read_to_string(&path).unwrap();
-        let module = kiln_hlo::import(&text, &format!("{name}/model.hlo")).unwrap();
-        let f = module.entry().unwrap().clone();
-        let inputs = tensors(name, "in");
-        let run = |s: &kiln::Session| {
-            let mut g = f.clone();
-            s.prepare(&mut g).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let out = s.run(&g, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
-            (g, out)
-        };
+        let (f, inputs) = (entry(name), tensors(name, "in"));
+        let run = |s: &kiln::Session| prepared_run(s, name, &f, &inputs);
         let (g, compiled) = run(&on);
         let (_, fallback) = run(&off);
         assert_eq!(compiled.len(), fallback.len(), "{name}");
@@ -287,26 +302,11 @@ fn amp_rewritten_corpus_programs_compile_to_the_fallbacks_bits() {
     };
     for dtype in ["f16", "bf16"] {
         let off = amp(dtype, "--tf_xla_auto_jit=0", 2);
-        let on: Vec<kiln::Session> = [1, 7]
-            .iter()
-            .map(|&t| {
-                let jit = "--tf_xla_enable_lazy_compilation=false --tf_xla_auto_jit=2 \
-                           --tf_xla_min_cluster_size=1";
-                amp(dtype, jit, t)
-            })
-            .collect();
+        let on: Vec<kiln::Session> = [1, 7].iter().map(|&t| amp(dtype, EAGER_JIT, t)).collect();
         for &(name, _, _) in PROGRAMS {
-            let path = dir().join(name).join("model.hlo");
-            let text = std::fs::read_to_string(&path).unwrap();
-            let module = kiln_hlo::import(&text, &format!("{name}/model.hlo")).unwrap();
-            let f = module.entry().unwrap().clone();
-            let inputs = tensors(name, "in");
-            let run = |s: &kiln::Session| {
-                let mut g = f.clone();
-                s.prepare(&mut g).unwrap_or_else(|e| panic!("{name}: {e}"));
-                s.run(&g, &inputs)
-                    .unwrap_or_else(|e| panic!("{name}+amp_{dtype}: {e}"))
-            };
+            let (f, inputs) = (entry(name), tensors(name, "in"));
+            let label = format!("{name}+amp_{dtype}");
+            let run = |s: &kiln::Session| prepared_run(s, &label, &f, &inputs).1;
             let fallback = run(&off);
             for s in &on {
                 if let Some(d) = kiln_testkit::first_difference(&run(s), &fallback) {

@@ -307,8 +307,12 @@ impl Runtime {
         for (i, (&p, a)) in f.params.iter().zip(&args).enumerate() {
             let want = f.ty(p);
             let same = match a {
-                Arg::Host(t) => t.dtype() == want.dtype && t.shape() == want.shape,
-                Arg::Owned(t) => t.dtype() == want.dtype && t.shape() == want.shape,
+                Arg::Host(t) => {
+                    t.dtype() == want.dtype && kiln_ir::same_shape(t.shape(), &want.shape)
+                }
+                Arg::Owned(t) => {
+                    t.dtype() == want.dtype && kiln_ir::same_shape(t.shape(), &want.shape)
+                }
                 Arg::Device(d) => {
                     if self.inner.memory.is_none() {
                         return Err(RuntimeError::Invalid(format!(

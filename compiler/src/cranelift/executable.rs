@@ -282,7 +282,7 @@ impl CpuExecutable {
         }
         for (i, (t, ty)) in inputs.iter().zip(&p.inputs).enumerate() {
             // Compared in place: building each input's type per call costs an allocation.
-            if t.dtype() != ty.dtype || t.shape() != &ty.shape[..] {
+            if t.dtype() != ty.dtype || !kiln_ir::same_shape(t.shape(), &ty.shape) {
                 return Err(format!(
                     "@{} input {i}: expected {ty}, got {}",
                     p.name,

@@ -111,7 +111,8 @@ impl Interpreter {
         out: &mut Tensor,
     ) -> Result<(), InterpError> {
         let result = &p.result;
-        let reusable = out.dtype() == result.dtype && out.shape() == result.shape.as_slice();
+        let reusable =
+            out.dtype() == result.dtype && kiln_ir::same_shape(out.shape(), &result.shape);
         let Some(d) = p.dot.as_ref().filter(|_| reusable) else {
             *out = self.run_planned(p, args)?;
             return Ok(());
@@ -142,7 +143,7 @@ fn check_operands(p: &PlannedOp, args: &[&Tensor]) -> Result<(), String> {
         ));
     }
     for (i, (a, want)) in args.iter().zip(&p.args).enumerate() {
-        if a.dtype() != want.dtype || a.shape() != want.shape.as_slice() {
+        if a.dtype() != want.dtype || !kiln_ir::same_shape(a.shape(), &want.shape) {
             return Err(format!("operand {i} was planned as {want}, got {}", a.ty()));
         }
     }

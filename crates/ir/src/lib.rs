@@ -24,7 +24,7 @@ pub mod verify;
 pub mod window;
 
 pub use control::{Conditional, While};
-pub use dtype::{collapse_axes, row_major_strides, DType, TensorType};
+pub use dtype::{collapse_axes, row_major_strides, same_shape, DType, TensorType};
 pub use elements::Elements;
 pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
 /// The element types of `f16` and `bf16` buffers (the `half` crate's).

@@ -696,3 +696,32 @@ fn chains_thousands_of_ops_deep_compile_without_overflowing_the_stack() {
     let c = cluster(&chain("f32[5]", (0..6000).map(|i| ["neg", "abs"][i % 2])));
     check_with_inputs(&c, &[random_tensor(&c.body.param_types()[0], &mut Rng(9))]);
 }
+
+/// Kernels compile on up to `threads` threads; the machine code does not depend on how
+/// many (the functions are defined in list order whichever thread compiled them).
+#[test]
+fn machine_code_does_not_depend_on_compile_threads() {
+    let c = cluster(
+        "func @f(%x: f32[6,40], %y: f32[40,9]) -> (f32[6,9], f32[6]) {
+  %e = exp %x : f32[6,40]
+  %s = reduce_sum %e, axes=[1] : f32[6]
+  %p = dot_general %e, %y, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f32[6,9]
+  %t = tanh %p : f32[6,9]
+  return %t, %s
+}",
+    );
+    let bytes = |threads| {
+        let opts = kiln_compiler::cpu::CpuOptions {
+            threads,
+            ..Default::default()
+        };
+        kiln_compiler::cpu::compile_cluster(&c, &opts)
+            .expect("compiles")
+            .to_bytes()
+    };
+    let one = bytes(1);
+    for threads in [2, 3, 8] {
+        assert!(one == bytes(threads), "{threads} compile threads");
+    }
+    check_cluster(&c, 2);
+}

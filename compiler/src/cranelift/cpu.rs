@@ -11,9 +11,12 @@ use super::plan::{plan_kernel, TargetFacts};
 use super::schedule::{function_list, Part};
 use crate::kernel::{print_program, Kernel, Program, MAX_MATH_OPS};
 use crate::lower::{lower_cluster, LowerError};
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::Signature;
+use cranelift_codegen::isa::{TargetFrontendConfig, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
 use kiln_ir::Cluster;
 
 /// Host features the generated code may rely on.
@@ -118,53 +121,154 @@ pub fn compile_program(
     };
     let mut module = new_module(isa);
     let sig = kernel_signature(module.isa().default_call_conv());
-    let mut ids = Vec::new();
-    let mut code = Vec::new();
-    let mut ctx = module.make_context();
-    let mut dumps = Vec::new();
-    for (i, part) in function_list(&program) {
-        // (`clear_context` below resets this.)
-        ctx.set_disasm(opts.dump_to.is_some());
-        let k = &program.kernels[i];
+    let list = function_list(&program);
+    let mut ids = Vec::with_capacity(list.len());
+    for &(i, part) in &list {
+        let name = function_name(&program, i, part);
         let id = module
-            .declare_function(&function_name(&program, i, part), Linkage::Local, &sig)
+            .declare_function(&name, Linkage::Local, &sig)
             .map_err(|e| failed(e.to_string()))?;
-        ctx.func.signature = sig.clone();
-        let plan = plan_kernel(&program, k, part, facts);
-        kiln_flags::vlog!(
-            opts,
-            kiln_flags::logging::CPU_COMPILER,
-            2,
-            "{}: {plan}",
-            function_name(&program, i, part)
-        );
-        emit_kernel(&program, k, &plan, &mut ctx.func, module.target_config()).map_err(failed)?;
-        if opts.dump_to.is_some() {
-            let name = match part {
-                Part::Partials { .. } => format!("{}_partials", k.name),
-                _ => k.name.clone(),
-            };
-            dumps.push((name, ctx.func.display().to_string(), String::new()));
-        }
+        ids.push(id);
+    }
+    let job = CompileJob {
+        program: &program,
+        isa: module.isa(),
+        config: module.target_config(),
+        sig: &sig,
+        facts,
+        opts,
+    };
+    // Functions compile independently (Cranelift's per-function pipeline), on up to
+    // `threads` threads; they are defined below in list order, so the module and its code
+    // are the same whichever thread compiled what.
+    let compiled = parallel_map(list.len(), opts.threads, |f| {
+        let (i, part) = list[f];
+        job.compile(i, part, ids[f])
+    });
+    let mut code = Vec::with_capacity(list.len());
+    let mut dumps = Vec::new();
+    for (c, &id) in compiled.into_iter().zip(&ids) {
+        let c = c.map_err(failed)?;
         module
-            .define_function(id, &mut ctx)
-            .map_err(|e| failed(format!("{}: {e:?}", k.name)))?;
-        if let (Some(d), Some(c)) = (dumps.last_mut(), ctx.compiled_code()) {
-            d.2 = c.vcode.clone().unwrap_or_default();
+            .define_function_bytes(id, c.alignment, &c.bytes, &c.relocs)
+            .map_err(|e| failed(format!("{}: {e}", c.kernel)))?;
+        if let Some(d) = c.dump {
+            dumps.push(d);
         }
         // Code without relocations (no libcalls) can be cached and reloaded as bytes.
-        code.push(
-            ctx.compiled_code()
-                .filter(|c| c.buffer.relocs().is_empty())
-                .map(|c| (c.buffer.alignment, c.buffer.data().to_vec())),
-        );
-        module.clear_context(&mut ctx);
-        ids.push(id);
+        code.push(c.relocs.is_empty().then(|| (c.alignment as u32, c.bytes)));
     }
     if let Some(dir) = &opts.dump_to {
         write_dumps(dir, &program, &dumps);
     }
     assemble(program, module, &ids, code, opts)
+}
+
+/// What every function of one program is compiled with.
+struct CompileJob<'a> {
+    program: &'a Program,
+    isa: &'a dyn TargetIsa,
+    config: TargetFrontendConfig,
+    sig: &'a Signature,
+    facts: TargetFacts,
+    opts: &'a CpuOptions,
+}
+
+/// One compiled function: its code and relocations, ready for `define_function_bytes`.
+struct CompiledFunction {
+    kernel: String,
+    alignment: u64,
+    bytes: Vec<u8>,
+    relocs: Vec<ModuleReloc>,
+    /// `--xla_dump_to`: (file stem, CLIF, machine code).
+    dump: Option<(String, String, String)>,
+}
+
+impl CompileJob<'_> {
+    /// Plans, emits and compiles function `(i, part)` of the function list (declared as
+    /// `id`).
+    fn compile(&self, i: usize, part: Part, id: FuncId) -> Result<CompiledFunction, String> {
+        let (program, opts) = (self.program, self.opts);
+        let k = &program.kernels[i];
+        let name = function_name(program, i, part);
+        let started = std::time::Instant::now();
+        let mut ctx = cranelift_codegen::Context::new();
+        ctx.set_disasm(opts.dump_to.is_some());
+        ctx.func.signature = self.sig.clone();
+        let plan = plan_kernel(program, k, part, self.facts);
+        kiln_flags::vlog!(opts, kiln_flags::logging::CPU_COMPILER, 2, "{name}: {plan}");
+        emit_kernel(program, k, &plan, &mut ctx.func, self.config)?;
+        let clif = opts
+            .dump_to
+            .is_some()
+            .then(|| ctx.func.display().to_string());
+        let insts = ctx.func.dfg.num_insts();
+        ctx.compile(self.isa, &mut ControlPlane::default())
+            .map_err(|e| format!("{}: {:?}", k.name, e.inner))?;
+        let c = ctx.compiled_code().ok_or("Cranelift returned no code")?;
+        let relocs = c
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+            .collect();
+        let dump = clif.map(|clif| {
+            let stem = match part {
+                Part::Partials { .. } => format!("{}_partials", k.name),
+                _ => k.name.clone(),
+            };
+            (stem, clif, c.vcode.clone().unwrap_or_default())
+        });
+        let out = CompiledFunction {
+            kernel: k.name.clone(),
+            alignment: u64::from(c.buffer.alignment),
+            bytes: c.code_buffer().to_vec(),
+            relocs,
+            dump,
+        };
+        kiln_flags::vlog!(
+            opts,
+            kiln_flags::logging::CPU_COMPILER,
+            1,
+            "{name}: {insts} CLIF instructions, {} bytes of code in {} us",
+            out.bytes.len(),
+            started.elapsed().as_micros()
+        );
+        Ok(out)
+    }
+}
+
+/// `f(0)`, …, `f(n - 1)` in order, computed on up to `threads` scoped threads (the calling
+/// thread among them) that take the next index as they finish one.
+fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let workers = threads.min(n);
+    if workers <= 1 {
+        return (0..n).map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= n {
+                return done;
+            }
+            done.push((i, f(i)));
+        }
+    };
+    let mut all: Vec<(usize, T)> = std::thread::scope(|s| {
+        let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        let mut all = work();
+        for h in others {
+            match h.join() {
+                Ok(mut d) => all.append(&mut d),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    });
+    all.sort_by_key(|&(i, _)| i);
+    all.into_iter().map(|(_, t)| t).collect()
 }
 
 /// The symbol of function `(kernel, part)` of [`function_list`].

@@ -16,8 +16,10 @@ const LITERAL_MAX: usize = 64;
 /// more than [`LITERAL_MAX`] elements written as its element count and the BLAKE3 hash of
 /// its dtype, shape and element bits (exact, NaN payloads included) instead of a literal.
 /// Printing a frozen graph's 16 MiB of weights as decimal text took over a second per key.
+/// Names do not count: the body is printed with positional names
+/// ([`Func::with_positional_names`]), so equal computations share one executable.
 pub(crate) fn key_text(body: &Func) -> String {
-    kiln_ir::print::print_func_with(body, &|t: &Tensor| {
+    kiln_ir::print::print_func_with(&body.with_positional_names(), &|t: &Tensor| {
         if t.num_elements() <= LITERAL_MAX {
             return kiln_ir::print::literal(t);
         }
@@ -80,5 +82,23 @@ mod tests {
             "bits, not float equality"
         );
         assert_ne!(large, key_text(&body("1.0", n)));
+    }
+
+    /// Bodies that differ only in their names share a key; any difference in what they
+    /// compute (an op, an operand's order, a constant's bits, a type) does not.
+    #[test]
+    fn key_text_ignores_names_and_nothing_else() {
+        let f = |src: &str| kiln_ir::parse_func(src, "k.kir").unwrap();
+        let a = f("func @cluster_0(%x: f32[3], %y: f32[3]) -> f32[3] {\n  %c = constant 2.0 : f32[]\n  %b = broadcast_in_dim %c, dims=[] : f32[3]\n  %m = mul %x, %b : f32[3]\n  %s = sub %m, %y : f32[3]\n  return %s\n}\n");
+        let renamed = f("func @cluster_7(%p: f32[3], %q: f32[3]) -> f32[3] {\n  %two = constant 2.0 : f32[]\n  %bb = broadcast_in_dim %two, dims=[] : f32[3]\n  %t = mul %p, %bb : f32[3]\n  %out = sub %t, %q : f32[3]\n  return %out\n}\n");
+        assert_eq!(key_text(&a), key_text(&renamed));
+        for other in [
+            "func @cluster_0(%x: f32[3], %y: f32[3]) -> f32[3] {\n  %c = constant 2.0 : f32[]\n  %b = broadcast_in_dim %c, dims=[] : f32[3]\n  %m = mul %x, %b : f32[3]\n  %s = sub %y, %m : f32[3]\n  return %s\n}\n",
+            "func @cluster_0(%x: f32[3], %y: f32[3]) -> f32[3] {\n  %c = constant -2.0 : f32[]\n  %b = broadcast_in_dim %c, dims=[] : f32[3]\n  %m = mul %x, %b : f32[3]\n  %s = sub %m, %y : f32[3]\n  return %s\n}\n",
+            "func @cluster_0(%x: f32[3], %y: f32[3]) -> f32[3] {\n  %c = constant 2.0 : f32[]\n  %b = broadcast_in_dim %c, dims=[] : f32[3]\n  %m = mul %x, %b : f32[3]\n  %s = add %m, %y : f32[3]\n  return %s\n}\n",
+            "func @cluster_0(%x: f64[3], %y: f64[3]) -> f64[3] {\n  %c = constant 2.0 : f64[]\n  %b = broadcast_in_dim %c, dims=[] : f64[3]\n  %m = mul %x, %b : f64[3]\n  %s = sub %m, %y : f64[3]\n  return %s\n}\n",
+        ] {
+            assert_ne!(key_text(&a), key_text(&f(other)), "{other}");
+        }
     }
 }

@@ -183,7 +183,9 @@ impl Runtime {
             compiled(&inner.opts.policy, &mut facts, inst, outcome);
             rec.facts = facts;
         };
-        if let Some(exe) = lock(&inner.state).memory.get(content).cloned() {
+        // (The lock is released before `record` takes it again.)
+        let in_memory = lock(&inner.state).memory.get(content).cloned();
+        if let Some(exe) = in_memory {
             record(Outcome::CacheHit, None, &|s| s.memory_hits += 1);
             return Some(exe);
         }

@@ -425,3 +425,36 @@ fn bodies_that_differ_only_in_the_sign_of_a_zero_constant_are_told_apart() {
     }
     assert_eq!(backend.compiles.load(Ordering::SeqCst), 3);
 }
+
+#[test]
+fn clusters_that_differ_only_in_names_share_one_executable() {
+    // A bidirectional RNN's two loop bodies compute the same thing on different values:
+    // the second is a memory hit, not a second compile. Its answer is its own.
+    let n = 64;
+    let src = format!(
+        "func @f(%x: f32[{n}], %y: f32[{n}]) -> (f32[{n}], f32[{n}]) {{\n  %a = exp %x : f32[{n}]\n  %b = tanh %a : f32[{n}]\n  %c = mul %b, %x : f32[{n}]\n  %s = neg %c : f32[{n}]\n  %p = exp %y : f32[{n}]\n  %q = tanh %p : f32[{n}]\n  %r = mul %q, %y : f32[{n}]\n  %t = neg %r : f32[{n}]\n  return %s, %t\n}}\n"
+    );
+    let mut f = parse_func(&src, "two.kir").unwrap();
+    run_pipeline(&mut f, &Options::from_flags(&Flags::default())).unwrap();
+    let clusters = f
+        .insts
+        .iter()
+        .filter(|i| matches!(i.op, kiln_ir::Op::Cluster(_)))
+        .count();
+    assert_eq!(clusters, 2, "{}", kiln_ir::print_func(&f));
+    let backend = Arc::new(TestBackend::default());
+    let rt = compiling_at_once(backend.clone());
+    let x = input(n);
+    let y = Tensor::from_f32([n], (0..n).map(|i| 0.2 - i as f32 * 0.005).collect()).unwrap();
+    let want = kiln_interp::Interpreter::new(1)
+        .unwrap()
+        .run(&f, &[x.clone(), y.clone()])
+        .unwrap();
+    for _ in 0..3 {
+        let got = rt.run(&f, &[x.clone(), y.clone()]).unwrap();
+        assert!(got.iter().zip(&want).all(|(g, w)| g.bit_eq(w)));
+    }
+    assert_eq!(backend.compiles.load(Ordering::SeqCst), 1);
+    let s = rt.stats();
+    assert_eq!(s["f/cluster_1"].memory_hits, 1, "{s:?}");
+}

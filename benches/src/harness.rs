@@ -212,17 +212,24 @@ fn run_once(m: &mut Mode, calls: &[&Call]) -> Result<(f64, Vec<Vec<Placed>>), Be
     Ok((t.elapsed().as_secs_f64() * 1e3, outs))
 }
 
-/// One timed call of `m` right after an untimed one of the same mode (host modes; a mode
-/// with placed arguments warms itself in [`run_once`]). Modes are interleaved so that a
-/// busy machine's drift spreads over all of them, but then every call would start with
-/// the caches full of the other mode's data: a fallback call streams hundreds of MiB
-/// through the last-level cache, and the compiled call after it read its 16 MiB input
-/// from DRAM. The anchors (`benches/anchors/xla_anchor.py`) time `jax.jit` and
-/// `tf.function` in a loop of their own, each call after the same function's call, as a
-/// user's loop runs; this measures Kiln's modes under the same condition.
+/// Untimed calls of a host mode before each timed one (see [`warm_sample`]).
+pub const WARM_CALLS: usize = 2;
+
+/// One timed call of `m` right after [`WARM_CALLS`] untimed ones of the same mode (host
+/// modes; a mode with placed arguments warms itself in [`run_once`]). Modes are
+/// interleaved so that a busy machine's drift spreads over all of them, but then every
+/// call would start with the caches full of the other mode's data: a fallback call streams
+/// hundreds of MiB through the last-level cache. The anchors
+/// (`benches/anchors/xla_anchor.py`) time `jax.jit` and `tf.function` in a loop of their
+/// own, each call after the same function's calls, as a user's loop runs; this measures
+/// Kiln's modes under the same condition. One untimed call was not enough (2-core Xeon,
+/// layer norm 4096x1024, compiled: 1.03 ms per call in a loop of its own; after a fallback
+/// call and one untimed call 1.22 ms, after two 1.01 ms).
 fn warm_sample(m: &mut Mode, calls: &[&Call]) -> Result<f64, BenchError> {
     if m.placed.is_empty() {
-        run_once(m, calls)?;
+        for _ in 0..WARM_CALLS {
+            run_once(m, calls)?;
+        }
     }
     Ok(run_once(m, calls)?.0)
 }
@@ -374,8 +381,9 @@ fn bench_graph(
                 .map_err(|e| annotate(e, i, calls.len()))?;
         }
     }
-    // A host mode's sample costs two calls (see `warm_sample`).
-    let per_rep: f64 = 2.0 * answers.iter().map(|a| a.0).sum::<f64>().max(1e-3);
+    // A host mode's sample costs 1 + WARM_CALLS calls (see `warm_sample`).
+    let per_rep: f64 =
+        (1 + WARM_CALLS) as f64 * answers.iter().map(|a| a.0).sum::<f64>().max(1e-3);
     let reps =
         ((opts.budget.as_secs_f64() * 1e3 / per_rep) as usize).clamp(opts.reps.0, opts.reps.1);
     for _ in 0..reps {

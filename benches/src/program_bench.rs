@@ -17,6 +17,7 @@ use crate::program_dir::{import, Program};
 use crate::reference::check_bits;
 use crate::report::Record;
 use crate::stats::summarize;
+use crate::harness::WARM_CALLS;
 use crate::BenchError;
 use kiln::{Device, PlannedFunc, Session};
 use kiln_flags::{AmpDtype, Flags};
@@ -244,10 +245,17 @@ pub fn bench_program(
         warm.push(out);
     }
     check_bits(&warm[1], &warm[0]).map_err(|e| mismatch(&name, "cpu", e))?;
+    // Each sample: the mode's timed call after `WARM_CALLS` untimed ones, as for the
+    // built-in workloads (`crate::harness::WARM_CALLS`): the anchors time XLA in a loop of
+    // its own, not after another mode's call.
+    let per_rep = per_rep * (1 + WARM_CALLS) as f64;
     let reps = ((budget.budget.as_secs_f64() * 1e3 / per_rep.max(1e-3)) as usize)
         .clamp(budget.reps.0, budget.reps.1);
     for _ in 0..reps {
         for m in modes.iter_mut() {
+            for _ in 0..WARM_CALLS {
+                m.call(&p.inputs)?;
+            }
             let (ms, _) = m.call(&p.inputs)?;
             m.samples.push(ms);
         }

@@ -382,8 +382,7 @@ fn bench_graph(
         }
     }
     // A host mode's sample costs 1 + WARM_CALLS calls (see `warm_sample`).
-    let per_rep: f64 =
-        (1 + WARM_CALLS) as f64 * answers.iter().map(|a| a.0).sum::<f64>().max(1e-3);
+    let per_rep: f64 = (1 + WARM_CALLS) as f64 * answers.iter().map(|a| a.0).sum::<f64>().max(1e-3);
     let reps =
         ((opts.budget.as_secs_f64() * 1e3 / per_rep) as usize).clamp(opts.reps.0, opts.reps.1);
     for _ in 0..reps {

@@ -12,12 +12,12 @@
 //! that first call: `compile_ms` and the cluster counts are that session's). That is what
 //! XLA's compile + first run is compared with (`benches/anchors/xla_programs.py`).
 
+use crate::harness::WARM_CALLS;
 use crate::probe::Bandwidth;
 use crate::program_dir::{import, Program};
 use crate::reference::check_bits;
 use crate::report::Record;
 use crate::stats::summarize;
-use crate::harness::WARM_CALLS;
 use crate::BenchError;
 use kiln::{Device, PlannedFunc, Session};
 use kiln_flags::{AmpDtype, Flags};

@@ -725,3 +725,31 @@ fn machine_code_does_not_depend_on_compile_threads() {
     }
     check_cluster(&c, 2);
 }
+
+/// Clusters of the same name (a loop body's `cluster_0` and its function's) dump side by
+/// side, not over each other; compiling a program again rewrites its own files.
+#[test]
+fn dumps_of_different_programs_with_one_name_do_not_collide() {
+    let dir = std::env::temp_dir().join(format!("kiln-dump-names-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let opts = kiln_compiler::cpu::CpuOptions {
+        threads: 1,
+        dump_to: Some(dir.clone()),
+        ..Default::default()
+    };
+    let a = cluster("func @f(%x: f32[8]) -> f32[8] {\n  %t = tanh %x : f32[8]\n  return %t\n}");
+    let b = cluster("func @f(%x: f32[8]) -> f32[8] {\n  %t = exp %x : f32[8]\n  return %t\n}");
+    let text = |stem: &str| std::fs::read_to_string(dir.join(format!("{stem}.kernel.txt")));
+    let ea = kiln_compiler::cpu::compile_cluster(&a, &opts).expect("compiles");
+    let eb = kiln_compiler::cpu::compile_cluster(&b, &opts).expect("compiles");
+    kiln_compiler::cpu::compile_cluster(&a, &opts).expect("compiles");
+    assert_eq!(text("cluster_t").expect("first"), ea.kernel_ir_text());
+    assert_eq!(text("cluster_t.1").expect("second"), eb.kernel_ir_text());
+    assert!(
+        text("cluster_t.2").is_err(),
+        "a recompile reuses its own name"
+    );
+    assert!(dir.join("cluster_t.1.k0.clif").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -286,9 +286,29 @@ fn write_dumps(dir: &std::path::Path, p: &Program, dumps: &[(String, String, Str
             tracing::warn!("--xla_dump_to: cannot write {name}: {e}");
         }
     };
-    write(format!("{}.kernel.txt", p.name), &print_program(p));
+    let text = print_program(p);
+    let stem = dump_stem(dir, &p.name, &text);
+    write(format!("{stem}.kernel.txt"), &text);
     for (k, clif, asm) in dumps {
-        write(format!("{}.{k}.clif", p.name), clif);
-        write(format!("{}.{k}.s", p.name), asm);
+        write(format!("{stem}.{k}.clif"), clif);
+        write(format!("{stem}.{k}.s"), asm);
     }
+}
+
+/// The file stem of a program's dumps in `dir`: its name, unless a different program of
+/// that name was dumped there already (a loop body's `cluster_0` and the function's own
+/// `cluster_0`), then `name.1`, `name.2`, …: the first whose `.kernel.txt` is free or holds
+/// this program's text (a recompile of the same program overwrites its own dumps).
+fn dump_stem(dir: &std::path::Path, name: &str, text: &str) -> String {
+    for k in 0u32.. {
+        let stem = match k {
+            0 => name.to_string(),
+            k => format!("{name}.{k}"),
+        };
+        match std::fs::read_to_string(dir.join(format!("{stem}.kernel.txt"))) {
+            Ok(old) if old != text => continue,
+            _ => return stem,
+        }
+    }
+    name.to_string()
 }

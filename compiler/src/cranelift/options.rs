@@ -12,7 +12,9 @@ pub struct CpuOptions {
     /// `xla_backend_optimization_level` 0..=3: 0 is Cranelift's `none`, ≥ 1 `speed`.
     pub opt_level: u8,
     /// `--xla_dump_to`: writes `<cluster>.kernel.txt`, and per kernel function the CLIF
-    /// (`<cluster>.<kernel>.clif`) and the machine code (`<cluster>.<kernel>.s`).
+    /// (`<cluster>.<kernel>.clif`) and the machine code (`<cluster>.<kernel>.s`); a
+    /// different program of the same name dumped there before (a loop body's `cluster_0`)
+    /// moves this one to `<cluster>.1.*`, `<cluster>.2.*`, ….
     pub dump_to: Option<PathBuf>,
     /// `--xla_cpu_prefer_vector_width` ≥ 256: on a CPU with AVX2 and FMA, kernels hand
     /// their transcendental nodes in blocks to the interpreter's 256-bit build of the same

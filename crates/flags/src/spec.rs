@@ -463,7 +463,7 @@ pub static FLAGS: &[FlagSpec] = &[
         name: "xla_dump_to",
         variables: XLA,
         default: "unset",
-        help: "Directory to dump into: the graph after each pass and each cluster's kernel IR as text, with its CLIF and machine code on CPU (`.clif`, `.s`) or its PTX on GPU. Created if missing.",
+        help: "Directory to dump into: the graph after each pass and each cluster's kernel IR as text, with its CLIF and machine code on CPU (`.clif`, `.s`) or its PTX on GPU. Created if missing. On CPU, clusters of one name (a loop body's `cluster_0` beside the function's) are dumped as `cluster_0.*`, `cluster_0.1.*`, ….",
         effect: Effect::Acts,
         linked: &[],
         access: Access::Path { get: |f| f.dump_to.as_deref(), set: |f, v| f.dump_to = Some(v) },

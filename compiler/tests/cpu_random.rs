@@ -351,8 +351,11 @@ fn cluster_inputs<'a>(f: &Func, params: &'a [Tensor]) -> Vec<&'a Tensor> {
 #[test]
 fn f32_random_kernels_are_vectorised() {
     let dir = std::env::temp_dir().join(format!("kiln-rng-dump-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     for (dt, vector) in [("f32", true), ("f64", false)] {
+        // A fresh directory: the second program, also `cluster_t`, would be dumped beside
+        // the first as `cluster_t.1.*`.
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
         let c = cluster(&format!(
             "func @f(%s: i64[2]) -> {dt}[64] {{\n  %r = random_normal %s, alg=philox : {dt}[64]\n  %y = max %r, %r : {dt}[64]\n  return %y\n}}"
         ));

@@ -90,7 +90,7 @@ extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
 
 /// Block math ([`super::cpu::CpuOptions::wide_math`]): `dst[i] = MATH_OPS[op](src[i])` for
 /// `i < n`, with the interpreter's own AVX2 build of `kiln_math` — the fallback's operation,
-/// so the bits are the fallback's. `src` and `dst` are equal (in place) or do not overlap.
+/// so the bits are the fallback's; or, for [`round_f16_op`], `src[i]` rounded to `f16`. `src` and `dst` are equal (in place) or do not overlap.
 /// 512 bits wide when `W512` ([`host_table`]).
 extern "C" fn kiln_math_block_f32<const W512: bool>(
     op: u32,
@@ -98,7 +98,7 @@ extern "C" fn kiln_math_block_f32<const W512: bool>(
     dst: *mut f32,
     n: i64,
 ) {
-    at_width::<W512, _>(|| math_block(op, src, dst, n, kiln_interp::math_f32));
+    at_width::<W512, _>(|| math_block_f32(op, src, dst, n));
 }
 
 /// The `f64` version of [`kiln_math_block_f32`].
@@ -122,6 +122,35 @@ fn math_block<T>(
         return;
     };
     with_block(src, dst, n, |src, out| f(op, src, out));
+}
+
+/// The index past `kiln_interp::MATH_OPS` that asks the `f32` block-math function
+/// ([`kiln_math_block_f32`]) to round each element to `f16` precision instead
+/// (`kiln_interp::round_f16_block`: F16C where the CPU has it, the same bits as the rule
+/// the interpreter runs): a staged `convert` to `f16` ([`is_f16_rounding`]).
+pub fn round_f16_op() -> usize {
+    kiln_interp::MATH_OPS.len()
+}
+
+/// [`math_block`] of `f32`, with [`round_f16_op`] too.
+fn math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
+    if op as usize == round_f16_op() {
+        with_block(src, dst, n, |src, out| {
+            kiln_interp::round_f16_block(src, out);
+            true
+        });
+        return;
+    }
+    math_block(op, src, dst, n, kiln_interp::math_f32);
+}
+
+/// Whether node `n` of `k` rounds an `f32` value to `f16` (a `convert` from `f32` to
+/// `f16`: in the kernel's registers, `kiln_math::float16::round_to`), which block math
+/// does with F16C a window at a time ([`round_f16_op`]).
+pub fn is_f16_rounding(k: &Kernel, n: usize) -> bool {
+    let node = &k.nodes[n];
+    matches!(node.kind, NodeKind::Convert(a) if k.nodes[a].dtype == kiln_ir::DType::F32)
+        && node.dtype == kiln_ir::DType::F16
 }
 
 /// Defines an `extern "C" fn(op, src, c, dst, n)` host function over `value_block`:
@@ -334,10 +363,12 @@ pub fn kernel_has_shifted_math(k: &Kernel) -> bool {
     })
 }
 
-/// Whether kernel `k` has a float node that block math can compute.
+/// Whether kernel `k` has a float node that block math can compute (a rounding to `f16`
+/// among them, [`is_f16_rounding`]).
 pub fn kernel_has_math(k: &Kernel) -> bool {
-    k.nodes.iter().any(|n| {
+    k.nodes.iter().enumerate().any(|(i, n)| {
         matches!(n.kind, NodeKind::Unary(op, _) if math_op(op).is_some()) && n.dtype.is_float()
+            || is_f16_rounding(k, i)
     })
 }
 

@@ -332,9 +332,10 @@ kernel @k0 space=[1000] {
   store out2, v9
 }
 ";
+    // `tanh` and the rounding of its result to f16 are staged; the bf16 rounding is not.
     assert_eq!(
         texts(src, FULL),
-        ["vector=4 form=rows calls=[math] staged=[2]"]
+        ["vector=4 form=rows calls=[math] staged=[2,3]"]
     );
     // f64 has no lanes beside f32: a conversion through it keeps the kernel scalar.
     let wide = "program @c
@@ -348,4 +349,39 @@ kernel @k0 space=[64] {
 }
 ";
     assert_eq!(texts(wide, FULL), ["vector=none form=rows"]);
+}
+
+/// Roundings of `f32` values to `f16` are staged (F16C a window at a time, in `f32`
+/// blocks, never in the `f16` output they are stored to); widenings, roundings to `bf16`
+/// and narrow rows are not; without block math nothing is.
+#[test]
+fn f16_roundings_are_staged_in_f32_blocks() {
+    let src = "program @c
+  inputs (f16[4,512])
+  outputs (f16[4,512], bf16[4,512])
+  temps ()
+kernel @k0 space=[4,512] {
+  v0 = load in0[(i0*512 + i1)] : f16
+  v1 = convert v0 : f32
+  v2 = mul v1, v1 : f32
+  v3 = convert v2 : f16
+  v4 = convert v3 : f32
+  v5 = add v4, v1 : f32
+  v6 = convert v5 : f16
+  v7 = convert v5 : bf16
+  store out0, v6
+  store out1, v7
+}
+";
+    let p = plans(src, FULL);
+    assert_eq!(
+        p[0].to_string(),
+        "vector=4 form=rows calls=[math] staged=[3,6]"
+    );
+    for st in &p[0].staged {
+        assert_eq!(st.block, StagedBlock::Stack { bytes: 2048 }, "{st:?}");
+    }
+    assert_eq!(texts(src, PLAIN), ["vector=none form=rows"]);
+    let narrow = src.replace("512", "8");
+    assert_eq!(texts(&narrow, FULL), ["vector=4 form=rows"]);
 }

@@ -6,7 +6,7 @@
 //! only where they run changes.
 
 use super::{Block, Pinned, Staged, ValueEmitter};
-use crate::cranelift::host::{math_op, scalar_op};
+use crate::cranelift::host::{math_op, round_f16_op, scalar_op};
 use crate::cranelift::lanes::Lanes;
 use crate::cranelift::plan::{StagedBlock, StagedNode};
 use crate::kernel::NodeKind;
@@ -203,7 +203,12 @@ impl ValueEmitter<'_> {
             NodeKind::Unary(op, _) if shifted => (self.calls.shifted, math_op(op), true),
             NodeKind::Unary(op, _) => (self.calls.math, math_op(op), false),
             NodeKind::Binary(op, _, _) => (self.calls.scalar, scalar_op(op), true),
-            _ => return Err(format!("staged node v{n} is neither unary nor binary")),
+            NodeKind::Convert(_) => (self.calls.math, Some(round_f16_op()), false),
+            _ => {
+                return Err(format!(
+                    "staged node v{n} is neither unary, binary nor a rounding"
+                ))
+            }
         };
         let call = call.ok_or_else(|| format!("v{n} is staged without its block-math import"))?;
         let index = index.ok_or_else(|| format!("v{n}'s op has no block math"))?;

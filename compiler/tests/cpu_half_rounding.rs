@@ -1,6 +1,7 @@
-//! `f16` elementwise chains compiled on the CPU, where each op's rounding of its `f32`
-//! result to `f16` is staged: computed a window at a time by block math with F16C
-//! (`kiln_interp::round_f16_block`) instead of the emitted rule. Compiled output must equal
+//! `f16` and `bf16` elementwise chains compiled on the CPU, where each op's rounding of its
+//! `f32` result is staged: computed a window at a time by block math
+//! (`kiln_interp::round_half_block`: F16C for `f16`, the rule on eight lanes for `bf16`)
+//! instead of the emitted rule. Compiled output must equal
 //! the interpreter's (which runs the rule) bit for bit: over row lengths around the window
 //! and the vector width (1–9, 23–25, 511–513, 1030), broadcasts of a row and of a column,
 //! reductions of rounded products, and inputs that are random bit patterns (NaNs,
@@ -11,24 +12,23 @@ mod common;
 use common::*;
 use kiln_ir::{Buffer, DType, Tensor, TensorType};
 
-/// `f16` values: random bits for odd seeds, else finite values in [-300, 300] (squares
-/// overflow `f16`'s 65504) with many exact halves of the `f16` quantum (ties).
+/// 16-bit float values: random bits for odd seeds, else finite values in [-300, 300]
+/// (squares overflow `f16`'s 65504) with many exact halves of the quantum (ties).
 fn inputs(types: &[TensorType], seed: u64) -> Vec<Tensor> {
     let mut r = Rng(seed | 1);
     types
         .iter()
         .map(|t| {
-            if seed % 2 == 1 || t.dtype != DType::F16 {
+            if seed % 2 == 1 || !t.dtype.is_half() {
                 return random_tensor(t, &mut r);
             }
             let n = t.num_elements();
-            let data = (0..n)
-                .map(|_| {
-                    let v = ((r.next() >> 40) as f32 / (1u64 << 24) as f32) * 600.0 - 300.0;
-                    kiln_ir::f16::from_f32(v)
-                })
-                .collect();
-            Tensor::new(t.shape.clone(), Buffer::F16(data)).expect("sizes match")
+            let mut v = || ((r.next() >> 40) as f32 / (1u64 << 24) as f32) * 600.0 - 300.0;
+            let data = match t.dtype {
+                DType::F16 => Buffer::F16((0..n).map(|_| kiln_ir::f16::from_f32(v())).collect()),
+                _ => Buffer::Bf16((0..n).map(|_| kiln_ir::bf16::from_f32(v())).collect()),
+            };
+            Tensor::new(t.shape.clone(), data).expect("sizes match")
         })
         .collect()
 }
@@ -38,7 +38,8 @@ fn check(src: &str, seed: u64) {
     check_with_inputs(&c, &inputs(&c.body.param_types(), seed));
 }
 
-/// A GELU-like chain (six roundings and a staged `tanh`) over rows of every length.
+/// A GELU-like chain (six roundings and a staged `tanh`) over rows of every length, in
+/// both formats.
 #[test]
 fn pointwise_f16_chains_round_as_the_interpreter() {
     for (rows, cols) in [
@@ -54,10 +55,11 @@ fn pointwise_f16_chains_round_as_the_interpreter() {
         (3, 513),
         (2, 1030),
     ] {
-        let t = format!("f16[{rows},{cols}]");
-        let src = format!(
-            "func @f(%x: {t}, %b: f16[{cols}], %s: f16[{rows}]) -> {t} {{
-  %h = constant 0.5 : f16[]
+        for h in ["f16", "bf16"] {
+            let t = format!("{h}[{rows},{cols}]");
+            let src = format!(
+                "func @f(%x: {t}, %b: {h}[{cols}], %s: {h}[{rows}]) -> {t} {{
+  %h = constant 0.5 : {h}[]
   %hb = broadcast_in_dim %h, dims=[] : {t}
   %bb = broadcast_in_dim %b, dims=[1] : {t}
   %sb = broadcast_in_dim %s, dims=[0] : {t}
@@ -69,9 +71,10 @@ fn pointwise_f16_chains_round_as_the_interpreter() {
   %y = add %g, %x : {t}
   return %y
 }}"
-        );
-        for seed in [2, 3, 4] {
-            check(&src, seed + rows as u64 * 10 + cols as u64 * 100);
+            );
+            for seed in [2, 3, 4] {
+                check(&src, seed + rows as u64 * 10 + cols as u64 * 100);
+            }
         }
     }
 }
@@ -81,19 +84,20 @@ fn pointwise_f16_chains_round_as_the_interpreter() {
 #[test]
 fn reductions_of_rounded_f16_products_match_the_interpreter() {
     for (rows, cols) in [(3, 5), (2, 24), (4, 37), (3, 600), (2, 1030)] {
-        let t = format!("f16[{rows},{cols}]");
-        let src = format!(
-            "func @f(%x: {t}, %y: {t}) -> (f16[{rows}], f16[{cols}]) {{
+        for h in ["f16", "bf16"] {
+            let t = format!("{h}[{rows},{cols}]");
+            let src = format!(
+                "func @f(%x: {t}, %y: {t}) -> ({h}[{rows}], {h}[{cols}]) {{
   %p = mul %x, %y : {t}
   %q = sub %p, %x : {t}
-  %z = constant 0.0 : f16[]
-  %r = reduce_sum %q, axes=[1] : f16[{rows}]
-  %c = reduce_sum %p, axes=[0] : f16[{cols}]
+  %r = reduce_sum %q, axes=[1] : {h}[{rows}]
+  %c = reduce_sum %p, axes=[0] : {h}[{cols}]
   return %r, %c
 }}"
-        );
-        for seed in [6, 7] {
-            check(&src, seed + cols as u64);
+            );
+            for seed in [6, 7] {
+                check(&src, seed + cols as u64);
+            }
         }
     }
 }

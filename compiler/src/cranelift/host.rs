@@ -14,6 +14,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::{BinaryOp, UnaryOp};
+use kiln_math::float16::Half;
 
 /// The functions of a host table ([`host_table`]), in field order.
 #[repr(C)]
@@ -90,7 +91,7 @@ extern "C" fn kiln_fmod(x: f64, y: f64) -> f64 {
 
 /// Block math ([`super::cpu::CpuOptions::wide_math`]): `dst[i] = MATH_OPS[op](src[i])` for
 /// `i < n`, with the interpreter's own AVX2 build of `kiln_math` — the fallback's operation,
-/// so the bits are the fallback's; or, for [`round_f16_op`], `src[i]` rounded to `f16`. `src` and `dst` are equal (in place) or do not overlap.
+/// so the bits are the fallback's; or, for a [`round_half_op`], `src[i]` rounded to 16 bits. `src` and `dst` are equal (in place) or do not overlap.
 /// 512 bits wide when `W512` ([`host_table`]).
 extern "C" fn kiln_math_block_f32<const W512: bool>(
     op: u32,
@@ -125,32 +126,45 @@ fn math_block<T>(
 }
 
 /// The index past `kiln_interp::MATH_OPS` that asks the `f32` block-math function
-/// ([`kiln_math_block_f32`]) to round each element to `f16` precision instead
-/// (`kiln_interp::round_f16_block`: F16C where the CPU has it, the same bits as the rule
-/// the interpreter runs): a staged `convert` to `f16` ([`is_f16_rounding`]).
-pub fn round_f16_op() -> usize {
+/// ([`kiln_math_block_f32`]) to round each element to `to`'s precision instead
+/// (`kiln_interp::round_half_block`: F16C for `f16`, the rule on eight lanes for `bf16`,
+/// the same bits as the rule the interpreter runs): a staged `convert` to a 16-bit float
+/// ([`half_rounding`]).
+pub fn round_half_op(to: Half) -> usize {
     kiln_interp::MATH_OPS.len()
+        + match to {
+            Half::F16 => 0,
+            Half::Bf16 => 1,
+        }
 }
 
-/// [`math_block`] of `f32`, with [`round_f16_op`] too.
+/// [`math_block`] of `f32`, with the [`round_half_op`]s too.
 fn math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
-    if op as usize == round_f16_op() {
-        with_block(src, dst, n, |src, out| {
-            kiln_interp::round_f16_block(src, out);
-            true
-        });
-        return;
+    for to in [Half::F16, Half::Bf16] {
+        if op as usize == round_half_op(to) {
+            with_block(src, dst, n, |src, out| {
+                kiln_interp::round_half_block(to, src, out);
+                true
+            });
+            return;
+        }
     }
     math_block(op, src, dst, n, kiln_interp::math_f32);
 }
 
-/// Whether node `n` of `k` rounds an `f32` value to `f16` (a `convert` from `f32` to
-/// `f16`: in the kernel's registers, `kiln_math::float16::round_to`), which block math
-/// does with F16C a window at a time ([`round_f16_op`]).
-pub fn is_f16_rounding(k: &Kernel, n: usize) -> bool {
+/// The 16-bit format node `n` of `k` rounds an `f32` value to, if it is a `convert` from
+/// `f32` to `f16` or `bf16` (in the kernel's registers, `kiln_math::float16::round_to`),
+/// which block math does a window at a time ([`round_half_op`]).
+pub fn half_rounding(k: &Kernel, n: usize) -> Option<Half> {
     let node = &k.nodes[n];
-    matches!(node.kind, NodeKind::Convert(a) if k.nodes[a].dtype == kiln_ir::DType::F32)
-        && node.dtype == kiln_ir::DType::F16
+    match node.kind {
+        NodeKind::Convert(a) if k.nodes[a].dtype == kiln_ir::DType::F32 => match node.dtype {
+            kiln_ir::DType::F16 => Some(Half::F16),
+            kiln_ir::DType::Bf16 => Some(Half::Bf16),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Defines an `extern "C" fn(op, src, c, dst, n)` host function over `value_block`:
@@ -363,12 +377,12 @@ pub fn kernel_has_shifted_math(k: &Kernel) -> bool {
     })
 }
 
-/// Whether kernel `k` has a float node that block math can compute (a rounding to `f16`
-/// among them, [`is_f16_rounding`]).
+/// Whether kernel `k` has a float node that block math can compute (a rounding to a 16-bit
+/// float among them, [`half_rounding`]).
 pub fn kernel_has_math(k: &Kernel) -> bool {
     k.nodes.iter().enumerate().any(|(i, n)| {
         matches!(n.kind, NodeKind::Unary(op, _) if math_op(op).is_some()) && n.dtype.is_float()
-            || is_f16_rounding(k, i)
+            || half_rounding(k, i).is_some()
     })
 }
 

@@ -25,9 +25,9 @@ mod dot;
 mod elementwise;
 mod error;
 mod extremum;
-mod f16c;
 mod float16;
 mod gather;
+mod half_block;
 mod hw;
 mod movement;
 mod par;
@@ -51,7 +51,7 @@ pub use elementwise::{
 };
 pub use error::InterpError;
 pub use extremum::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};
-pub use f16c::round_f16_block;
+pub use half_block::round_half_block;
 /// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will
 /// stream through, so that they read as fast as the interpreter's own results.

@@ -34,6 +34,7 @@ pub enum Half {
 
 /// `x` (an `f32`) rounded to nearest even in `to`, as its 16 bits in the low half of the
 /// result. `A` must be an `f32` arithmetic.
+#[inline(always)]
 pub fn narrow<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::U {
     match to {
         Half::F16 => f32_to_f16_bits(a, x),
@@ -43,6 +44,7 @@ pub fn narrow<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::U {
 
 /// The `f32` holding exactly the 16-bit float `h` of format `from` (in the low 16 bits; the
 /// high bits must be zero). `A` must be an `f32` arithmetic.
+#[inline(always)]
 pub fn widen<A: Arith>(a: &mut A, h: A::U, from: Half) -> A::F {
     match from {
         Half::F16 => f16_bits_to_f32(a, h),
@@ -74,6 +76,7 @@ pub fn pack<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::U {
 /// Bit for bit `widen(narrow(x, to), to)` (the tests compare them), but for `f16` done
 /// without leaving `f32`'s format (`round_in_f32_to_f16`): half the operations, on the
 /// path every compiled 16-bit op takes.
+#[inline(always)]
 pub fn round_to<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::F {
     match to {
         Half::F16 => round_in_f32_to_f16(a, x),
@@ -89,6 +92,7 @@ pub fn round_to<A: Arith>(a: &mut A, x: A::F, to: Half) -> A::F {
 /// [`f32_to_f16_bits_with`]); subnormal ones are `(|x| + 0.5) - 0.5` (the add rounds to
 /// the `f16` quantum 2^-24, the subtraction is exact); a result of 65536 or more is
 /// infinity; a NaN is quiet with its payload's top 10 bits; the sign is `x`'s.
+#[inline(always)]
 fn round_in_f32_to_f16<A: Arith>(a: &mut A, x: A::F) -> A::F {
     let b = a.to_bits(x);
     let abs_mask = a.uconst(0x7fff_ffff);
@@ -127,12 +131,14 @@ fn round_in_f32_to_f16<A: Arith>(a: &mut A, x: A::F) -> A::F {
 // unsigned order agree, and 32-bit lanes have a signed compare in one instruction on x86
 // (`pcmpgtd`; an unsigned one takes three or four).
 
+#[inline(always)]
 fn f32_to_f16_bits<A: Arith>(a: &mut A, x: A::F) -> A::U {
     f32_to_f16_bits_with(a, x, 0x7e00)
 }
 
 /// [`f32_to_f16_bits`] with `nan_bits` (`0x7e00`: quieted, `0x7c00`: kept) or'd into a NaN's
 /// payload.
+#[inline(always)]
 fn f32_to_f16_bits_with<A: Arith>(a: &mut A, x: A::F, nan_bits: u32) -> A::U {
     let b = a.to_bits(x);
     let abs_mask = a.uconst(0x7fff_ffff);
@@ -176,6 +182,7 @@ fn f32_to_f16_bits_with<A: Arith>(a: &mut A, x: A::F, nan_bits: u32) -> A::U {
     a.or(r, sign)
 }
 
+#[inline(always)]
 fn f16_bits_to_f32<A: Arith>(a: &mut A, h: A::U) -> A::F {
     let abs_mask = a.uconst(0x7fff);
     let abs = a.and(h, abs_mask);
@@ -205,6 +212,7 @@ fn f16_bits_to_f32<A: Arith>(a: &mut A, h: A::U) -> A::F {
     a.from_bits(o)
 }
 
+#[inline(always)]
 fn f32_to_bf16_bits<A: Arith>(a: &mut A, x: A::F) -> A::U {
     let b = a.to_bits(x);
     let hi = a.lshr(b, 16);

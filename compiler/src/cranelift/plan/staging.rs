@@ -4,7 +4,7 @@
 //! bits; only where they run changes. The emitter's `values::staging` renders both.
 
 use super::vector_form::lane_dtype;
-use crate::cranelift::host::{is_f16_rounding, math_op, scalar_op, HostImports};
+use crate::cranelift::host::{half_rounding, math_op, scalar_op, HostImports};
 use crate::kernel::analysis::{loop_variant, used_by, RandomNodes};
 use crate::kernel::{BufRef, Kernel, NodeKind};
 use kiln_ir::{BinaryOp, DType, UnaryOp};
@@ -98,9 +98,9 @@ fn variant_nodes(k: &Kernel, var: usize) -> Vec<bool> {
 /// - a unary op of `kiln_interp::MATH_OPS`, or
 /// - a division by a value that does not depend on `var` (one per window; 8-lane
 ///   division issues as fast as 4-lane), or
-/// - a rounding of an `f32` value to `f16` (F16C eight lanes per instruction, where the
-///   emitted rule takes a dozen vector operations per four lanes: gelu on `f16` rounds
-///   eight times per element),
+/// - a rounding of an `f32` value to `f16` or `bf16` (F16C eight lanes per instruction,
+///   or the rule on eight lanes, where the emitted rule takes a dozen vector operations per
+///   four lanes: gelu on 16-bit floats rounds eight times per element),
 ///
 /// while their stack blocks fit in [`STAGING_STACK_BYTES`]. A unary op of `x - c` with such
 /// a `c` reads `x` and subtracts `c` itself (softmax's `exp(x - max)` is one call from the
@@ -145,11 +145,11 @@ pub fn staged_nodes(
             {
                 (a, None)
             }
-            NodeKind::Convert(a) if calls.math && is_f16_rounding(k, n) => (a, None),
+            NodeKind::Convert(a) if calls.math && half_rounding(k, n).is_some() => (a, None),
             _ => continue,
         };
-        // A rounding to `f16` holds its values in `f32` lanes, in an `f32` block (never in
-        // the 16-bit buffer it may be stored to).
+        // A rounding to a 16-bit float holds its values in `f32` lanes, in an `f32` block
+        // (never in the 16-bit buffer it may be stored to).
         let rounding = matches!(node.kind, NodeKind::Convert(_));
         let lane_type = if rounding { DType::F32 } else { node.dtype };
         let lanes_ok = width.is_none_or(|w| lane_dtype(w, lane_type));

@@ -335,7 +335,7 @@ kernel @k0 space=[1000] {
     // `tanh` and the rounding of its result to f16 are staged; the bf16 rounding is not.
     assert_eq!(
         texts(src, FULL),
-        ["vector=4 form=rows calls=[math] staged=[2,3]"]
+        ["vector=4 form=rows calls=[math] staged=[2,3,8]"]
     );
     // f64 has no lanes beside f32: a conversion through it keeps the kernel scalar.
     let wide = "program @c
@@ -351,11 +351,11 @@ kernel @k0 space=[64] {
     assert_eq!(texts(wide, FULL), ["vector=none form=rows"]);
 }
 
-/// Roundings of `f32` values to `f16` are staged (F16C a window at a time, in `f32`
-/// blocks, never in the `f16` output they are stored to); widenings, roundings to `bf16`
-/// and narrow rows are not; without block math nothing is.
+/// Roundings of `f32` values to `f16` and `bf16` are staged (a window at a time, in `f32`
+/// blocks, never in the 16-bit output they are stored to); widenings and narrow rows are
+/// not; without block math nothing is.
 #[test]
-fn f16_roundings_are_staged_in_f32_blocks() {
+fn half_roundings_are_staged_in_f32_blocks() {
     let src = "program @c
   inputs (f16[4,512])
   outputs (f16[4,512], bf16[4,512])
@@ -376,7 +376,7 @@ kernel @k0 space=[4,512] {
     let p = plans(src, FULL);
     assert_eq!(
         p[0].to_string(),
-        "vector=4 form=rows calls=[math] staged=[3,6]"
+        "vector=4 form=rows calls=[math] staged=[3,6,7]"
     );
     for st in &p[0].staged {
         assert_eq!(st.block, StagedBlock::Stack { bytes: 2048 }, "{st:?}");

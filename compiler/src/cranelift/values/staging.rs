@@ -6,7 +6,7 @@
 //! only where they run changes.
 
 use super::{Block, Pinned, Staged, ValueEmitter};
-use crate::cranelift::host::{math_op, round_f16_op, scalar_op};
+use crate::cranelift::host::{half_rounding, math_op, round_half_op, scalar_op};
 use crate::cranelift::lanes::Lanes;
 use crate::cranelift::plan::{StagedBlock, StagedNode};
 use crate::kernel::NodeKind;
@@ -203,7 +203,11 @@ impl ValueEmitter<'_> {
             NodeKind::Unary(op, _) if shifted => (self.calls.shifted, math_op(op), true),
             NodeKind::Unary(op, _) => (self.calls.math, math_op(op), false),
             NodeKind::Binary(op, _, _) => (self.calls.scalar, scalar_op(op), true),
-            NodeKind::Convert(_) => (self.calls.math, Some(round_f16_op()), false),
+            NodeKind::Convert(_) => {
+                let to = half_rounding(self.k, n)
+                    .ok_or_else(|| format!("staged v{n} is a convert but not a rounding"))?;
+                (self.calls.math, Some(round_half_op(to)), false)
+            }
             _ => {
                 return Err(format!(
                     "staged node v{n} is neither unary, binary nor a rounding"

@@ -1,0 +1,163 @@
+//! Rounding `f32` values to a 16-bit float's precision a block at a time, for compiled
+//! kernels' staged roundings (`kiln_compiler`'s block math). To `f16`: F16C's `vcvtps2ph`
+//! (round to nearest even) then `vcvtph2ps`, eight lanes per pair, where the CPU has F16C.
+//! To `bf16`: `kiln_math::float16`'s rule itself on eight lanes ([`kiln_math::F32x8`])
+//! where the CPU has its features. Elsewhere, and for the last few elements, the rule one
+//! element at a time. All give the same bits — the rule is the specification (the
+//! interpreter runs it), and the tests below hold F16C and the vector build to it on every
+//! class of input: every sign, exponent and top mantissa bits, with each pattern of the
+//! bits where the format rounds, ties, overflow to infinity, subnormal results and NaN
+//! payloads. Cranelift 0.135 cannot emit F16C (its x64 backend lowers no `f16`
+//! conversions), and its vectors are four lanes wide, so a kernel reaches these through a
+//! call.
+
+use kiln_math::float16::{round_f32, Half};
+
+/// `out[i] = round_f32(src[i], to)` for every `i`, in place when `src` is `None` (`src`,
+/// when given, is as long as `out`; otherwise nothing is written).
+pub fn round_half_block(to: Half, src: Option<&[f32]>, out: &mut [f32]) {
+    if src.is_some_and(|s| s.len() != out.len()) {
+        return;
+    }
+    let done = fast(to, src.map(<[f32]>::as_ptr), out);
+    match src {
+        Some(s) => {
+            for (o, &x) in out[done..].iter_mut().zip(&s[done..]) {
+                *o = round_f32(x, to);
+            }
+        }
+        None => {
+            for o in &mut out[done..] {
+                *o = round_f32(*o, to);
+            }
+        }
+    }
+}
+
+/// The elements `0..done` rounded by a vector loop (`src`, or `out` itself when `None`,
+/// holds `out.len()` elements); `done` is 0 without one for `to` on this CPU.
+#[cfg(target_arch = "x86_64")]
+fn fast(to: Half, src: Option<*const f32>, out: &mut [f32]) -> usize {
+    let n = out.len();
+    let dst = out.as_mut_ptr();
+    let from = src.unwrap_or(dst as *const f32);
+    match to {
+        Half::F16
+            if std::arch::is_x86_feature_detected!("avx")
+                && std::arch::is_x86_feature_detected!("f16c") =>
+        {
+            // SAFETY: the CPU has AVX and F16C; `from` and `dst` cover `n` elements.
+            unsafe { f16c(from, dst, n) }
+        }
+        _ => match kiln_math::F32x8::new() {
+            // SAFETY: `y` exists, so the CPU has its features; the pointers cover `n`.
+            Some(y) => unsafe { rule_x8(y, to, from, dst, n) },
+            None => 0,
+        },
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn fast(_: Half, _: Option<*const f32>, _: &mut [f32]) -> usize {
+    0
+}
+
+/// F16C over whole vectors of eight: returns how many elements it rounded.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn f16c(from: *const f32, dst: *mut f32, n: usize) -> usize {
+    use std::arch::x86_64::{
+        _mm256_cvtph_ps, _mm256_cvtps_ph, _mm256_loadu_ps, _mm256_storeu_ps,
+        _MM_FROUND_TO_NEAREST_INT,
+    };
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 <= n`; each vector is loaded before the same positions are stored.
+        unsafe {
+            let x = _mm256_loadu_ps(from.add(i));
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+            _mm256_storeu_ps(dst.add(i), _mm256_cvtph_ps(h));
+        }
+        i += 8;
+    }
+    i
+}
+
+/// `kiln_math::float16::round_to` on eight lanes over whole vectors: returns how many
+/// elements it rounded.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512dq,avx512bw")]
+unsafe fn rule_x8(
+    mut y: kiln_math::F32x8,
+    to: Half,
+    from: *const f32,
+    dst: *mut f32,
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::{_mm256_loadu_ps, _mm256_storeu_ps};
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: as in `f16c`.
+        unsafe {
+            let x = _mm256_loadu_ps(from.add(i));
+            let r = kiln_math::float16::round_to(&mut y, x, to);
+            _mm256_storeu_ps(dst.add(i), r);
+        }
+        i += 8;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast paths and the rule agree on every sign, exponent and top 7 mantissa bits,
+    /// each with 32 patterns of the low 16 bits: all 8 values of bits 13–15 (where `f16`
+    /// rounds normal results) each with no sticky bits, the lowest, the highest and one in
+    /// the middle; the high half's own patterns cover where `bf16` and subnormal `f16`
+    /// results round. Then 2^20 random bit patterns, in place and out of place, at lengths
+    /// with tails.
+    #[test]
+    fn vector_roundings_equal_the_rule() {
+        let lows: Vec<u32> = (0..8u32)
+            .flat_map(|b| [0, 1, 0x0fff, 0x0800].map(|s| (b << 13) | s))
+            .collect();
+        let mut x: Vec<f32> = Vec::with_capacity(65536 * lows.len() + (1 << 20));
+        for hi in 0..=0xffffu32 {
+            for &lo in &lows {
+                x.push(f32::from_bits((hi << 16) | lo));
+            }
+        }
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..1 << 20 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            x.push(f32::from_bits(s as u32));
+        }
+        for to in [Half::F16, Half::Bf16] {
+            let want: Vec<u32> = x.iter().map(|&v| round_f32(v, to).to_bits()).collect();
+            let first_bad =
+                |got: &[f32]| got.iter().zip(&want).position(|(g, w)| g.to_bits() != *w);
+            let mut out = vec![0.0f32; x.len()];
+            round_half_block(to, Some(&x), &mut out);
+            if let Some(i) = first_bad(&out) {
+                panic!(
+                    "{to:?} of {:#010x}: got {:#010x}, the rule {:#010x}",
+                    x[i].to_bits(),
+                    out[i].to_bits(),
+                    want[i]
+                );
+            }
+            let mut inplace = x.clone();
+            round_half_block(to, None, &mut inplace);
+            assert_eq!(first_bad(&inplace), None, "{to:?} in place");
+            for n in [0, 1, 7, 8, 9, 23, 513] {
+                let mut part = vec![0.0f32; n];
+                round_half_block(to, Some(&x[..n]), &mut part);
+                assert_eq!(first_bad(&part), None, "{to:?}, n = {n}");
+            }
+        }
+    }
+}

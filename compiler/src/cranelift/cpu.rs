@@ -156,7 +156,7 @@ pub fn compile_program(
             dumps.push(d);
         }
         // Code without relocations (no libcalls) can be cached and reloaded as bytes.
-        code.push(c.relocs.is_empty().then(|| (c.alignment as u32, c.bytes)));
+        code.push(c.relocs.is_empty().then_some((c.alignment as u32, c.bytes)));
     }
     if let Some(dir) = &opts.dump_to {
         write_dumps(dir, &program, &dumps);

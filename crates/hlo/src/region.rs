@@ -89,6 +89,151 @@ struct Region<'c> {
     index: HashMap<&'c str, usize>,
     /// Each `constant`'s value (or why it has none), by instruction.
     consts: Vec<Option<Result<Val, String>>>,
+    /// The region as straight-line steps, when every instruction the ROOT reaches has one
+    /// value (a `tuple` only as the ROOT) and is one the evaluator knows: what [`Region::eval`]
+    /// runs, probe after probe, without name lookups or allocations per instruction.
+    fast: Option<Fast>,
+}
+
+/// One value of a [`Fast`] region, from earlier steps' values.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Param(usize),
+    Const(Val),
+    Compare(usize, usize, CompareDir, bool),
+    Select(usize, usize, usize),
+    And(usize, usize),
+    Or(usize, usize),
+    Xor(usize, usize),
+    Not(usize),
+    Max(usize, usize),
+    Min(usize, usize),
+}
+
+/// A region as steps in an order where operands come first, and the steps the ROOT's
+/// values are (one, or a tuple's operands).
+#[derive(Debug)]
+struct Fast {
+    steps: Vec<Step>,
+    root: Vec<usize>,
+}
+
+impl Fast {
+    /// The ROOT's values with the parameters bound to `params`; `None` where a step does
+    /// not apply to its operands' kinds or a parameter is missing (the general evaluator
+    /// then says why). `vals` is scratch space.
+    fn run(&self, params: &[Val], vals: &mut Vec<Val>) -> Option<Vec<Val>> {
+        vals.clear();
+        for step in &self.steps {
+            let v = match *step {
+                Step::Param(n) => *params.get(n)?,
+                Step::Const(v) => v,
+                Step::Compare(a, b, dir, total) => {
+                    Val::B(compare_vals(dir, total, vals[a], vals[b])?)
+                }
+                Step::Select(p, a, b) => match vals[p] {
+                    Val::B(p) => {
+                        if p {
+                            vals[a]
+                        } else {
+                            vals[b]
+                        }
+                    }
+                    _ => return None,
+                },
+                Step::And(a, b) => bools(vals[a], vals[b], |x, y| x & y)?,
+                Step::Or(a, b) => bools(vals[a], vals[b], |x, y| x | y)?,
+                Step::Xor(a, b) => bools(vals[a], vals[b], |x, y| x ^ y)?,
+                Step::Not(a) => match vals[a] {
+                    Val::B(x) => Val::B(!x),
+                    _ => return None,
+                },
+                Step::Max(a, b) => ints(vals[a], vals[b], i128::max)?,
+                Step::Min(a, b) => ints(vals[a], vals[b], i128::min)?,
+            };
+            vals.push(v);
+        }
+        Some(self.root.iter().map(|&r| vals[r]).collect())
+    }
+
+    /// The steps of `r`'s instructions reachable from its ROOT; `None` for anything
+    /// [`Fast::run`] does not cover (the general evaluator handles it, errors included).
+    fn build(r: &Region<'_>) -> Option<Fast> {
+        let c = r.c;
+        let mut step_of: Vec<Option<usize>> = vec![None; c.instructions.len()];
+        let mut fast = Fast {
+            steps: Vec::new(),
+            root: Vec::new(),
+        };
+        let root = &c.instructions[c.root];
+        if root.opcode == "tuple" {
+            for o in root.operand_refs() {
+                let k = *r.index.get(o.name.as_str())?;
+                let s = fast.add(r, k, &mut step_of, 0)?;
+                fast.root.push(s);
+            }
+        } else {
+            let s = fast.add(r, c.root, &mut step_of, 0)?;
+            fast.root.push(s);
+        }
+        Some(fast)
+    }
+
+    /// The step of instruction `i`, adding it (after its operands') if it is new.
+    fn add(
+        &mut self,
+        r: &Region<'_>,
+        i: usize,
+        step_of: &mut Vec<Option<usize>>,
+        depth: usize,
+    ) -> Option<usize> {
+        if let Some(s) = step_of[i] {
+            return Some(s);
+        }
+        let c = r.c;
+        if depth > c.instructions.len() {
+            return None;
+        }
+        let inst = &c.instructions[i];
+        let mut args = Vec::new();
+        for o in inst.operand_refs() {
+            let k = *r.index.get(o.name.as_str())?;
+            args.push(self.add(r, k, step_of, depth + 1)?);
+        }
+        let step = match (inst.opcode.as_str(), &inst.operands, &args[..]) {
+            ("parameter", Operands::Parameter(n), _) => Step::Param(usize::try_from(*n).ok()?),
+            ("constant", _, _) => Step::Const(r.consts[i].clone()?.ok()?),
+            ("compare", _, &[a, b]) => {
+                let (dir, total) = compare_attrs(inst).ok()?;
+                Step::Compare(a, b, dir, total)
+            }
+            ("select", _, &[p, a, b]) => Step::Select(p, a, b),
+            ("and", _, &[a, b]) => Step::And(a, b),
+            ("or", _, &[a, b]) => Step::Or(a, b),
+            ("xor", _, &[a, b]) => Step::Xor(a, b),
+            ("not", _, &[a]) => Step::Not(a),
+            ("maximum", _, &[a, b]) => Step::Max(a, b),
+            ("minimum", _, &[a, b]) => Step::Min(a, b),
+            _ => return None,
+        };
+        self.steps.push(step);
+        step_of[i] = Some(self.steps.len() - 1);
+        step_of[i]
+    }
+}
+
+fn bools(a: Val, b: Val, f: impl Fn(bool, bool) -> bool) -> Option<Val> {
+    match (a, b) {
+        (Val::B(x), Val::B(y)) => Some(Val::B(f(x, y))),
+        _ => None,
+    }
+}
+
+fn ints(a: Val, b: Val, f: impl Fn(i128, i128) -> i128) -> Option<Val> {
+    match (a, b) {
+        (Val::I(x), Val::I(y)) => Some(Val::I(f(x, y))),
+        _ => None,
+    }
 }
 
 impl<'c> Region<'c> {
@@ -110,12 +255,22 @@ impl<'c> Region<'c> {
                 _ => None,
             })
             .collect();
-        Ok(Region { c, index, consts })
+        let mut r = Region {
+            c,
+            index,
+            consts,
+            fast: None,
+        };
+        r.fast = Fast::build(&r);
+        Ok(r)
     }
 
     /// The ROOT's values (a tuple flattened) with the parameters bound to `params`, or the
-    /// first instruction that cannot be evaluated.
-    fn eval(&self, params: &[Val]) -> Result<Vec<Val>, String> {
+    /// first instruction that cannot be evaluated. `scratch` is reused between calls.
+    fn eval(&self, params: &[Val], scratch: &mut Vec<Val>) -> Result<Vec<Val>, String> {
+        if let Some(v) = self.fast.as_ref().and_then(|f| f.run(params, scratch)) {
+            return Ok(v);
+        }
         let mut memo: Vec<Option<Vec<Val>>> = vec![None; self.c.instructions.len()];
         self.eval_at(&mut memo, params, self.c.root, 0)
     }
@@ -197,6 +352,13 @@ fn constant(inst: &crate::ast::Instruction, lit: &crate::ast::Literal) -> Result
 }
 
 fn compare(inst: &crate::ast::Instruction, a: Val, b: Val) -> Result<bool, String> {
+    let (dir, total) = compare_attrs(inst)?;
+    compare_vals(dir, total, a, b)
+        .ok_or_else(|| format!("compare %{} of different kinds", inst.name))
+}
+
+/// A `compare`'s direction, and whether it compares floats in their total order.
+fn compare_attrs(inst: &crate::ast::Instruction) -> Result<(CompareDir, bool), String> {
     let word = |name: &str| match inst.attr(name).map(|a| &a.value) {
         Some(AttrValue::Word(w)) => Some(w.as_str()),
         _ => None,
@@ -205,6 +367,12 @@ fn compare(inst: &crate::ast::Instruction, a: Val, b: Val) -> Result<bool, Strin
         .and_then(|d| CompareDir::from_name(&d.to_ascii_lowercase()))
         .ok_or_else(|| format!("compare %{} without a direction", inst.name))?;
     let total = word("type") == Some("TOTALORDER") || word("comparison_type") == Some("TOTALORDER");
+    Ok((dir, total))
+}
+
+/// `a dir b`, in the total order of floats when `total`; `None` for values of different
+/// kinds.
+fn compare_vals(dir: CompareDir, total: bool, a: Val, b: Val) -> Option<bool> {
     let ord = match (a, b) {
         (Val::F(x), Val::F(y)) if total => {
             let (x, y) = (
@@ -216,10 +384,10 @@ fn compare(inst: &crate::ast::Instruction, a: Val, b: Val) -> Result<bool, Strin
         (Val::F(x), Val::F(y)) => x.partial_cmp(&y),
         (Val::I(x), Val::I(y)) => Some(x.cmp(&y)),
         (Val::B(x), Val::B(y)) => Some(x.cmp(&y)),
-        _ => return Err(format!("compare %{} of different kinds", inst.name)),
+        _ => return None,
     };
     use std::cmp::Ordering::*;
-    Ok(match dir {
+    Some(match dir {
         CompareDir::Lt => ord == Some(Less),
         CompareDir::Le => matches!(ord, Some(Less | Equal)),
         CompareDir::Gt => ord == Some(Greater),
@@ -279,8 +447,9 @@ pub(crate) fn sort_comparator(
         .flat_map(|&d| [probes(d), probes(d)])
         .collect();
     let region = Region::new(c)?;
+    let mut scratch = Vec::new();
     for params in combinations(&sets) {
-        let got = match region.eval(&params)?[..] {
+        let got = match region.eval(&params, &mut scratch)?[..] {
             [Val::B(b)] => b,
             _ => return Err("it does not return one pred".into()),
         };
@@ -306,8 +475,9 @@ pub(crate) fn arg_reducer(c: &Computation, value: DType, index: DType) -> Result
     let sets = [probes(value), probes(index), probes(value), probes(index)];
     let mut candidates = ArgKind::ALL.to_vec();
     let region = Region::new(c)?;
+    let mut scratch = Vec::new();
     for p in combinations(&sets) {
-        let got = region.eval(&p)?;
+        let got = region.eval(&p, &mut scratch)?;
         candidates.retain(|&kind| {
             let want = match (p[0], p[1], p[2], p[3]) {
                 (Val::F(a), Val::I(i), Val::F(b), Val::I(j)) => {
@@ -327,4 +497,77 @@ pub(crate) fn arg_reducer(c: &Computation, value: DType, index: DType) -> Result
         }
     }
     Ok(candidates[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The regions of a real program (JAX's argmax reducer and its two sort comparators,
+    /// with their NaN and -0 canonicalisation) run as straight-line steps, and the steps
+    /// give the general evaluator's values on every probe, and fail where it fails (a float
+    /// `maximum`); a region the steps do not cover (an `add`) keeps the general evaluator
+    /// and its error.
+    #[test]
+    fn straight_line_steps_agree_with_the_evaluator() {
+        let text = include_str!("../../../tests/hlo/corpus/flax_mlp_rank/model.hlo");
+        let m = crate::parse(text, "model.hlo").expect("parses");
+        let mut fast = 0;
+        for c in &m.computations {
+            let Ok(r) = Region::new(c) else { continue };
+            let params = c
+                .instructions
+                .iter()
+                .filter(|i| i.opcode == "parameter")
+                .count();
+            let Some(f) = &r.fast else {
+                if c.name.starts_with("region_1") {
+                    let p = vec![Val::F(1.0); params];
+                    assert!(
+                        r.eval(&p, &mut Vec::new()).is_err(),
+                        "add is not recognised"
+                    );
+                }
+                continue;
+            };
+            fast += 1;
+            let dtypes: Vec<DType> = c
+                .instructions
+                .iter()
+                .filter_map(|i| match i.operands {
+                    Operands::Parameter(n) => Some((n, i)),
+                    _ => None,
+                })
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into_values()
+                .map(|i| {
+                    let ty = i.shape.as_array().map(literal::array_type);
+                    ty.and_then(Result::ok).map_or(DType::F32, |t| t.dtype)
+                })
+                .collect();
+            let sets: Vec<Vec<Val>> = dtypes.iter().map(|&d| probes(d)).collect();
+            let mut scratch = Vec::new();
+            let mut ran = false;
+            for p in combinations(&sets) {
+                let mut memo = vec![None; c.instructions.len()];
+                let slow = r.eval_at(&mut memo, &p, c.root, 0);
+                match (slow, f.run(&p, &mut scratch)) {
+                    (Ok(slow), Some(quick)) => {
+                        assert_eq!(slow.len(), quick.len(), "{}", c.name);
+                        assert!(
+                            slow.iter().zip(&quick).all(|(a, b)| a.same(*b)),
+                            "{}",
+                            c.name
+                        );
+                        ran = true;
+                    }
+                    // A float `maximum`: neither evaluates it (the general one says why).
+                    (Err(_), None) => {}
+                    (slow, quick) => panic!("{}: {slow:?} but {quick:?}", c.name),
+                }
+            }
+            fast += usize::from(ran);
+        }
+        assert!(fast >= 3, "the argmax reducer and both comparators: {fast}");
+    }
 }

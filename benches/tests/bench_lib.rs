@@ -85,7 +85,11 @@ fn end_to_end_small_chain_writes_table_json_and_svg() {
     // mode, as the anchors' loops do, so it is 1 + WARM_CALLS more compiled runs.
     let cpu = &report.records[1];
     let per_sample = 1 + kiln_benches::harness::WARM_CALLS as u64;
-    assert_eq!(cpu.compiled_runs, 3 + per_sample * cpu.reps as u64, "{cpu:?}");
+    assert_eq!(
+        cpu.compiled_runs,
+        3 + per_sample * cpu.reps as u64,
+        "{cpu:?}"
+    );
     let json: serde_json::Value = serde_json::from_str(&to_json(&report)).unwrap();
     let arr = json.as_array().unwrap();
     assert_eq!(arr.len(), 2);

@@ -212,7 +212,7 @@ fn run_once(m: &mut Mode, calls: &[&Call]) -> Result<(f64, Vec<Vec<Placed>>), Be
     Ok((t.elapsed().as_secs_f64() * 1e3, outs))
 }
 
-/// Untimed calls of a host mode before each timed one (see [`warm_sample`]).
+/// Untimed calls of a host mode before each timed one (see `warm_sample`).
 pub const WARM_CALLS: usize = 2;
 
 /// One timed call of `m` right after [`WARM_CALLS`] untimed ones of the same mode (host

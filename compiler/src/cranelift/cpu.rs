@@ -18,6 +18,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
 use kiln_ir::Cluster;
+use rayon::prelude::*;
 
 /// Host features the generated code may rely on.
 pub(super) fn make_isa(
@@ -138,13 +139,25 @@ pub fn compile_program(
         facts,
         opts,
     };
-    // Functions compile independently (Cranelift's per-function pipeline), on up to
-    // `threads` threads; they are defined below in list order, so the module and its code
-    // are the same whichever thread compiled what.
-    let compiled = parallel_map(list.len(), opts.threads, |f| {
+    // Functions compile independently (Cranelift's per-function pipeline), on the shared
+    // pool of `threads` threads the kernels run on; they are defined below in list order,
+    // so the module and its code are the same whichever thread compiled what.
+    let compile = |f: usize| {
         let (i, part) = list[f];
         job.compile(i, part, ids[f])
-    });
+    };
+    let compiled: Vec<_> = if opts.threads > 1 && list.len() > 1 {
+        let pool = kiln_interp::shared_pool(opts.threads).map_err(|e| failed(e.to_string()))?;
+        pool.install(|| {
+            (0..list.len())
+                .into_par_iter()
+                .with_max_len(1)
+                .map(compile)
+                .collect()
+        })
+    } else {
+        (0..list.len()).map(compile).collect()
+    };
     let mut code = Vec::with_capacity(list.len());
     let mut dumps = Vec::new();
     for (c, &id) in compiled.into_iter().zip(&ids) {
@@ -236,39 +249,6 @@ impl CompileJob<'_> {
         );
         Ok(out)
     }
-}
-
-/// `f(0)`, …, `f(n - 1)` in order, computed on up to `threads` scoped threads (the calling
-/// thread among them) that take the next index as they finish one.
-fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let workers = threads.min(n);
-    if workers <= 1 {
-        return (0..n).map(f).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if i >= n {
-                return done;
-            }
-            done.push((i, f(i)));
-        }
-    };
-    let mut all: Vec<(usize, T)> = std::thread::scope(|s| {
-        let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
-        let mut all = work();
-        for h in others {
-            match h.join() {
-                Ok(mut d) => all.append(&mut d),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        all
-    });
-    all.sort_by_key(|&(i, _)| i);
-    all.into_iter().map(|(_, t)| t).collect()
 }
 
 /// The symbol of function `(kernel, part)` of [`function_list`].

@@ -3,7 +3,8 @@
 //! (`kiln_interp::round_half_block`: F16C for `f16`, the rule on eight lanes for `bf16`)
 //! instead of the emitted rule. Compiled output must equal
 //! the interpreter's (which runs the rule) bit for bit: over row lengths around the window
-//! and the vector width (1–9, 23–25, 511–513, 1030), broadcasts of a row and of a column,
+//! and the vector width (1–9, 23–25, 511–513, 1030), broadcasts of a row (first operand)
+//! and of a column (second operand),
 //! reductions of rounded products, and inputs that are random bit patterns (NaNs,
 //! infinities, subnormals) or finite values whose products overflow `f16` and land on
 //! ties, at the thread counts and options of `common::check_with_inputs`.
@@ -45,7 +46,12 @@ fn pointwise_f16_chains_round_as_the_interpreter() {
     for (rows, cols) in [
         (1, 1),
         (3, 2),
+        (4, 3),
+        (2, 4),
+        (1, 5),
+        (6, 6),
         (2, 7),
+        (7, 8),
         (5, 9),
         (2, 23),
         (3, 24),
@@ -64,7 +70,7 @@ fn pointwise_f16_chains_round_as_the_interpreter() {
   %bb = broadcast_in_dim %b, dims=[1] : {t}
   %sb = broadcast_in_dim %s, dims=[0] : {t}
   %a = mul %x, %x : {t}
-  %c = add %a, %bb : {t}
+  %c = add %bb, %a : {t}
   %d = mul %c, %sb : {t}
   %e = tanh %d : {t}
   %g = mul %e, %hb : {t}

@@ -24,7 +24,20 @@ SIZES = {
     "medium": dict(n=1 << 24, rows=(4096, 1024), batch=256),
     "large": dict(n=1 << 26, rows=(16384, 1024), batch=1024),
 }
-WORKLOADS = ["bias_relu", "chain", "gelu", "softmax", "layernorm", "sum", "mlp", "rng_normal"]
+BASE_WORKLOADS = ["bias_relu", "chain", "gelu", "softmax", "layernorm", "sum", "mlp", "rng_normal"]
+# The 16-bit variants of Kiln's `gelu_f16`, `layernorm_bf16`, ... rows: the same function on
+# float16 / bfloat16 arguments (jax.jit only; each op's result is 16-bit, as in Kiln).
+HALF = {"f16": "float16", "bf16": "bfloat16"}
+HALF_BASES = ["gelu", "layernorm", "mlp"]
+WORKLOADS = BASE_WORKLOADS + [f"{b}_{h}" for b in HALF_BASES for h in HALF]
+
+
+def split_half(name):
+    """(base workload, 16-bit dtype name or None) of a workload name."""
+    for h, dtype in HALF.items():
+        if name.endswith("_" + h):
+            return name[: -len(h) - 1], dtype
+    return name, None
 
 
 def inputs(name, sz, rng):
@@ -110,8 +123,10 @@ def run_jax(size, sz, names, budget, out):
             f = jax.jit(lambda k: jax.random.normal(k, (sz["n"],), jnp.float32))
             args = [key]
         else:
-            f = jax.jit(progs[name])
-            args = [jnp.asarray(a) for a in inputs(name, sz, rng)]
+            base, half = split_half(name)
+            f = jax.jit(progs[base])
+            dt = getattr(jnp, half) if half else None
+            args = [jnp.asarray(a, dtype=dt) for a in inputs(base, sz, rng)]
         t = time.perf_counter()
         f.lower(*args).compile()
         compile_ms = (time.perf_counter() - t) * 1e3
@@ -138,6 +153,9 @@ def run_tf(size, sz, names, budget, out):
     progs["rng_normal"] = lambda: tf.random.stateless_normal((sz["n"],), seed=[42, 7])
     rng = np.random.default_rng(0)
     for name in names:
+        if split_half(name)[1]:
+            print(f"{name}: 16-bit anchors are taken with jax.jit only", file=sys.stderr)
+            continue
         args = [tf.constant(a) for a in inputs(name, sz, rng)]
         for mode, fn in (("tf.eager", progs[name]),
                          ("tf.function", tf.function(progs[name])),

@@ -145,7 +145,7 @@ pub fn flatten_kernel(k: &Kernel) -> Kernel {
 }
 
 /// `k` over `space`, its index expressions mapped by `expr`.
-fn remapped(k: &Kernel, space: Vec<usize>, expr: &dyn Fn(&IExpr) -> IExpr) -> Kernel {
+pub(super) fn remapped(k: &Kernel, space: Vec<usize>, expr: &dyn Fn(&IExpr) -> IExpr) -> Kernel {
     Kernel {
         name: k.name.clone(),
         space,

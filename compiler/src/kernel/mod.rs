@@ -15,6 +15,7 @@ pub mod analysis;
 mod collapse;
 mod epilogue;
 pub mod half;
+mod indices;
 pub mod narrow;
 mod parse;
 pub mod pipeline;
@@ -32,6 +33,7 @@ use serde::{Deserialize, Serialize};
 pub use analysis::operands;
 pub use collapse::{collapse_leading_dims, flatten_kernel};
 pub use epilogue::fuse_epilogues;
+pub use indices::simplify_indices;
 /// The canonical reduction order (design.md, Invariant 2), defined once by the reference
 /// semantics: [`LANES`] lane accumulators, chunks of [`CHUNK`], the pairwise [`TREE`].
 pub use kiln_interp::reduce::{CHUNK, LANES, TREE};
@@ -105,6 +107,14 @@ impl IExpr {
         if let (Some((x, p)), Some((y, q, n))) = (a.as_floor_multiple(), b.as_digit()) {
             if x == y && p == n * q {
                 return IExpr::scaled(IExpr::quot(x.clone(), q), q);
+            }
+        }
+        // `((x / q) % n)·q + x % q` is `x % (n·q)` (two digits of one number), either way round.
+        for (hi, lo) in [(&a, &b), (&b, &a)] {
+            if let (Some((x, q, n)), IExpr::Rem(y, r)) = (hi.as_digit(), lo) {
+                if q > 1 && *r == q && x == y.as_ref() {
+                    return IExpr::modulo(x.clone(), n * q);
+                }
             }
         }
         match (a, b) {
@@ -569,7 +579,7 @@ fn without_var0(e: &IExpr) -> IExpr {
 }
 
 /// Bounds of `e` over the kernel's loop ranges (interval arithmetic).
-fn range(e: &IExpr, k: &Kernel) -> Option<(i64, i64)> {
+pub(super) fn range(e: &IExpr, k: &Kernel) -> Option<(i64, i64)> {
     Some(match e {
         IExpr::Var(v) => {
             let ext = match k.space.get(*v) {

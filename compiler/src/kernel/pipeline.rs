@@ -51,6 +51,7 @@ pub const PASSES: &[(&str, Stage, KernelPass)] = &[
         Stage::Lowering,
         collapse_leading_dims,
     ),
+    ("simplify_indices", Stage::Lowering, simplify_indices),
     (
         "split_long_reductions",
         Stage::Target,
@@ -127,6 +128,10 @@ fn collapse_leading_dims(p: &mut Program, _: &TargetCaps) -> bool {
     let before: Vec<usize> = p.kernels.iter().map(|k| k.space.len()).collect();
     super::collapse_leading_dims(p);
     p.kernels.iter().map(|k| k.space.len()).ne(before)
+}
+
+fn simplify_indices(p: &mut Program, _: &TargetCaps) -> bool {
+    super::simplify_indices(p)
 }
 
 fn split_long_reductions(p: &mut Program, caps: &TargetCaps) -> bool {

@@ -134,9 +134,9 @@ pub fn emit_kernel(
             let vars = em.row_vars(r, &k.space[..rank - 1], rank);
             em.pin_and_stage(plan, &vars)?;
             if plan.staged.is_empty() {
-                em.inner_loop(vars, params[3], params[4], vector)?;
+                em.inner_loop(vars, params[3], params[4], vector, plan.inner_copies)?;
             } else {
-                em.windows(vars, params[3], params[4], vector)?;
+                em.windows(vars, params[3], params[4], vector, plan.inner_copies)?;
             }
             em.ve.unpin();
         }
@@ -198,14 +198,15 @@ impl Emitter<'_, '_, '_> {
         self.ve.emit_stores(self.b, vars, lanes)
     }
 
-    /// [`Emitter::inner_loop`] over `[start, end)` in windows of [`WINDOW`] columns, each
-    /// first [staged](Emitter::stage).
+    /// [`Emitter::inner_loop`] (`unroll` vectors per iteration) over `[start, end)` in
+    /// windows of [`WINDOW`] columns, each first [staged](Emitter::stage).
     fn windows(
         &mut self,
         vars: Vec<Value>,
         start: Value,
         end: Value,
         vector: bool,
+        unroll: i64,
     ) -> Result<(), String> {
         let inner = vars.len() - 1;
         self.range_loop(start, end, |s, c| {
@@ -217,7 +218,7 @@ impl Emitter<'_, '_, '_> {
             at[inner] = c;
             s.stage(&at, count, vector)?;
             if !s.ve.all_stores_in_block() {
-                s.inner_loop(vars.clone(), c, stop, vector)?;
+                s.inner_loop(vars.clone(), c, stop, vector, unroll)?;
             }
             s.ve.end_window();
             Ok(stop)
@@ -308,15 +309,17 @@ impl Emitter<'_, '_, '_> {
         start: Value,
         end: Value,
         vector: bool,
+        unroll: i64,
     ) -> Result<(), String> {
         let inner = vars.len() - 1;
         let col = self.b.declare_var(types::I64);
         self.b.def_var(col, start);
         let done = self.b.create_block();
-        // Two vectors per iteration first (independent work for the out-of-order core),
-        // then one, then single lanes; every stage computes an element the same way.
-        for (copies, lanes) in [(2i64, Lanes::Vector), (1, Lanes::Vector), (1, Lanes::One)] {
-            if lanes == Lanes::Vector && !vector {
+        // `unroll` vectors per iteration first (the plan's `inner_copies`), then one, then
+        // single lanes; every stage computes an element the same way.
+        let stages = [(unroll, Lanes::Vector), (1, Lanes::Vector), (1, Lanes::One)];
+        for (i, &(copies, lanes)) in stages.iter().enumerate() {
+            if lanes == Lanes::Vector && (!vector || i == 0 && unroll == 1) {
                 continue;
             }
             let step = if lanes == Lanes::Vector {

@@ -56,6 +56,25 @@ pub struct KernelPlan {
     /// Nodes used only as seeds of random nodes: evaluated once, as scalars, whatever the
     /// lanes (so they do not keep the kernel from vectorising).
     pub seed_only: Vec<usize>,
+    /// Vectors per iteration of the pointwise inner loop ([`LoopForm::Rows`]): two
+    /// (independent work for the out-of-order core) when the inner dimension holds at least
+    /// [`UNROLL_MIN_VECTORS`] vectors, else one ([`inner_copies`]).
+    pub inner_copies: i64,
+}
+
+/// The fewest vectors an inner dimension holds for its loop to run two per iteration.
+pub const UNROLL_MIN_VECTORS: usize = 16;
+
+/// Vectors per inner-loop iteration for an inner dimension of `extent` elements at `vector`
+/// lanes. A short row (a recurrent cell's 12 gate values) would run a two-vector body at
+/// most a few times, while that body doubles the function's code — and Cranelift's compile
+/// time, which grows faster than the code (a GRU step's kernel: 5235 CLIF instructions and
+/// 8–12 ms to compile with the second copy).
+pub fn inner_copies(extent: usize, vector: Option<u32>) -> i64 {
+    match vector {
+        Some(w) if extent >= UNROLL_MIN_VECTORS * w as usize => 2,
+        _ => 1,
+    }
 }
 
 /// The loop nest of a kernel function.
@@ -104,6 +123,7 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
         pinned: None,
         staged: Vec::new(),
         seed_only: (0..k.nodes.len()).filter(|&n| seed_only[n]).collect(),
+        inner_copies: inner_copies(k.space.last().copied().unwrap_or(1), vector),
     };
     let Some(red) = &k.reduce else {
         if rank > 0 {
@@ -204,6 +224,9 @@ impl fmt::Display for KernelPlan {
         }
         if !self.seed_only.is_empty() {
             write!(f, " seed_only={}", list(self.seed_only.iter().copied()))?;
+        }
+        if self.form == LoopForm::Rows && self.vector.is_some() && self.inner_copies != 2 {
+            write!(f, " copies={}", self.inner_copies)?;
         }
         Ok(())
     }

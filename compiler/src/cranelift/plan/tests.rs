@@ -103,11 +103,25 @@ fn short_rows_emit_their_math_inline() {
         texts(&src, FULL),
         [
             "vector=4 form=reduce acc=vector",
-            "vector=4 form=rows pinned@1=[1]",
+            "vector=4 form=rows pinned@1=[1] copies=1",
             "vector=4 form=reduce acc=vector",
-            "vector=4 form=rows pinned@1=[1]",
+            "vector=4 form=rows pinned@1=[1] copies=1",
         ]
     );
+}
+
+/// Inner loops run two vectors per iteration from 16 vectors on; shorter ones one (code
+/// size is compile time, and a short row would run the two-vector body a few times at most).
+#[test]
+fn short_inner_loops_run_one_vector_per_iteration() {
+    assert_eq!(inner_copies(64, Some(4)), 2);
+    assert_eq!(inner_copies(63, Some(4)), 1);
+    assert_eq!(inner_copies(12, Some(4)), 1);
+    assert_eq!(inner_copies(32, Some(2)), 2);
+    assert_eq!(inner_copies(4096, None), 1);
+    let short = SOFTMAX.replace("1024", "60");
+    assert!(texts(&short, FULL)[1].ends_with("copies=1"));
+    assert!(!texts(SOFTMAX, FULL)[1].contains("copies"));
 }
 
 #[test]
@@ -383,5 +397,5 @@ kernel @k0 space=[4,512] {
     }
     assert_eq!(texts(src, PLAIN), ["vector=none form=rows"]);
     let narrow = src.replace("512", "8");
-    assert_eq!(texts(&narrow, FULL), ["vector=4 form=rows"]);
+    assert_eq!(texts(&narrow, FULL), ["vector=4 form=rows copies=1"]);
 }

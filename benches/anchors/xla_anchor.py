@@ -84,7 +84,7 @@ def programs(np_like, nn):
     }
 
 
-def timeit(fn, sync, budget_s, min_reps=3, max_reps=25):
+def timeit(fn, sync, budget_s, min_reps=3, max_reps=200):
     t = time.perf_counter()
     sync(fn())
     first = (time.perf_counter() - t) * 1e3

@@ -449,3 +449,26 @@ fn empty_tensors_and_empty_reductions() {
         check_cluster(&cluster(&src), 73);
     }
 }
+
+/// Rows on both sides of the length from which inner loops run two vectors per iteration
+/// (16 vectors: 64 `f32`/`i32` lanes, 32 `f64` lanes), every remainder after it, with a
+/// broadcast row as the first and as the second operand and a transcendental op.
+#[test]
+fn inner_loops_across_the_unroll_threshold() {
+    for (dt, lens) in [("f32", 60..=73), ("i32", 62..=69), ("f64", 29..=37)] {
+        for n in lens {
+            let math = if dt == "i32" { "neg" } else { "tanh" };
+            let src = format!(
+                "func @f(%x: {dt}[3,{n}], %b: {dt}[{n}]) -> ({dt}[3,{n}], {dt}[3,{n}]) {{
+  %r = broadcast_in_dim %b, dims=[1] : {dt}[3,{n}]
+  %s = sub %r, %x : {dt}[3,{n}]
+  %t = {math} %s : {dt}[3,{n}]
+  %u = mul %t, %r : {dt}[3,{n}]
+  %v = max %x, %r : {dt}[3,{n}]
+  return %u, %v
+}}"
+            );
+            check_cluster(&cluster(&src), n as u64);
+        }
+    }
+}

@@ -57,7 +57,7 @@ pub fn simplify(e: &IExpr, k: &Kernel) -> IExpr {
     }
 }
 
-/// Simplifies the index expressions of every kernel of `p` ([`simplify`]); whether any
+/// Simplifies the index expressions of every kernel of `p` (`simplify`); whether any
 /// changed.
 pub fn simplify_indices(p: &mut Program) -> bool {
     let changed = std::cell::Cell::new(false);

@@ -60,22 +60,21 @@ pub fn simplify(e: &IExpr, k: &Kernel) -> IExpr {
 /// Simplifies the index expressions of every kernel of `p` (`simplify`); whether any
 /// changed.
 pub fn simplify_indices(p: &mut Program) -> bool {
-    let changed = std::cell::Cell::new(false);
+    let mut changed = false;
     for k in &mut p.kernels {
+        // Index expressions compare exactly (no floats in them), unlike whole kernels.
         let kernel_changed = std::cell::Cell::new(false);
         let s = remapped(k, k.space.clone(), &|e| {
             let s = simplify(e, k);
-            if s != *e {
-                kernel_changed.set(true);
-            }
+            kernel_changed.set(kernel_changed.get() || s != *e);
             s
         });
         if kernel_changed.get() {
             *k = s;
-            changed.set(true);
+            changed = true;
         }
     }
-    changed.get()
+    changed
 }
 
 #[cfg(test)]

@@ -305,7 +305,7 @@ fn division_and_subtraction_by_one_value_per_window() {
 }
 
 #[test]
-fn only_divisions_and_math_operands_are_staged() {
+fn only_divisions_math_operands_and_shifted_products_are_staged() {
     let calls = |src: &str, tag: &str| clif(&cluster(src), tag).matches("call_indirect").count();
     let w = usize::from(wide());
     // The divide step of softmax: one call per window, straight from `e` into `y`.
@@ -332,16 +332,88 @@ fn only_divisions_and_math_operands_are_staged() {
 }";
     assert_eq!(calls(varying, "varying"), w);
     // A subtraction no transcendental reads stays in emitted code (a call would cost more
-    // than the one `subps` per four elements), as does a division by a varying value.
-    let plain = "func @f(%x: f32[2,700], %m: f32[2]) -> (f32[2,700], f32[2,700]) {
+    // than the one `subps` per four elements), as do a division by a varying value, a
+    // product by a varying value, and a product of `x - m` whose `x` is computed (the call
+    // would need a window written for it first).
+    let plain =
+        "func @f(%x: f32[2,700], %m: f32[2]) -> (f32[2,700], f32[2,700], f32[2,700], f32[2,700]) {
   %mb = broadcast_in_dim %m, dims=[0] : f32[2,700]
   %d = sub %x, %mb : f32[2,700]
   %k = constant 2.0 : f32[2,700]
-  %y = mul %d, %k : f32[2,700]
+  %y = mul %d, %x : f32[2,700]
   %q = div %k, %x : f32[2,700]
-  return %y, %q
+  %s = mul %x, %x : f32[2,700]
+  %t = sub %s, %mb : f32[2,700]
+  %u = mul %t, %k : f32[2,700]
+  return %d, %y, %q, %u
 }";
     assert_eq!(calls(plain, "plain"), 0);
+    // A normalisation `(x - m) * r` with `m` and `r` one value per row: one shifted call
+    // per window from `x` straight into `y`.
+    let normalise = "func @f(%x: f32[2,700], %m: f32[2], %r: f32[2]) -> f32[2,700] {
+  %mb = broadcast_in_dim %m, dims=[0] : f32[2,700]
+  %rb = broadcast_in_dim %r, dims=[0] : f32[2,700]
+  %d = sub %x, %mb : f32[2,700]
+  %y = mul %d, %rb : f32[2,700]
+  return %y
+}";
+    assert_eq!(calls(normalise, "normalise"), w);
+}
+
+#[test]
+fn shifted_products_and_quotients_by_one_value_per_window() {
+    // `(x - b) * c` and `(x - b) / c` with `b` and `c` one value per row (broadcasts,
+    // constants): one shifted call per window, the difference never stored. Special values
+    // (NaN, ±inf, ±0, subnormals) in every operand; the difference is also read by
+    // emitted code (`z`), and a product whose scale varies along the row stays emitted.
+    for dt in ["f32", "f64"] {
+        for n in SIZES {
+            let src = format!(
+                "func @f(%x: {dt}[3,{n}], %b: {dt}[3], %c: {dt}[3], %v: {dt}[{n}]) -> ({dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}]) {{
+  %bb = broadcast_in_dim %b, dims=[0] : {dt}[3,{n}]
+  %cb = broadcast_in_dim %c, dims=[0] : {dt}[3,{n}]
+  %vb = broadcast_in_dim %v, dims=[1] : {dt}[3,{n}]
+  %k = constant 0.25 : {dt}[3,{n}]
+  %d = sub %x, %bb : {dt}[3,{n}]
+  %y = mul %d, %cb : {dt}[3,{n}]
+  %q = div %d, %cb : {dt}[3,{n}]
+  %e = sub %x, %k : {dt}[3,{n}]
+  %w = mul %e, %k : {dt}[3,{n}]
+  %g = mul %d, %vb : {dt}[3,{n}]
+  %z = add %g, %d : {dt}[3,{n}]
+  return %y, %q, %w, %z, %g
+}}"
+            );
+            check_cluster(&cluster(&src), n as u64 + 41);
+        }
+    }
+    // A row-fused layer norm without scale, and one with a scale and an offset that vary
+    // along the row (the normalised value then read back from its window by emitted code).
+    for n in [5, 511, 512, 1029] {
+        let src = format!(
+            "func @f(%x: f32[4,{n}], %g: f32[{n}], %o: f32[{n}]) -> (f32[4,{n}], f32[4,{n}]) {{
+  %s = reduce_sum %x, axes=[1] : f32[4]
+  %k = constant 0.01 : f32[4]
+  %mean = mul %s, %k : f32[4]
+  %mb = broadcast_in_dim %mean, dims=[0] : f32[4,{n}]
+  %d = sub %x, %mb : f32[4,{n}]
+  %d2 = mul %d, %d : f32[4,{n}]
+  %ss = reduce_sum %d2, axes=[1] : f32[4]
+  %var = mul %ss, %k : f32[4]
+  %eps = constant 1e-5 : f32[4]
+  %ve = add %var, %eps : f32[4]
+  %r = rsqrt %ve : f32[4]
+  %rb = broadcast_in_dim %r, dims=[0] : f32[4,{n}]
+  %y = mul %d, %rb : f32[4,{n}]
+  %gb = broadcast_in_dim %g, dims=[1] : f32[4,{n}]
+  %ob = broadcast_in_dim %o, dims=[1] : f32[4,{n}]
+  %yg = mul %y, %gb : f32[4,{n}]
+  %z = add %yg, %ob : f32[4,{n}]
+  return %y, %z
+}}"
+        );
+        check_cluster_finite(&cluster(&src), n as u64 + 43);
+    }
 }
 
 #[test]

@@ -29,6 +29,8 @@ pub(super) struct HostTable {
     shifted_f64: extern "C" fn(u32, *const f64, f64, *mut f64, i64),
     extremum_f32: extern "C" fn(u32, *const f32, i64) -> f32,
     extremum_f64: extern "C" fn(u32, *const f64, i64) -> f64,
+    shifted_scalar_f32: extern "C" fn(u32, *const f32, f32, f32, *mut f32, i64),
+    shifted_scalar_f64: extern "C" fn(u32, *const f64, f64, f64, *mut f64, i64),
 }
 
 /// The table of `W512 = false`: block math runs on the interpreter's 256-bit build.
@@ -52,6 +54,8 @@ const fn host_table<const W512: bool>() -> HostTable {
         shifted_f64: kiln_shifted_block_f64::<W512>,
         extremum_f32: kiln_extremum_f32::<W512>,
         extremum_f64: kiln_extremum_f64::<W512>,
+        shifted_scalar_f32: kiln_shifted_scalar_block_f32::<W512>,
+        shifted_scalar_f64: kiln_shifted_scalar_block_f64::<W512>,
     }
 }
 
@@ -220,6 +224,43 @@ value_block_fn!(
     kiln_interp::scalar_f64
 );
 
+/// Defines an `extern "C" fn(op, src, c, d, dst, n)` host function of a shifted operand and
+/// one second operand per block: `dst[i] = SHIFTED_SCALAR_OPS[op](src[i] - c, d)`.
+macro_rules! shifted_scalar_fn {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $f:path) => {
+        $(#[$doc])*
+        extern "C" fn $name<const W512: bool>(
+            op: u32,
+            src: *const $t,
+            c: $t,
+            d: $t,
+            dst: *mut $t,
+            n: i64,
+        ) {
+            let Some(&op) = kiln_interp::SHIFTED_SCALAR_OPS.get(op as usize) else {
+                return;
+            };
+            at_width::<W512, _>(|| with_block(src, dst, n, |src, out| $f(op, src, c, d, out)));
+        }
+    };
+}
+
+shifted_scalar_fn!(
+    /// Block math of a shifted operand with one second operand per block
+    /// ([`HostCalls::shifted_scalar`]): `dst[i] = SHIFTED_SCALAR_OPS[op](src[i] - c, d)` for
+    /// `i < n`, with the interpreter's own loop (its `sub`, then its `mul` or `div`, each
+    /// rounded: the bits of the two nodes). `src` and `dst` as for [`kiln_math_block_f32`].
+    kiln_shifted_scalar_block_f32,
+    f32,
+    kiln_interp::scalar_shifted_f32
+);
+shifted_scalar_fn!(
+    /// The `f64` version of [`kiln_shifted_scalar_block_f32`].
+    kiln_shifted_scalar_block_f64,
+    f64,
+    kiln_interp::scalar_shifted_f64
+);
+
 /// The reductions [`HostCalls::extremum`] computes, by index.
 pub const EXTREMA: [kiln_ir::ReduceKind; 2] = [kiln_ir::ReduceKind::Max, kiln_ir::ReduceKind::Min];
 
@@ -334,6 +375,10 @@ pub struct HostCalls {
     /// A sequence's max or min (`fn(kind, src, n) -> value`, `kind` indexing [`EXTREMA`]),
     /// when wide math is on and the kernel reduces a float by max or min.
     pub extremum: Option<HostFns>,
+    /// Block math of a shifted operand with one second operand (`fn(op, src, c, d, dst, n)`,
+    /// `dst[i] = kiln_interp::SHIFTED_SCALAR_OPS[op](src[i] - c, d)`), when wide math is on
+    /// and the kernel has such a node (see [`kernel_has_shifted_scalar`]).
+    pub shifted_scalar: Option<HostFns>,
 }
 
 /// Whether kernel `k` computes a float `rem`: a call to [`kiln_fmodf`]/[`kiln_fmod`],
@@ -361,6 +406,27 @@ pub fn kernel_has_scalar_op(k: &Kernel) -> bool {
     k.nodes.iter().any(|n| {
         matches!(n.kind, NodeKind::Binary(op, _, _) if scalar_op(op).is_some())
             && n.dtype.is_float()
+    })
+}
+
+/// The index of `op` in `kiln_interp::SHIFTED_SCALAR_OPS`.
+pub fn shifted_scalar_op(op: BinaryOp) -> Option<usize> {
+    kiln_interp::SHIFTED_SCALAR_OPS
+        .iter()
+        .position(|&m| m == op)
+}
+
+/// Whether kernel `k` has a float node of `kiln_interp::SHIFTED_SCALAR_OPS` whose first
+/// operand is a subtraction (staged as one shifted call when the subtrahend and the second
+/// operand are the same for a whole window, [`crate::cranelift::plan::staged_nodes`]).
+pub fn kernel_has_shifted_scalar(k: &Kernel) -> bool {
+    k.nodes.iter().any(|n| match n.kind {
+        NodeKind::Binary(op, a, _) => {
+            shifted_scalar_op(op).is_some()
+                && n.dtype.is_float()
+                && matches!(k.nodes[a].kind, NodeKind::Binary(BinaryOp::Sub, _, _))
+        }
+        _ => false,
     })
 }
 
@@ -443,6 +509,9 @@ pub struct HostImports {
     pub shifted: bool,
     /// A sequence's max or min ([`HostCalls::extremum`]).
     pub extremum: bool,
+    /// Block math of a shifted operand with one value per block
+    /// ([`HostCalls::shifted_scalar`]).
+    pub shifted_scalar: bool,
 }
 
 impl HostImports {
@@ -454,6 +523,7 @@ impl HostImports {
             (self.scalar, "scalar"),
             (self.shifted, "shifted"),
             (self.extremum, "extremum"),
+            (self.shifted_scalar, "shifted_scalar"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -475,6 +545,7 @@ pub fn import(
         scalar,
         shifted,
         extremum,
+        shifted_scalar,
     } = imports;
     if imports == HostImports::default() {
         return HostCalls::default();
@@ -529,6 +600,26 @@ pub fn import(
         extremum: extremum.then(|| {
             let seq = [types::I32, types::I64, types::I64];
             pair(b, 8, [&seq, &seq], [Some(types::F32), Some(types::F64)])
+        }),
+        shifted_scalar: shifted_scalar.then(|| {
+            // (op, src, shift, value, dst, n).
+            let f32s = [
+                types::I32,
+                types::I64,
+                types::F32,
+                types::F32,
+                types::I64,
+                types::I64,
+            ];
+            let f64s = [
+                types::I32,
+                types::I64,
+                types::F64,
+                types::F64,
+                types::I64,
+                types::I64,
+            ];
+            pair(b, 10, [&f32s, &f64s], [None; 2])
         }),
     }
 }

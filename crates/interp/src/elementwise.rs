@@ -149,6 +149,51 @@ pub fn scalar_f64(op: BinaryOp, src: Option<&[f64]>, c: f64, out: &mut [f64]) ->
     scalar_op(op, src, c, out)
 }
 
+/// The float binary ops whose work compiled kernels may hand to [`scalar_shifted_f32`] /
+/// [`scalar_shifted_f64`] when the first operand is `x - c` and both `c` and the second
+/// operand are one value for the whole block: a normalisation's `(x - mean) * rstd` (layer
+/// norm, batch norm at inference) or `(x - mean) / std`, one pass from the input to the
+/// output at the interpreter's vector width.
+pub const SHIFTED_SCALAR_OPS: [BinaryOp; 2] = [BinaryOp::Mul, BinaryOp::Div];
+
+/// `out[i] = op(src[i] - c, d)` for every element (`op` one of [`SHIFTED_SCALAR_OPS`]), or
+/// applied to `out` in place when `src` is `None`; on the calling thread, with AVX2 where
+/// the CPU has it (see `hw`). Two IEEE operations per element, each rounded (never fused):
+/// the interpreter's `sub`, then its `mul` or `div`, so the bits are the fallback's.
+/// Returns false, writing nothing, for any other op or when the lengths differ.
+pub fn scalar_shifted_f32(
+    op: BinaryOp,
+    src: Option<&[f32]>,
+    c: f32,
+    d: f32,
+    out: &mut [f32],
+) -> bool {
+    scalar_shifted(op, src, c, d, out)
+}
+
+/// The `f64` version of [`scalar_shifted_f32`].
+pub fn scalar_shifted_f64(
+    op: BinaryOp,
+    src: Option<&[f64]>,
+    c: f64,
+    d: f64,
+    out: &mut [f64],
+) -> bool {
+    scalar_shifted(op, src, c, d, out)
+}
+
+fn scalar_shifted<T: Float>(op: BinaryOp, src: Option<&[T]>, c: T, d: T, out: &mut [T]) -> bool {
+    if src.is_some_and(|s| s.len() != out.len()) {
+        return false;
+    }
+    match op {
+        BinaryOp::Mul => simd!(fill_from(src, out, |a: T| (a - c) * d)),
+        BinaryOp::Div => simd!(fill_from(src, out, |a: T| (a - c) / d)),
+        _ => return false,
+    }
+    true
+}
+
 fn scalar_op<T: Float>(op: BinaryOp, src: Option<&[T]>, c: T, out: &mut [T]) -> bool {
     if src.is_some_and(|s| s.len() != out.len()) {
         return false;
@@ -386,6 +431,59 @@ mod tests {
                 assert_eq!(o.to_bits(), (a / f64::from(c)).to_bits());
             }
         }
+    }
+
+    #[test]
+    fn shifted_scalar_ops_round_the_subtraction_then_the_op() {
+        // Lengths past one 8-lane vector, so the AVX2 loop and its tail both run; every
+        // special value as the element, the shift and the second operand. NaN payloads
+        // and signs are not part of the contract (with two NaN operands, x86 returns the
+        // first, and LLVM may commute a product), so any NaN matches any NaN.
+        let bits32 = |v: f32| if v.is_nan() { u32::MAX } else { v.to_bits() };
+        let bits64 = |v: f64| if v.is_nan() { u64::MAX } else { v.to_bits() };
+        let exact = |op: BinaryOp, a: f64, c: f64, d: f64| match op {
+            BinaryOp::Mul => (a - c) * d,
+            _ => (a - c) / d,
+        };
+        for n in [1, 7, 8, 37] {
+            let src: Vec<f32> = (0..n).map(|i| VALUES[i % VALUES.len()] * 1.3).collect();
+            for &c in &VALUES {
+                for &d in &VALUES {
+                    for op in SHIFTED_SCALAR_OPS {
+                        let f = |a: f32| match op {
+                            BinaryOp::Mul => (a - c) * d,
+                            _ => (a - c) / d,
+                        };
+                        let want: Vec<u32> = src.iter().map(|&a| bits32(f(a))).collect();
+                        let mut out = vec![0.0; n];
+                        assert!(scalar_shifted_f32(op, Some(&src), c, d, &mut out));
+                        let got: Vec<u32> = out.iter().map(|&v| bits32(v)).collect();
+                        assert_eq!(got, want, "{op:?} of x - {c} by {d}");
+                        let mut inplace = src.clone();
+                        assert!(scalar_shifted_f32(op, None, c, d, &mut inplace));
+                        let got: Vec<u32> = inplace.iter().map(|&v| bits32(v)).collect();
+                        assert_eq!(got, want, "{op:?} of x - {c} by {d}, in place");
+                        let wide: Vec<f64> = src.iter().map(|&a| f64::from(a) * 0.7).collect();
+                        let (c, d) = (f64::from(c), f64::from(d));
+                        let mut out = vec![0.0; n];
+                        assert!(scalar_shifted_f64(op, Some(&wide), c, d, &mut out));
+                        for (o, &a) in out.iter().zip(&wide) {
+                            let w = bits64(exact(op, a, c, d));
+                            assert_eq!(bits64(*o), w, "f64 {op:?} of {a} - {c} by {d}");
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = [0.0f32; 3];
+        assert!(!scalar_shifted_f32(BinaryOp::Add, None, 1.0, 2.0, &mut out));
+        assert!(!scalar_shifted_f32(
+            BinaryOp::Mul,
+            Some(&[1.0; 2]),
+            1.0,
+            2.0,
+            &mut out
+        ));
     }
 
     /// The scalar function of `op`, called once per element: the oracle for the block loops

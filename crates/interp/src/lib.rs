@@ -46,8 +46,8 @@ mod ymm;
 
 pub use conv::direct_convolution;
 pub use elementwise::{
-    math_f32, math_f64, math_shifted_f32, math_shifted_f64, scalar_f32, scalar_f64, MATH_OPS,
-    SCALAR_OPS,
+    math_f32, math_f64, math_shifted_f32, math_shifted_f64, scalar_f32, scalar_f64,
+    scalar_shifted_f32, scalar_shifted_f64, MATH_OPS, SCALAR_OPS, SHIFTED_SCALAR_OPS,
 };
 pub use error::InterpError;
 pub use extremum::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};

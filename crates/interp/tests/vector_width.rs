@@ -5,7 +5,8 @@
 
 use kiln_interp::{
     extremum_f32, extremum_f64, math_f32, math_f64, math_shifted_f32, math_shifted_f64, scalar_f32,
-    scalar_f64, with_512_bit_vectors, MATH_OPS, SCALAR_OPS,
+    scalar_f64, scalar_shifted_f32, scalar_shifted_f64, with_512_bit_vectors, MATH_OPS, SCALAR_OPS,
+    SHIFTED_SCALAR_OPS,
 };
 use kiln_ir::ReduceKind;
 
@@ -174,6 +175,32 @@ fn division_by_one_value_agrees_at_both_widths() {
                 let x = inputs_f64(n, n as u64 + 1);
                 check(&format!("{op:?} f64 by {c}"), &x, same64, |o| {
                     assert!(scalar_f64(op, Some(&x), c, o));
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn shifted_products_and_quotients_agree_at_both_widths() {
+    if !has_avx512() {
+        return;
+    }
+    for &op in &SHIFTED_SCALAR_OPS {
+        for n in LENGTHS {
+            for (c, d) in [
+                (0.5, 3.0),
+                (-0.0, 1e-40),
+                (f64::INFINITY, -2.0),
+                (1e-40, 0.0),
+            ] {
+                let x = inputs_f32(n, n as u64);
+                check(&format!("{op:?} f32 of x - {c} by {d}"), &x, same32, |o| {
+                    assert!(scalar_shifted_f32(op, Some(&x), c as f32, d as f32, o));
+                });
+                let x = inputs_f64(n, n as u64 + 1);
+                check(&format!("{op:?} f64 of x - {c} by {d}"), &x, same64, |o| {
+                    assert!(scalar_shifted_f64(op, Some(&x), c, d, o));
                 });
             }
         }

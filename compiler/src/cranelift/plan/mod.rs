@@ -133,7 +133,7 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
             plan.pinned = Some(staging::pins(k, var, vector));
             plan.staged = staging::staged_nodes(k, &calls, &roots, var, vector, true);
         }
-        return plan;
+        return only_used_shifted_scalar(k, plan);
     };
     let dt = k.nodes[red.value].dtype;
     plan.vector_acc = vector.is_some_and(|w| lane_dtype(w, dt));
@@ -157,6 +157,17 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
         plan.pinned = Some(staging::pins(k, rank, vector));
         plan.staged = staging::staged_nodes(k, &calls, &[red.value], rank, vector, false);
     }
+    only_used_shifted_scalar(k, plan)
+}
+
+/// `plan` importing the shifted scalar function only when a staged node calls it: the
+/// kernel-wide test (`host::kernel_has_shifted_scalar`) also sees products like layer
+/// norm's `d * d`, whose second operand varies along the loop.
+fn only_used_shifted_scalar(k: &Kernel, mut plan: KernelPlan) -> KernelPlan {
+    plan.calls.shifted_scalar = plan
+        .staged
+        .iter()
+        .any(|s| s.shift.is_some() && matches!(k.nodes[s.node].kind, NodeKind::Binary(..)));
     plan
 }
 
@@ -166,7 +177,7 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
 fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
     use super::host::{
         host_extremum, host_windows, kernel_has_float_rem, kernel_has_math, kernel_has_scalar_op,
-        kernel_has_shifted_math,
+        kernel_has_shifted_math, kernel_has_shifted_scalar,
     };
     let wide = block_math && host_windows(k);
     HostImports {
@@ -175,6 +186,7 @@ fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
         scalar: wide && kernel_has_scalar_op(k),
         shifted: wide && kernel_has_shifted_math(k),
         extremum: wide && host_extremum(k),
+        shifted_scalar: wide && kernel_has_shifted_scalar(k),
     }
 }
 

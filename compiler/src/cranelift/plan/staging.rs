@@ -4,7 +4,7 @@
 //! bits; only where they run changes. The emitter's `values::staging` renders both.
 
 use super::vector_form::lane_dtype;
-use crate::cranelift::host::{half_rounding, math_op, scalar_op, HostImports};
+use crate::cranelift::host::{half_rounding, math_op, scalar_op, shifted_scalar_op, HostImports};
 use crate::kernel::analysis::{loop_variant, used_by, RandomNodes};
 use crate::kernel::{BufRef, Kernel, NodeKind};
 use kiln_ir::{BinaryOp, DType, UnaryOp};
@@ -40,8 +40,9 @@ pub struct StagedNode {
     /// The node the block math reads (a unary node's operand, a division's dividend, or
     /// `x` of a unary node's operand `x - c`).
     pub operand: usize,
-    /// For a unary node of `x - c` with `c` the same for the whole window: `c`, subtracted
-    /// by the block math itself (one shifted call, the subtraction never stored).
+    /// For a unary node of `x - c`, or a product or quotient `(x - c) op d`, with `c` (and
+    /// `d`) the same for the whole window: `c`, subtracted by the block math itself (one
+    /// shifted call, the subtraction never stored).
     pub shift: Option<usize>,
 }
 
@@ -98,13 +99,16 @@ fn variant_nodes(k: &Kernel, var: usize) -> Vec<bool> {
 /// - a unary op of `kiln_interp::MATH_OPS`, or
 /// - a division by a value that does not depend on `var` (one per window; 8-lane
 ///   division issues as fast as 4-lane), or
+/// - a product `(x - c) * d` with `c` and `d` the same for the whole window and `x` a load
+///   with unit stride (layer norm's normalisation: one call reads the input row and writes
+///   the output at the interpreter's vector width, where emitted code runs four lanes), or
 /// - a rounding of an `f32` value to `f16` or `bf16` (F16C eight lanes per instruction,
 ///   or the rule on eight lanes, where the emitted rule takes a dozen vector operations per
 ///   four lanes: gelu on 16-bit floats rounds eight times per element),
 ///
 /// while their stack blocks fit in [`STAGING_STACK_BYTES`]. A unary op of `x - c` with such
 /// a `c` reads `x` and subtracts `c` itself (softmax's `exp(x - max)` is one call from the
-/// input to the scratch row).
+/// input to the scratch row), and so does a division of `x - c`.
 ///
 /// None when the kernel has random nodes (their per-loop caches assume one evaluation per
 /// position) or imports no block math. `pointwise`: the window runs along the stores (not a
@@ -117,7 +121,7 @@ pub fn staged_nodes(
     width: Option<u32>,
     pointwise: bool,
 ) -> Vec<StagedNode> {
-    if !(calls.math || calls.scalar) || k.has_random() {
+    if !(calls.math || calls.scalar || calls.shifted_scalar) || k.has_random() {
         return Vec::new();
     }
     let variant = variant_nodes(k, var);
@@ -128,6 +132,10 @@ pub fn staged_nodes(
             .any(|n| matches!(n.kind, NodeKind::Load { buf: l, .. } if l == buf))
     };
     let math = |op: UnaryOp| calls.math && math_op(op).is_some();
+    let unit_stride = |x: usize| {
+        matches!(&k.nodes[x].kind,
+            NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1))
+    };
     let mut staged = Vec::new();
     let mut stack_bytes = 0;
     for (n, node) in k.nodes.iter().enumerate() {
@@ -140,6 +148,23 @@ pub fn staged_nodes(
                 }
                 _ => (a, None),
             },
+            NodeKind::Binary(op, a, c)
+                if calls.shifted_scalar && !variant[c] && shifted_scalar_op(op).is_some() =>
+            {
+                match k.nodes[a].kind {
+                    // Division is staged anyway; a product only when the call reads `x` in
+                    // place, so no window is written for it.
+                    NodeKind::Binary(BinaryOp::Sub, x, s)
+                        if !variant[s]
+                            && k.nodes[a].dtype == node.dtype
+                            && (op == BinaryOp::Div || unit_stride(x)) =>
+                    {
+                        (x, Some(s))
+                    }
+                    _ if calls.scalar && scalar_op(op).is_some() => (a, None),
+                    _ => continue,
+                }
+            }
             NodeKind::Binary(op, a, c)
                 if calls.scalar && !variant[c] && scalar_op(op).is_some() =>
             {
@@ -172,8 +197,7 @@ pub fn staged_nodes(
                 StagedBlock::Stack { bytes }
             }
         };
-        let direct_operand = matches!(&k.nodes[a].kind,
-            NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1));
+        let direct_operand = unit_stride(a);
         staged.push(StagedNode {
             node: n,
             block,

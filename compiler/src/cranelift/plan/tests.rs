@@ -95,6 +95,67 @@ fn softmax_rows_stage_their_math_and_pin_the_row_values() {
     );
 }
 
+/// A row-fused layer norm (no scale or offset) over rows of 1024.
+const LAYER_NORM: &str = "program @c
+  inputs (f32[6,1024])
+  outputs (f32[6,1024])
+  temps (f32[6], f32[6])
+kernel @k0 space=[6] reduce_sum(i1 < 1024) of v0 {
+  v0 = load in0[(i0*1024 + i1)] : f32
+  v1 = reduce_result : f32
+  store tmp0, v1
+}
+kernel @k1 space=[6] reduce_sum(i1 < 1024) of v5 {
+  v0 = load in0[(i0*1024 + i1)] : f32
+  v1 = load tmp0[i0] : f32
+  v2 = const 0x3a800000 : f32
+  v3 = mul v1, v2 : f32
+  v4 = sub v0, v3 : f32
+  v5 = mul v4, v4 : f32
+  v6 = reduce_result : f32
+  v7 = add v6, v2 : f32
+  v8 = rsqrt v7 : f32
+  store tmp1, v8
+}
+kernel @k2 space=[6,1024] {
+  v0 = load in0[(i0*1024 + i1)] : f32
+  v1 = load tmp0[i0] : f32
+  v2 = const 0x3a800000 : f32
+  v3 = mul v1, v2 : f32
+  v4 = sub v0, v3 : f32
+  v5 = load tmp1[i0] : f32
+  v6 = mul v4, v5 : f32
+  store out0, v6
+}
+";
+
+#[test]
+fn layer_norm_normalises_in_one_shifted_call_per_window() {
+    assert_eq!(
+        texts(LAYER_NORM, FULL),
+        [
+            "vector=4 form=reduce acc=vector",
+            // `d * d` varies along the row: emitted, and nothing imported for it.
+            "vector=4 form=reduce acc=vector pinned@1=[1,3]",
+            "vector=4 form=rows calls=[shifted_scalar] staged=[6] pinned@1=[1,3,5]",
+        ]
+    );
+    // `(x - mean) * rstd` reads the input row and writes the output itself.
+    assert_eq!(
+        plans(LAYER_NORM, FULL)[2].staged,
+        [StagedNode {
+            node: 6,
+            block: StagedBlock::Store(0),
+            direct_operand: true,
+            operand: 0,
+            shift: Some(3),
+        }]
+    );
+    // A scale that varies along the row keeps the product in emitted code.
+    let scaled = LAYER_NORM.replace("v5 = load tmp1[i0]", "v5 = load in0[(i0*1024 + i1)]");
+    assert_eq!(texts(&scaled, FULL)[2], "vector=4 form=rows pinned@1=[1,3]");
+}
+
 #[test]
 fn short_rows_emit_their_math_inline() {
     // Windows of 8 elements: a host call would cost more than it saves.

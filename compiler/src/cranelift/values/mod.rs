@@ -83,6 +83,9 @@ pub struct ValueEmitter<'a> {
     /// Per staged binary node: in the current window, its second operand (one value for
     /// the whole window).
     window_scalars: Vec<Option<Value>>,
+    /// Per staged binary node of a shifted operand `(x - c) op d`: in the current window,
+    /// `c` (one value for the whole window; `d` is in `window_scalars`).
+    window_shifts: Vec<Option<Value>>,
     /// Per node: whether its block holds the current window's values.
     ready: Vec<bool>,
     /// Inner position of the current window's first element.
@@ -167,6 +170,7 @@ impl<'a> ValueEmitter<'a> {
             staged: vec![None; k.nodes.len()],
             window_addrs: vec![None; k.nodes.len()],
             window_scalars: vec![None; k.nodes.len()],
+            window_shifts: vec![None; k.nodes.len()],
             ready: vec![false; k.nodes.len()],
             window: None,
             width: plan.vector.unwrap_or(4),

@@ -6,7 +6,7 @@
 //! only where they run changes.
 
 use super::{Block, Pinned, Staged, ValueEmitter};
-use crate::cranelift::host::{half_rounding, math_op, round_half_op, scalar_op};
+use crate::cranelift::host::{half_rounding, math_op, round_half_op, scalar_op, shifted_scalar_op};
 use crate::cranelift::lanes::Lanes;
 use crate::cranelift::plan::{StagedBlock, StagedNode};
 use crate::kernel::NodeKind;
@@ -136,13 +136,16 @@ impl ValueEmitter<'_> {
                 _ => None,
             };
             self.window_addrs[n] = Some((block, operand));
-            let value = match k.nodes[n].kind {
-                NodeKind::Binary(_, _, c) => Some(c),
-                _ => st.shift,
+            let (value, shift) = match k.nodes[n].kind {
+                NodeKind::Binary(_, _, c) => (Some(c), st.shift),
+                _ => (st.shift, None),
             };
+            // The same values at every position of the window.
             if let Some(c) = value {
-                // The same value at every position of the window.
                 self.window_scalars[n] = Some(self.node(b, c, vars, Lanes::One)?);
+            }
+            if let Some(s) = shift {
+                self.window_shifts[n] = Some(self.node(b, s, vars, Lanes::One)?);
             }
         }
         self.reset();
@@ -155,6 +158,7 @@ impl ValueEmitter<'_> {
         self.ready.iter_mut().for_each(|r| *r = false);
         self.window_addrs.iter_mut().for_each(|a| *a = None);
         self.window_scalars.iter_mut().for_each(|a| *a = None);
+        self.window_shifts.iter_mut().for_each(|a| *a = None);
         self.reset();
     }
 
@@ -202,6 +206,9 @@ impl ValueEmitter<'_> {
         let (call, index, value) = match node.kind {
             NodeKind::Unary(op, _) if shifted => (self.calls.shifted, math_op(op), true),
             NodeKind::Unary(op, _) => (self.calls.math, math_op(op), false),
+            NodeKind::Binary(op, _, _) if shifted => {
+                (self.calls.shifted_scalar, shifted_scalar_op(op), true)
+            }
             NodeKind::Binary(op, _, _) => (self.calls.scalar, scalar_op(op), true),
             NodeKind::Convert(_) => {
                 let to = half_rounding(self.k, n)
@@ -218,6 +225,9 @@ impl ValueEmitter<'_> {
         let index = index.ok_or_else(|| format!("v{n}'s op has no block math"))?;
         let op = b.ins().iconst(types::I32, index as i64);
         let mut args = vec![op, src];
+        if let (NodeKind::Binary(..), true) = (&node.kind, shifted) {
+            args.push(self.window_shifts[n].ok_or_else(|| format!("v{n} has no shift"))?);
+        }
         if value {
             args.push(self.window_scalars[n].ok_or_else(|| format!("v{n} has no value"))?);
         }

@@ -92,6 +92,39 @@ fn movement_keeps_every_bit_signalling_nans_included() {
 }
 
 #[test]
+fn staged_f16_loads_keep_every_bit() {
+    // Rows of 24 elements or more: a unit-stride `f16` load is widened a window at a time
+    // by block math (F16C, or the rule for a vector holding a NaN, so signalling NaNs stay
+    // signalling), then moved, selected, compared and computed on.
+    for n in [24, 511, 517, 1029] {
+        let dt = DType::F16;
+        let src = format!(
+            "func @f(%x: {dt}[3,{n}], %y: {dt}[3,{n}], %p: bool[3,{n}]) -> ({dt}[3,{n}], {dt}[3,{n}], f32[3,{n}], {dt}[3]) {{
+  %s = select %p, %x, %y : {dt}[3,{n}]
+  %a = add %x, %y : {dt}[3,{n}]
+  %w = convert %s : f32[3,{n}]
+  %m = reduce_max %x, axes=[1] : {dt}[3]
+  return %s, %a, %w, %m
+}}"
+        );
+        let s = specials(dt);
+        let p = Tensor::new(
+            vec![3, n],
+            Buffer::Bool((0..3 * n).map(|i| i % 3 != 0).collect()),
+        )
+        .unwrap();
+        check_exact(
+            &src,
+            &[
+                tensor(dt, &[3, n], &rotated(&s, n)),
+                tensor(dt, &[3, n], &rotated(&s, 5)),
+                p,
+            ],
+        );
+    }
+}
+
+#[test]
 fn arithmetic_rounds_each_result_once() {
     for dt in [DType::F16, DType::Bf16] {
         let src = format!(

@@ -11,7 +11,7 @@
 //! conversions), and its vectors are four lanes wide, so a kernel reaches these through a
 //! call.
 
-use kiln_math::float16::{round_f32, Half};
+use kiln_math::float16::{round_f32, to_f32, Half};
 
 /// `out[i] = round_f32(src[i], to)` for every `i`, in place when `src` is `None` (`src`,
 /// when given, is as long as `out`; otherwise nothing is written).
@@ -108,9 +108,101 @@ unsafe fn rule_x8(
     i
 }
 
+/// `out[i] = to_f32(src[i], F16)` for every `i` (the exact `f32` of each `f16`; nothing is
+/// written unless `src` is as long as `out`): what a compiled kernel's staged load of an
+/// `f16` buffer computes a window at a time. F16C's `vcvtph2ps` eight lanes at a time where
+/// the CPU has it — exact for every finite and infinite input; a vector holding a NaN is
+/// widened by the rule instead, which keeps a signalling NaN signalling as data movement
+/// must (the interpreter's `to_f32`; `vcvtph2ps` would quiet it) — the rule elsewhere and
+/// for the last few elements.
+pub fn widen_f16_block(src: &[u16], out: &mut [f32]) {
+    if src.len() != out.len() {
+        return;
+    }
+    let done = widen_fast(src, out);
+    for (o, &h) in out[done..].iter_mut().zip(&src[done..]) {
+        *o = to_f32(h, Half::F16);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn widen_fast(src: &[u16], out: &mut [f32]) -> usize {
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c") {
+        // SAFETY: the CPU has AVX2 and F16C; `src` and `out` have the same length.
+        unsafe { widen_f16c(src, out) }
+    } else {
+        0
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn widen_fast(_: &[u16], _: &mut [f32]) -> usize {
+    0
+}
+
+/// F16C over whole vectors of eight (the rule for a vector with a NaN): returns how many
+/// elements it widened.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn widen_f16c(src: &[u16], out: &mut [f32]) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_and_si128, _mm_cmpgt_epi16,
+        _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi16,
+    };
+    let n = out.len().min(src.len());
+    let (from, dst) = (src.as_ptr(), out.as_mut_ptr());
+    let abs = _mm_set1_epi16(0x7fff);
+    let inf = _mm_set1_epi16(0x7c00);
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 <= n` for both slices.
+        unsafe {
+            let h = _mm_loadu_si128(from.add(i) as *const __m128i);
+            // A magnitude above infinity's is a NaN (signed compare: magnitudes < 2^15).
+            let nan = _mm_cmpgt_epi16(_mm_and_si128(h, abs), inf);
+            if _mm_movemask_epi8(nan) == 0 {
+                _mm256_storeu_ps(dst.add(i), _mm256_cvtph_ps(h));
+            } else {
+                for j in i..i + 8 {
+                    *dst.add(j) = to_f32(*from.add(j), Half::F16);
+                }
+            }
+        }
+        i += 8;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `f16` bit pattern (signalling and quiet NaNs with every payload, subnormals,
+    /// infinities), in vectors of eight that mix NaNs with ordinary values and at lengths
+    /// with tails, widens to the rule's bits.
+    #[test]
+    fn widening_equals_the_rule_for_every_f16() {
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        // Each NaN also alone among ordinary values (the vector falls back to the rule).
+        let mut mixed = Vec::new();
+        for h in (0x7c01..=0x7fffu16).step_by(13) {
+            mixed.extend_from_slice(&[0x3c00, h, 0x0001, 0x8400, 0x7c00, 0xfc00, 0x0000, 0x8000]);
+        }
+        for src in [&all, &mixed] {
+            for n in [src.len(), 0, 1, 7, 8, 9, 23, 513] {
+                let src = &src[..n];
+                let mut out = vec![0.0f32; n];
+                widen_f16_block(src, &mut out);
+                for (&h, o) in src.iter().zip(&out) {
+                    assert_eq!(o.to_bits(), to_f32(h, Half::F16).to_bits(), "f16 {h:#06x}");
+                }
+            }
+        }
+        // Lengths that differ: nothing written.
+        let mut out = [7.0f32; 3];
+        widen_f16_block(&[0x3c00; 2], &mut out);
+        assert_eq!(out, [7.0; 3]);
+    }
 
     /// The fast paths and the rule agree on every sign, exponent and top 7 mantissa bits,
     /// each with 32 patterns of the low 16 bits: all 8 values of bits 13–15 (where `f16`

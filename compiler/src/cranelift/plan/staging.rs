@@ -4,7 +4,9 @@
 //! bits; only where they run changes. The emitter's `values::staging` renders both.
 
 use super::vector_form::lane_dtype;
-use crate::cranelift::host::{half_rounding, math_op, scalar_op, shifted_scalar_op, HostImports};
+use crate::cranelift::host::{
+    half_rounding, math_op, scalar_op, shifted_scalar_op, staged_f16_load, HostImports,
+};
 use crate::kernel::analysis::{loop_variant, used_by, RandomNodes};
 use crate::kernel::{BufRef, Kernel, NodeKind};
 use kiln_ir::{BinaryOp, DType, UnaryOp};
@@ -104,7 +106,8 @@ fn variant_nodes(k: &Kernel, var: usize) -> Vec<bool> {
 ///   the output at the interpreter's vector width, where emitted code runs four lanes), or
 /// - a rounding of an `f32` value to `f16` or `bf16` (F16C eight lanes per instruction,
 ///   or the rule on eight lanes, where the emitted rule takes a dozen vector operations per
-///   four lanes: gelu on 16-bit floats rounds eight times per element),
+///   four lanes: gelu on 16-bit floats rounds eight times per element), or
+/// - a load of an `f16` buffer with unit stride (widened by F16C, `host::staged_f16_load`),
 ///
 /// while their stack blocks fit in [`STAGING_STACK_BYTES`]. A unary op of `x - c` with such
 /// a `c` reads `x` and subtracts `c` itself (softmax's `exp(x - max)` is one call from the
@@ -171,11 +174,15 @@ pub fn staged_nodes(
                 (a, None)
             }
             NodeKind::Convert(a) if calls.math && half_rounding(k, n).is_some() => (a, None),
+            // The widening reads the load's own row (its operand is itself).
+            NodeKind::Load { .. } if calls.math && staged_f16_load(k, n) && unit_stride(n) => {
+                (n, None)
+            }
             _ => continue,
         };
-        // A rounding to a 16-bit float holds its values in `f32` lanes, in an `f32` block
-        // (never in the 16-bit buffer it may be stored to).
-        let rounding = matches!(node.kind, NodeKind::Convert(_));
+        // A rounding to a 16-bit float, or a widened `f16` load, holds its values in `f32`
+        // lanes, in an `f32` block (never in the 16-bit buffer it may be stored to).
+        let rounding = matches!(node.kind, NodeKind::Convert(_) | NodeKind::Load { .. });
         let lane_type = if rounding { DType::F32 } else { node.dtype };
         let lanes_ok = width.is_none_or(|w| lane_dtype(w, lane_type));
         if !node.dtype.is_float() || !used[n] || !variant[n] || !lanes_ok {

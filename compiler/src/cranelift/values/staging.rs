@@ -6,7 +6,10 @@
 //! only where they run changes.
 
 use super::{Block, Pinned, Staged, ValueEmitter};
-use crate::cranelift::host::{half_rounding, math_op, round_half_op, scalar_op, shifted_scalar_op};
+use crate::cranelift::host::{
+    half_rounding, math_op, round_half_op, scalar_op, shifted_scalar_op, staged_f16_load,
+    widen_f16_op,
+};
 use crate::cranelift::lanes::Lanes;
 use crate::cranelift::plan::{StagedBlock, StagedNode};
 use crate::kernel::NodeKind;
@@ -214,6 +217,9 @@ impl ValueEmitter<'_> {
                 let to = half_rounding(self.k, n)
                     .ok_or_else(|| format!("staged v{n} is a convert but not a rounding"))?;
                 (self.calls.math, Some(round_half_op(to)), false)
+            }
+            NodeKind::Load { .. } if staged_f16_load(self.k, n) => {
+                (self.calls.math, Some(widen_f16_op()), false)
             }
             _ => {
                 return Err(format!(

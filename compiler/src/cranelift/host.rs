@@ -150,6 +150,15 @@ pub fn widen_f16_op() -> usize {
     kiln_interp::MATH_OPS.len() + 2
 }
 
+/// The index past `kiln_interp::MATH_OPS` (after [`widen_f16_op`]) that asks the `f32`
+/// block-math function ([`kiln_math_block_f32`]) to pack `n` `f32` values at `src` (each an
+/// `f16` value exactly) into `f16` bits at `dst` (16-bit elements, not `f32`):
+/// `kiln_interp::pack_f16_block` (F16C, the rule's bits), a staged store to an `f16` buffer
+/// (`crate::cranelift::plan::packed_stores`).
+pub fn pack_f16_op() -> usize {
+    kiln_interp::MATH_OPS.len() + 3
+}
+
 /// Whether node `n` of `k` is a load of an `f16` buffer, which block math widens a window
 /// at a time where the load has unit stride along the window: F16C eight lanes per
 /// instruction, where the emitted rule takes about seventeen vector operations per four
@@ -159,7 +168,8 @@ pub fn staged_f16_load(k: &Kernel, n: usize) -> bool {
     node.dtype == kiln_ir::DType::F16 && matches!(node.kind, NodeKind::Load { .. })
 }
 
-/// [`math_block`] of `f32`, with the [`round_half_op`]s and [`widen_f16_op`] too.
+/// [`math_block`] of `f32`, with the [`round_half_op`]s, [`widen_f16_op`] and
+/// [`pack_f16_op`] too.
 fn math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
     if op as usize == widen_f16_op() {
         let Ok(n) = usize::try_from(n) else {
@@ -174,6 +184,22 @@ fn math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
         unsafe {
             let src = std::slice::from_raw_parts(src as *const u16, n);
             kiln_interp::widen_f16_block(src, std::slice::from_raw_parts_mut(dst, n));
+        }
+        return;
+    }
+    if op as usize == pack_f16_op() {
+        let Ok(n) = usize::try_from(n) else {
+            return;
+        };
+        if src.is_null() || dst.is_null() || n == 0 {
+            return;
+        }
+        // SAFETY: the emitted caller passes `n` valid `f32` elements at `src` (its staging
+        // block) and `n` writable `f16` ones at `dst` (the stored positions of an output
+        // the kernel alone writes and does not read).
+        unsafe {
+            let out = std::slice::from_raw_parts_mut(dst as *mut u16, n);
+            kiln_interp::pack_f16_block(std::slice::from_raw_parts(src, n), out);
         }
         return;
     }

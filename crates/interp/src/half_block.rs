@@ -173,9 +173,111 @@ unsafe fn widen_f16c(src: &[u16], out: &mut [f32]) -> usize {
     i
 }
 
+/// `out[i]` = the `f16` bits of `src[i]` by `kiln_math::float16::pack` for every `i`
+/// (nothing is written unless the lengths agree): what a compiled kernel's staged store to
+/// an `f16` buffer computes a window at a time, from values it holds exactly. F16C's
+/// `vcvtps2ph` (round to nearest even, which is `pack` for every non-NaN `f32`) eight lanes
+/// at a time where the CPU has it; a vector holding a NaN goes through the rule, which keeps
+/// a signalling NaN signalling (`vcvtps2ph` would quiet it).
+pub fn pack_f16_block(src: &[f32], out: &mut [u16]) {
+    if src.len() != out.len() {
+        return;
+    }
+    let done = pack_fast(src, out);
+    for (o, &x) in out[done..].iter_mut().zip(&src[done..]) {
+        *o = pack_rule(x);
+    }
+}
+
+fn pack_rule(x: f32) -> u16 {
+    kiln_math::float16::pack(&mut kiln_math::ScalarF32, x, Half::F16) as u16
+}
+
+#[cfg(target_arch = "x86_64")]
+fn pack_fast(src: &[f32], out: &mut [u16]) -> usize {
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c") {
+        // SAFETY: the CPU has AVX2 and F16C; `src` and `out` have the same length.
+        unsafe { pack_f16c(src, out) }
+    } else {
+        0
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn pack_fast(_: &[f32], _: &mut [u16]) -> usize {
+    0
+}
+
+/// F16C over whole vectors of eight (the rule for a vector with a NaN): returns how many
+/// elements it packed.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn pack_f16c(src: &[f32], out: &mut [u16]) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm256_cmp_ps, _mm256_cvtps_ph, _mm256_loadu_ps, _mm256_movemask_ps,
+        _mm_storeu_si128, _CMP_UNORD_Q, _MM_FROUND_TO_NEAREST_INT,
+    };
+    let n = out.len().min(src.len());
+    let (from, dst) = (src.as_ptr(), out.as_mut_ptr());
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 <= n` for both slices.
+        unsafe {
+            let x = _mm256_loadu_ps(from.add(i));
+            if _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(x, x)) == 0 {
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+                _mm_storeu_si128(dst.add(i) as *mut __m128i, h);
+            } else {
+                for j in i..i + 8 {
+                    *dst.add(j) = pack_rule(*from.add(j));
+                }
+            }
+        }
+        i += 8;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `f16`, widened, packs back to its own bits (signalling NaNs included), in
+    /// vectors that mix NaNs with ordinary values and at lengths with tails; random `f32`
+    /// patterns (rounded when they are not `f16` values) pack as the rule does.
+    #[test]
+    fn packing_equals_the_rule() {
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        let mut mixed = Vec::new();
+        for h in (0x7c01..=0x7fffu16).step_by(13) {
+            mixed.extend_from_slice(&[0x3c00, h, 0x0001, 0x8400, 0x7c00, 0xfc00, 0x0000, 0x8000]);
+        }
+        for bits in [&all, &mixed] {
+            let x: Vec<f32> = bits.iter().map(|&h| to_f32(h, Half::F16)).collect();
+            for n in [x.len(), 0, 1, 7, 8, 9, 23, 513] {
+                let mut out = vec![0u16; n];
+                pack_f16_block(&x[..n], &mut out);
+                assert_eq!(out, bits[..n], "round trip of {n}");
+            }
+        }
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let x: Vec<f32> = (0..1 << 16)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                f32::from_bits(s as u32)
+            })
+            .collect();
+        let mut out = vec![0u16; x.len()];
+        pack_f16_block(&x, &mut out);
+        for (&v, &h) in x.iter().zip(&out) {
+            assert_eq!(h, pack_rule(v), "{:#010x}", v.to_bits());
+        }
+        let mut out = [7u16; 3];
+        pack_f16_block(&[1.0; 2], &mut out);
+        assert_eq!(out, [7; 3]);
+    }
 
     /// Every `f16` bit pattern (signalling and quiet NaNs with every payload, subnormals,
     /// infinities), in vectors of eight that mix NaNs with ordinary values and at lengths

@@ -133,7 +133,7 @@ pub fn emit_kernel(
         LoopForm::Rows => {
             let vars = em.row_vars(r, &k.space[..rank - 1], rank);
             em.pin_and_stage(plan, &vars)?;
-            if plan.staged.is_empty() {
+            if plan.staged.is_empty() && plan.packed.is_empty() {
                 em.inner_loop(vars, params[3], params[4], vector, plan.inner_copies)?;
             } else {
                 em.windows(vars, params[3], params[4], vector, plan.inner_copies)?;
@@ -190,6 +190,7 @@ impl Emitter<'_, '_, '_> {
                 .pin(self.b, vars, &pins.nodes, plan.vector.is_some())?;
         }
         self.ve.stage_blocks(self.b, &plan.staged);
+        self.ve.pack_blocks(self.b, &plan.packed);
         Ok(())
     }
 
@@ -199,7 +200,8 @@ impl Emitter<'_, '_, '_> {
     }
 
     /// [`Emitter::inner_loop`] (`unroll` vectors per iteration) over `[start, end)` in
-    /// windows of [`WINDOW`] columns, each first [staged](Emitter::stage).
+    /// windows of [`WINDOW`] columns, each first [staged](Emitter::stage) and its packed
+    /// stores written at its end.
     fn windows(
         &mut self,
         vars: Vec<Value>,
@@ -220,6 +222,7 @@ impl Emitter<'_, '_, '_> {
             if !s.ve.all_stores_in_block() {
                 s.inner_loop(vars.clone(), c, stop, vector, unroll)?;
             }
+            s.ve.pack_window(s.b, &at, count)?;
             s.ve.end_window();
             Ok(stop)
         })

@@ -53,6 +53,9 @@ pub struct KernelPlan {
     pub pinned: Option<Pins>,
     /// Nodes staged through block-math windows, operands before users.
     pub staged: Vec<StagedNode>,
+    /// Stores (by index) packed into their `f16` buffer a window at a time
+    /// ([`staging::packed_stores`]).
+    pub packed: Vec<usize>,
     /// Nodes used only as seeds of random nodes: evaluated once, as scalars, whatever the
     /// lanes (so they do not keep the kernel from vectorising).
     pub seed_only: Vec<usize>,
@@ -122,6 +125,7 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
         calls,
         pinned: None,
         staged: Vec::new(),
+        packed: Vec::new(),
         seed_only: (0..k.nodes.len()).filter(|&n| seed_only[n]).collect(),
         inner_copies: inner_copies(k.space.last().copied().unwrap_or(1), vector),
     };
@@ -132,6 +136,10 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
             let roots: Vec<usize> = k.stores.iter().map(|s| s.value).collect();
             plan.pinned = Some(staging::pins(k, var, vector));
             plan.staged = staging::staged_nodes(k, &calls, &roots, var, vector, true);
+            let wide = facts.block_math && super::host::host_windows(k);
+            plan.packed = staging::packed_stores(p, k, &plan.staged, wide);
+            // The packing call is a block-math op.
+            plan.calls.math |= !plan.packed.is_empty();
         }
         return only_used_shifted_scalar(k, plan);
     };
@@ -210,7 +218,7 @@ fn list(items: impl IntoIterator<Item = usize>) -> String {
 }
 
 impl fmt::Display for KernelPlan {
-    /// One line: `vector=4 form=rows calls=[math] staged=[3,5] pinned@1=[2]`; parts that
+    /// One line: `vector=4 form=rows calls=[math] staged=[3,5] packed=[0] pinned@1=[2]`; parts that
     /// say nothing (no accumulators, no calls, nothing staged or pinned) are left out.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.vector {
@@ -230,6 +238,9 @@ impl fmt::Display for KernelPlan {
         }
         if !self.staged.is_empty() {
             write!(f, " staged={}", list(self.staged.iter().map(|s| s.node)))?;
+        }
+        if !self.packed.is_empty() {
+            write!(f, " packed={}", list(self.packed.iter().copied()))?;
         }
         if let Some(p) = self.pinned.as_ref().filter(|p| !p.nodes.is_empty()) {
             write!(f, " pinned@{}={}", p.var, list(p.nodes.iter().copied()))?;

@@ -8,7 +8,7 @@ use crate::cranelift::host::{
     half_rounding, math_op, scalar_op, shifted_scalar_op, staged_f16_load, HostImports,
 };
 use crate::kernel::analysis::{loop_variant, used_by, RandomNodes};
-use crate::kernel::{BufRef, Kernel, NodeKind};
+use crate::kernel::{buf_dtype, BufRef, Kernel, NodeKind, Program};
 use kiln_ir::{BinaryOp, DType, UnaryOp};
 
 /// Elements of a staging window: the most inner positions whose staged values are kept at
@@ -214,4 +214,30 @@ pub fn staged_nodes(
         });
     }
     staged
+}
+
+/// The stores of `k` (by index) packed a window at a time: stores to an `f16` buffer, in a
+/// kernel whose windows are long enough for block math (`wide`). The window's code writes
+/// each stored value (an `f16` value held exactly in `f32`) into an `f32` stack block, and
+/// one call packs the block into the buffer with F16C (`host::pack_f16_op`), where the
+/// emitted rule takes about twenty vector operations per four lanes. Not for a buffer the
+/// kernel also loads (the window's loads would run before the call writes it), a store
+/// whose staged value block math writes in place, or a kernel with random nodes.
+pub fn packed_stores(p: &Program, k: &Kernel, staged: &[StagedNode], wide: bool) -> Vec<usize> {
+    if !wide || k.has_random() {
+        return Vec::new();
+    }
+    k.stores
+        .iter()
+        .enumerate()
+        .filter(|&(i, st)| {
+            buf_dtype(p, st.buf) == DType::F16
+                && !k
+                    .nodes
+                    .iter()
+                    .any(|n| matches!(n.kind, NodeKind::Load { buf, .. } if buf == st.buf))
+                && !staged.iter().any(|s| s.block == StagedBlock::Store(i))
+        })
+        .map(|(i, _)| i)
+        .collect()
 }

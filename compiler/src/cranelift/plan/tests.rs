@@ -157,6 +157,37 @@ fn layer_norm_normalises_in_one_shifted_call_per_window() {
 }
 
 #[test]
+fn f16_stores_are_packed_a_window_at_a_time() {
+    // A copy from an f16 input to an f16 output: the load is widened and the store packed
+    // by block math, nothing else staged.
+    let copy = "program @c
+  inputs (f16[4,512])
+  outputs (f16[4,512])
+  temps ()
+kernel @k0 space=[4,512] {
+  v0 = load in0[(i0*512 + i1)] : f16
+  store out0, v0
+}
+";
+    assert_eq!(
+        texts(copy, FULL),
+        ["vector=4 form=rows calls=[math] staged=[0] packed=[0]"]
+    );
+    // Not for a buffer the kernel also loads, not for bf16, not for rows too short for
+    // block math, not without block math.
+    let loaded = copy.replace("load in0[(i0*512 + i1)]", "load out0[(i0*512 + i1)]");
+    assert_eq!(
+        texts(&loaded, FULL),
+        ["vector=4 form=rows calls=[math] staged=[0]"]
+    );
+    let bf16 = copy.replace("f16", "bf16");
+    assert_eq!(texts(&bf16, FULL), ["vector=4 form=rows"]);
+    let narrow = copy.replace("512", "8");
+    assert_eq!(texts(&narrow, FULL), ["vector=4 form=rows copies=1"]);
+    assert_eq!(texts(copy, PLAIN), ["vector=none form=rows"]);
+}
+
+#[test]
 fn short_rows_emit_their_math_inline() {
     // Windows of 8 elements: a host call would cost more than it saves.
     let src = SOFTMAX.replace("1024", "8");
@@ -407,11 +438,12 @@ kernel @k0 space=[1000] {
   store out2, v9
 }
 ";
-    // The f16 load is widened a window at a time, and `tanh` and the rounding of its
-    // result to f16 are staged; the bf16 load (one shift) and rounding are not.
+    // The f16 load is widened a window at a time, `tanh` and the rounding of its result
+    // to f16 are staged, and the f16 store is packed at each window's end; the bf16 load
+    // (one shift), rounding and store are not.
     assert_eq!(
         texts(src, FULL),
-        ["vector=4 form=rows calls=[math] staged=[0,2,3,8]"]
+        ["vector=4 form=rows calls=[math] staged=[0,2,3,8] packed=[0]"]
     );
     // f64 has no lanes beside f32: a conversion through it keeps the kernel scalar.
     let wide = "program @c
@@ -457,7 +489,7 @@ kernel @k0 space=[4,512] {
     let p = plans(src, FULL);
     assert_eq!(
         p[0].to_string(),
-        "vector=4 form=rows calls=[math] staged=[0,3,6,7]"
+        "vector=4 form=rows calls=[math] staged=[0,3,6,7] packed=[0]"
     );
     for st in &p[0].staged {
         assert_eq!(st.block, StagedBlock::Stack { bytes: 2048 }, "{st:?}");

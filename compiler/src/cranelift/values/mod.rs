@@ -77,6 +77,9 @@ pub struct ValueEmitter<'a> {
     /// Per node: where its values over a window of inner positions are kept, for the nodes
     /// the plan stages (see [`ValueEmitter::stage_blocks`]).
     staged: Vec<Option<Staged>>,
+    /// Per store: the `f32` stack block its values are written to in a window, for the
+    /// stores the plan packs (see [`ValueEmitter::pack_blocks`]).
+    packed: Vec<Option<StackSlot>>,
     /// Per node: in the current window, the address of its block's first element and,
     /// when its operand is read straight from a buffer, that operand's first element.
     window_addrs: Vec<Option<(Value, Option<Value>)>>,
@@ -168,6 +171,7 @@ impl<'a> ValueEmitter<'a> {
             rng: vec![None; k.nodes.len()],
             calls: HostCalls::default(),
             staged: vec![None; k.nodes.len()],
+            packed: vec![None; k.stores.len()],
             window_addrs: vec![None; k.nodes.len()],
             window_scalars: vec![None; k.nodes.len()],
             window_shifts: vec![None; k.nodes.len()],
@@ -518,6 +522,15 @@ impl<'a> ValueEmitter<'a> {
                 continue;
             }
             let v = self.node(b, st.value, vars, lanes)?;
+            if let (Some(slot), Some(start)) = (self.packed[i], self.window) {
+                // Into the window's block, packed by one call at the window's end.
+                let j = b.ins().isub(vars[self.inner(vars)], start);
+                let off = b.ins().imul_imm_s(j, 4);
+                let base = b.ins().stack_addr(types::I64, slot, 0);
+                let addr = b.ins().iadd(base, off);
+                b.ins().store(flags(), v, addr, 0);
+                continue;
+            }
             let inner = self.inner(vars).min(vars.len().saturating_sub(1));
             match lanes {
                 Lanes::Vector if offset.coefficient(inner) != Some(1) => {

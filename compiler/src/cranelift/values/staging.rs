@@ -7,8 +7,8 @@
 
 use super::{Block, Pinned, Staged, ValueEmitter};
 use crate::cranelift::host::{
-    half_rounding, math_op, round_half_op, scalar_op, shifted_scalar_op, staged_f16_load,
-    widen_f16_op,
+    half_rounding, math_op, pack_f16_op, round_half_op, scalar_op, shifted_scalar_op,
+    staged_f16_load, widen_f16_op,
 };
 use crate::cranelift::lanes::Lanes;
 use crate::cranelift::plan::{StagedBlock, StagedNode};
@@ -79,6 +79,44 @@ impl ValueEmitter<'_> {
                 shift: st.shift,
             });
         }
+    }
+
+    /// Gives each of a plan's packed stores its `f32` block: from here on, windows write
+    /// those stores' values there and [`ValueEmitter::pack_window`] packs them.
+    pub fn pack_blocks(&mut self, b: &mut FunctionBuilder, packed: &[usize]) {
+        for &i in packed {
+            let bytes = (crate::cranelift::plan::WINDOW * 4) as u32;
+            self.packed[i] = Some(b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                bytes,
+                4,
+            )));
+        }
+    }
+
+    /// At the end of the window that started at `vars` and holds `count` positions: one
+    /// block-math call per packed store, from its block into the stored buffer's `f16`s.
+    pub fn pack_window(
+        &mut self,
+        b: &mut FunctionBuilder,
+        vars: &[Value],
+        count: Value,
+    ) -> Result<(), String> {
+        let k = self.k;
+        for (i, st) in k.stores.iter().enumerate() {
+            let Some(slot) = self.packed[i] else { continue };
+            let call = self
+                .calls
+                .math
+                .ok_or_else(|| format!("store {i} is packed without the block-math import"))?;
+            let offset = self.store_offset();
+            let dst = self.address_value(b, st.buf, &offset, vars)?;
+            let src = b.ins().stack_addr(types::I64, slot, 0);
+            let op = b.ins().iconst(types::I32, pack_f16_op() as i64);
+            call.call(b, false, &[op, src, dst, count]);
+        }
+        self.reset();
+        Ok(())
     }
 
     /// Whether any node is staged (see [`ValueEmitter::stage_blocks`]).

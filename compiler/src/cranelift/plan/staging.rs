@@ -239,5 +239,10 @@ pub fn packed_stores(p: &Program, k: &Kernel, staged: &[StagedNode], wide: bool)
                 && !staged.iter().any(|s| s.block == StagedBlock::Store(i))
         })
         .map(|(i, _)| i)
+        .take(MAX_PACKED_STORES)
         .collect()
 }
+
+/// The most stores one kernel packs (2 KiB of stack each, beside [`STAGING_STACK_BYTES`]);
+/// further `f16` stores pack with emitted code (the same bits).
+pub const MAX_PACKED_STORES: usize = 32;

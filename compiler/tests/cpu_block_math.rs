@@ -365,11 +365,12 @@ fn shifted_products_and_quotients_by_one_value_per_window() {
     // `(x - b) * c` and `(x - b) / c` with `b` and `c` one value per row (broadcasts,
     // constants): one shifted call per window, the difference never stored. Special values
     // (NaN, ±inf, ±0, subnormals) in every operand; the difference is also read by
-    // emitted code (`z`), and a product whose scale varies along the row stays emitted.
+    // emitted code (`z`), a product whose scale varies along the row stays emitted, and a
+    // quotient of a computed `x * x - b` is shifted from a window emitted code fills.
     for dt in ["f32", "f64"] {
         for n in SIZES {
             let src = format!(
-                "func @f(%x: {dt}[3,{n}], %b: {dt}[3], %c: {dt}[3], %v: {dt}[{n}]) -> ({dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}]) {{
+                "func @f(%x: {dt}[3,{n}], %b: {dt}[3], %c: {dt}[3], %v: {dt}[{n}]) -> ({dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}]) {{
   %bb = broadcast_in_dim %b, dims=[0] : {dt}[3,{n}]
   %cb = broadcast_in_dim %c, dims=[0] : {dt}[3,{n}]
   %vb = broadcast_in_dim %v, dims=[1] : {dt}[3,{n}]
@@ -381,7 +382,10 @@ fn shifted_products_and_quotients_by_one_value_per_window() {
   %w = mul %e, %k : {dt}[3,{n}]
   %g = mul %d, %vb : {dt}[3,{n}]
   %z = add %g, %d : {dt}[3,{n}]
-  return %y, %q, %w, %z, %g
+  %s = mul %x, %x : {dt}[3,{n}]
+  %t = sub %s, %bb : {dt}[3,{n}]
+  %r = div %t, %cb : {dt}[3,{n}]
+  return %y, %q, %w, %z, %g, %r
 }}"
             );
             check_cluster(&cluster(&src), n as u64 + 41);

@@ -172,34 +172,19 @@ pub fn staged_f16_load(k: &Kernel, n: usize) -> bool {
 /// [`pack_f16_op`] too.
 fn math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
     if op as usize == widen_f16_op() {
-        let Ok(n) = usize::try_from(n) else {
-            return;
-        };
-        if src.is_null() || dst.is_null() || n == 0 {
-            return;
-        }
-        // SAFETY: the emitted caller passes `n` valid `f16` elements at `src` (a row of
-        // an input or scratch buffer) and `n` writable `f32` ones at `dst` (its staging
-        // block, never the buffer it reads).
-        unsafe {
-            let src = std::slice::from_raw_parts(src as *const u16, n);
-            kiln_interp::widen_f16_block(src, std::slice::from_raw_parts_mut(dst, n));
+        // SAFETY: the emitted caller passes `n` `f16` elements at `src` (a row of an input
+        // or scratch buffer) and `n` writable `f32` ones at `dst` (its staging block).
+        if let Some((src, out)) = unsafe { block_parts(src as *const u16, dst, n) } {
+            kiln_interp::widen_f16_block(src, out);
         }
         return;
     }
     if op as usize == pack_f16_op() {
-        let Ok(n) = usize::try_from(n) else {
-            return;
-        };
-        if src.is_null() || dst.is_null() || n == 0 {
-            return;
-        }
-        // SAFETY: the emitted caller passes `n` valid `f32` elements at `src` (its staging
-        // block) and `n` writable `f16` ones at `dst` (the stored positions of an output
-        // the kernel alone writes and does not read).
-        unsafe {
-            let out = std::slice::from_raw_parts_mut(dst as *mut u16, n);
-            kiln_interp::pack_f16_block(std::slice::from_raw_parts(src, n), out);
+        // SAFETY: the emitted caller passes `n` `f32` elements at `src` (its staging block)
+        // and `n` writable `f16` ones at `dst` (the stored positions of an output the
+        // kernel alone writes and does not read).
+        if let Some((src, out)) = unsafe { block_parts(src, dst as *mut u16, n) } {
+            kiln_interp::pack_f16_block(src, out);
         }
         return;
     }
@@ -391,6 +376,29 @@ fn with_block<T>(
         } else {
             f(Some(std::slice::from_raw_parts(src, n)), out);
         }
+    }
+}
+
+/// The `n`-element blocks at `src` and `dst` as slices (of different element types, so
+/// never the same block); `None` for null pointers or `n ≤ 0`.
+///
+/// # Safety
+/// `src` must hold `n` readable elements and `dst` `n` writable ones, not overlapping.
+unsafe fn block_parts<'a, S, D>(
+    src: *const S,
+    dst: *mut D,
+    n: i64,
+) -> Option<(&'a [S], &'a mut [D])> {
+    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
+    if src.is_null() || dst.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        Some((
+            std::slice::from_raw_parts(src, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        ))
     }
 }
 
@@ -671,14 +679,8 @@ pub fn import(
                 types::I64,
                 types::I64,
             ];
-            let f64s = [
-                types::I32,
-                types::I64,
-                types::F64,
-                types::F64,
-                types::I64,
-                types::I64,
-            ];
+            let mut f64s = f32s;
+            f64s[2..4].fill(types::F64);
             pair(b, 10, [&f32s, &f64s], [None; 2])
         }),
     }

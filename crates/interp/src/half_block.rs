@@ -1,8 +1,10 @@
 //! Rounding `f32` values to a 16-bit float's precision a block at a time, for compiled
-//! kernels' staged roundings (`kiln_compiler`'s block math). To `f16`: F16C's `vcvtps2ph`
-//! (round to nearest even) then `vcvtph2ps`, eight lanes per pair, where the CPU has F16C.
-//! To `bf16`: `kiln_math::float16`'s rule itself on eight lanes ([`kiln_math::F32x8`])
-//! where the CPU has its features. Elsewhere, and for the last few elements, the rule one
+//! kernels' staged roundings (`kiln_compiler`'s block math). Sixteen lanes at a time where
+//! the CPU has AVX-512F (`vcvtps2ph`/`vcvtph2ps` on 512-bit registers for `f16`, the rule
+//! written out on sixteen lanes for `bf16`), then eight: to `f16` F16C's `vcvtps2ph`
+//! (round to nearest even) then `vcvtph2ps` where the CPU has F16C, to `bf16`
+//! `kiln_math::float16`'s rule itself on eight lanes ([`kiln_math::F32x8`]) where the CPU
+//! has its features. Elsewhere, and for the last few elements, the rule one
 //! element at a time. All give the same bits — the rule is the specification (the
 //! interpreter runs it), and the tests below hold F16C and the vector build to it on every
 //! class of input: every sign, exponent and top mantissa bits, with each pattern of the
@@ -41,20 +43,86 @@ fn fast(to: Half, src: Option<*const f32>, out: &mut [f32]) -> usize {
     let n = out.len();
     let dst = out.as_mut_ptr();
     let from = src.unwrap_or(dst as *const f32);
-    match to {
+    // Sixteen lanes first where the CPU has AVX-512F; the eight-lane loops take what is
+    // left of whole vectors of eight (each position is read before it is written, so
+    // continuing in place after the wide loop is safe).
+    let wide = if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F; `from` and `dst` cover `n` elements.
+        unsafe { round_x16(to, from, dst, n) }
+    } else {
+        0
+    };
+    // SAFETY (both arms): `wide <= n`, so the pointers cover the `n - wide` elements after.
+    let (from, dst) = unsafe { (from.add(wide), dst.add(wide)) };
+    wide + match to {
         Half::F16
             if std::arch::is_x86_feature_detected!("avx")
                 && std::arch::is_x86_feature_detected!("f16c") =>
         {
-            // SAFETY: the CPU has AVX and F16C; `from` and `dst` cover `n` elements.
-            unsafe { f16c(from, dst, n) }
+            // SAFETY: the CPU has AVX and F16C; `from` and `dst` cover `n - wide` elements.
+            unsafe { f16c(from, dst, n - wide) }
         }
         _ => match kiln_math::F32x8::new() {
-            // SAFETY: `y` exists, so the CPU has its features; the pointers cover `n`.
-            Some(y) => unsafe { rule_x8(y, to, from, dst, n) },
+            // SAFETY: `y` exists, so the CPU has its features; the pointers cover `n - wide`.
+            Some(y) => unsafe { rule_x8(y, to, from, dst, n - wide) },
             None => 0,
         },
     }
+}
+
+/// Rounds whole vectors of sixteen with AVX-512F: `vcvtps2ph` then `vcvtph2ps` for `f16`
+/// (the instructions F16C has, on 512-bit registers), and for `bf16`
+/// `kiln_math::float16`'s rule written out on sixteen lanes — round the low 16 bits to
+/// nearest even (`+ 0x7fff + odd`, the carry moving on into the exponent), a NaN keeping
+/// its top bits with the quiet bit set. Returns how many elements it rounded.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn round_x16(to: Half, from: *const f32, dst: *mut f32, n: usize) -> usize {
+    use std::arch::x86_64::{
+        _mm512_add_epi32, _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps,
+        _mm512_cmpgt_epi32_mask, _mm512_cvtph_ps, _mm512_cvtps_ph, _mm512_loadu_ps,
+        _mm512_mask_mov_epi32, _mm512_or_si512, _mm512_set1_epi32, _mm512_srli_epi32,
+        _mm512_storeu_ps, _MM_FROUND_TO_NEAREST_INT,
+    };
+    let mut i = 0;
+    match to {
+        Half::F16 => {
+            while i + 16 <= n {
+                // SAFETY: `i + 16 <= n`; each vector is loaded before the same positions
+                // are stored.
+                unsafe {
+                    let x = _mm512_loadu_ps(from.add(i));
+                    let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+                    _mm512_storeu_ps(dst.add(i), _mm512_cvtph_ps(h));
+                }
+                i += 16;
+            }
+        }
+        Half::Bf16 => {
+            let one = _mm512_set1_epi32(1);
+            let bias = _mm512_set1_epi32(0x7fff);
+            let high = _mm512_set1_epi32(0xffff_0000u32 as i32);
+            let abs = _mm512_set1_epi32(0x7fff_ffff);
+            let inf = _mm512_set1_epi32(0x7f80_0000);
+            let quiet = _mm512_set1_epi32(0x0040_0000);
+            while i + 16 <= n {
+                // SAFETY: as above.
+                unsafe {
+                    let b = _mm512_castps_si512(_mm512_loadu_ps(from.add(i)));
+                    let odd = _mm512_and_si512(_mm512_srli_epi32::<16>(b), one);
+                    let r = _mm512_add_epi32(_mm512_add_epi32(b, bias), odd);
+                    let r = _mm512_and_si512(r, high);
+                    // A magnitude above infinity's is a NaN (signed compare: below 2^31).
+                    let nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs), inf);
+                    let q = _mm512_or_si512(_mm512_and_si512(b, high), quiet);
+                    let r = _mm512_mask_mov_epi32(r, nan, q);
+                    _mm512_storeu_ps(dst.add(i), _mm512_castsi512_ps(r));
+                }
+                i += 16;
+            }
+        }
+    }
+    i
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -347,11 +415,54 @@ mod tests {
             let mut inplace = x.clone();
             round_half_block(to, None, &mut inplace);
             assert_eq!(first_bad(&inplace), None, "{to:?} in place");
-            for n in [0, 1, 7, 8, 9, 23, 513] {
+            for n in [0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 513, 520] {
                 let mut part = vec![0.0f32; n];
                 round_half_block(to, Some(&x[..n]), &mut part);
                 assert_eq!(first_bad(&part), None, "{to:?}, n = {n}");
             }
+            // Each vector loop on its own over everything (`round_half_block` gives the
+            // eight-lane loops only what the sixteen-lane one leaves).
+            #[cfg(target_arch = "x86_64")]
+            for (name, tier) in vector_tiers(to) {
+                let mut out = vec![0.0f32; x.len()];
+                // Both pointers cover `x.len()` elements, as `Tier` requires.
+                let done = tier(x.as_ptr(), out.as_mut_ptr(), x.len());
+                let lanes = if name == "x16" { 16 } else { 8 };
+                assert_eq!(done, x.len() / lanes * lanes, "{name}");
+                assert_eq!(first_bad(&out[..done]), None, "{to:?} by {name}");
+            }
         }
+    }
+
+    /// A vector loop: rounds whole vectors from the first pointer to the second, returning
+    /// how many elements it rounded; both pointers must cover the count given (the tests
+    /// pass their own vectors' lengths).
+    #[cfg(target_arch = "x86_64")]
+    type Tier = Box<dyn Fn(*const f32, *mut f32, usize) -> usize>;
+
+    /// The vector loops this CPU can run for `to`, by name.
+    #[cfg(target_arch = "x86_64")]
+    fn vector_tiers(to: Half) -> Vec<(&'static str, Tier)> {
+        let mut tiers: Vec<(&'static str, Tier)> = Vec::new();
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY (each closure): the CPU has the loop's features; the caller's pointers
+            // cover `n` elements.
+            tiers.push((
+                "x16",
+                Box::new(move |f, d, n| unsafe { round_x16(to, f, d, n) }),
+            ));
+        } else {
+            eprintln!("no AVX-512F here: the sixteen-lane rounding is not tested");
+        }
+        if to == Half::F16 && std::arch::is_x86_feature_detected!("f16c") {
+            tiers.push(("f16c", Box::new(|f, d, n| unsafe { f16c(f, d, n) })));
+        }
+        if let Some(y) = kiln_math::F32x8::new() {
+            tiers.push((
+                "x8",
+                Box::new(move |f, d, n| unsafe { rule_x8(y, to, f, d, n) }),
+            ));
+        }
+        tiers
     }
 }

@@ -5,8 +5,11 @@
 //! [`DriverError::NoGpu`] when none loads; cudarc is touched only after that. Every cudarc
 //! error is turned into [`DriverError::Cuda`]; nothing here panics without a GPU.
 
+mod blas;
+
 use crate::gemm::GemmPlan;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+use blas::{gemm_error, gemm_half, gemm_typed};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
@@ -460,13 +463,11 @@ impl Gpu {
     ) -> Result<(), DriverError> {
         let blas = self.blas()?;
         let blas = blas.lock().unwrap_or_else(|p| p.into_inner());
-        match plan.dtype {
-            DType::F32 => gemm_typed::<f32>(&blas, plan, (1.0, 0.0), a, b, c),
-            DType::F64 => gemm_typed::<f64>(&blas, plan, (1.0, 0.0), a, b, c),
-            other => Err(DriverError::Cuda {
-                step: "calling cuBLAS".into(),
-                message: format!("no gemm for {other}"),
-            }),
+        match (plan.operands, plan.dtype) {
+            (DType::F32, DType::F32) => gemm_typed::<f32>(&blas, plan, (1.0, 0.0), a, b, c),
+            (DType::F64, DType::F64) => gemm_typed::<f64>(&blas, plan, (1.0, 0.0), a, b, c),
+            (DType::F16 | DType::Bf16, DType::F32) => gemm_half(&blas, &self.stream, plan, a, b, c),
+            (x, y) => Err(gemm_error(format!("no gemm of {x} operands into {y}"))),
         }
     }
 
@@ -616,84 +617,6 @@ impl GpuKernel {
         )
         .map(|n| n.max(0) as u32)
     }
-}
-
-fn gemm_typed<T>(
-    blas: &CudaBlas,
-    plan: &GemmPlan,
-    (alpha, beta): (T, T),
-    a: &DeviceBuffer,
-    b: &DeviceBuffer,
-    c: &mut DeviceBuffer,
-) -> Result<(), DriverError>
-where
-    CudaBlas: Gemm<T>,
-{
-    let size = std::mem::size_of::<T>();
-    let (need_a, need_b) = plan.extents();
-    let need_c = plan.batch.max(0) as usize * plan.m.max(0) as usize * plan.n.max(0) as usize;
-    let err = |message: String| DriverError::Cuda {
-        step: "calling cuBLAS".into(),
-        message,
-    };
-    if need_a * size > a.len || need_b * size > b.len || need_c * size > c.len {
-        return Err(err(format!(
-            "gemm {plan:?} does not fit its buffers ({}, {}, {} bytes)",
-            a.len, b.len, c.len
-        )));
-    }
-    // SAFETY: the buffers hold `T` values written by the host or by earlier kernels of the
-    // same dtype; the lengths were checked above (`transmute` re-checks them).
-    let av =
-        unsafe { a.slice.transmute::<T>(a.len / size) }.ok_or_else(|| err("left view".into()))?;
-    let bv =
-        unsafe { b.slice.transmute::<T>(b.len / size) }.ok_or_else(|| err("right view".into()))?;
-    let c_len = c.len / size;
-    let mut cv =
-        unsafe { c.slice.transmute_mut::<T>(c_len) }.ok_or_else(|| err("output view".into()))?;
-    let op = |t: bool| {
-        if t {
-            cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_T
-        } else {
-            cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N
-        }
-    };
-    let cfg = GemmConfig {
-        transa: op(plan.trans_a),
-        transb: op(plan.trans_b),
-        m: plan.m,
-        n: plan.n,
-        k: plan.k,
-        alpha,
-        lda: plan.lda,
-        ldb: plan.ldb,
-        beta,
-        ldc: plan.ldc,
-    };
-    // SAFETY: every element the call touches lies inside the views (checked above against
-    // `GemmPlan::extents` and the output size); the output does not alias the operands
-    // (it is a scratch buffer of its own).
-    // A missing cuBLAS symbol panics inside cudarc; it becomes this call's error.
-    let r = without_panic(|| unsafe {
-        if plan.batch == 1 {
-            blas.gemm(cfg, &av, &bv, &mut cv)
-        } else {
-            blas.gemm_strided_batched(
-                StridedBatchedConfig {
-                    gemm: cfg,
-                    batch_size: plan.batch,
-                    stride_a: plan.stride_a,
-                    stride_b: plan.stride_b,
-                    stride_c: plan.stride_c,
-                },
-                &av,
-                &bv,
-                &mut cv,
-            )
-        }
-    })
-    .map_err(|why| err(format!("libcublas is unusable: {why}")))?;
-    r.map_err(|e| err(format!("{e:?}")))
 }
 
 /// Runs `f`, turning a panic (cudarc's reaction to a library that lacks a symbol) into its

@@ -26,8 +26,15 @@ use kiln_ir::{row_major_strides, DType, DotDims};
 /// `r + c·ld`, and `op(X)` is `Xᵀ` when the `trans` flag is set. `alpha = 1`, `beta = 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmPlan {
-    /// `f32` (sgemm) or `f64` (dgemm).
+    /// The result's dtype: `f32` (sgemm, or `cublasGemmEx` for 16-bit operands) or `f64`
+    /// (dgemm).
     pub dtype: DType,
+    /// The operands' dtype: `dtype`, or `f16`/`bf16` with an `f32` result —
+    /// `cublasGemmEx` with `CUBLAS_COMPUTE_32F`, each product of the exact widenings
+    /// accumulated in `f32` as the interpreter's GEMM does on the widened operands (up to
+    /// the order of the sum, as every GPU product); cuBLAS runs it on tensor cores where the
+    /// GPU has them. (`kiln_compiler::kernel::gemm_reads_16_bit_operands` makes such steps.)
+    pub operands: DType,
     /// Transpose the gemm's `A` (the right operand).
     pub trans_a: bool,
     /// Transpose the gemm's `B` (the left operand).
@@ -154,15 +161,22 @@ fn to_i64(v: usize, what: &str) -> Result<i64, String> {
 
 /// Maps `dot_general(lhs, rhs)` to one cuBLAS call, or says why it cannot.
 pub fn plan_dot(
+    operands: DType,
     dtype: DType,
     lhs: &[usize],
     rhs: &[usize],
     d: &DotDims,
 ) -> Result<DotPlan, String> {
-    if !matches!(dtype, DType::F32 | DType::F64) {
-        return Err(format!(
-            "dot_general on {dtype}: cuBLAS is used for f32 and f64 only"
-        ));
+    match (operands, dtype) {
+        (DType::F32, DType::F32)
+        | (DType::F64, DType::F64)
+        | (DType::F16 | DType::Bf16, DType::F32) => {}
+        _ => {
+            return Err(format!(
+                "dot_general of {operands} operands into {dtype}: cuBLAS is used for f32 and \
+                 f64 products, and for f16 and bf16 operands into f32"
+            ))
+        }
     }
     let in_range = |axes: &[usize], rank: usize| axes.iter().all(|&a| a < rank);
     if d.lhs_batch.len() != d.rhs_batch.len()
@@ -214,6 +228,7 @@ pub fn plan_dot(
         out_elems,
         gemm: Some(GemmPlan {
             dtype,
+            operands,
             trans_a,
             trans_b,
             m: to_i32(n, "N")?,
@@ -337,7 +352,7 @@ mod tests {
                 &TensorType::new(DType::F64, shape.clone()),
             )
             .unwrap();
-        let plan = plan_dot(DType::F64, lhs, rhs, &d)
+        let plan = plan_dot(DType::F64, DType::F64, lhs, rhs, &d)
             .unwrap_or_else(|e| panic!("{lhs:?} x {rhs:?} {d:?}: {e}"));
         assert_eq!(plan.out_elems, shape.iter().product::<usize>());
         let got = match plan.gemm {
@@ -389,7 +404,14 @@ mod tests {
 
     #[test]
     fn empty_and_zero_contraction() {
-        let p = plan_dot(DType::F32, &[0, 4], &[4, 5], &dims(&[], &[], &[1], &[0])).unwrap();
+        let p = plan_dot(
+            DType::F32,
+            DType::F32,
+            &[0, 4],
+            &[4, 5],
+            &dims(&[], &[], &[1], &[0]),
+        )
+        .unwrap();
         assert_eq!(
             p,
             DotPlan {
@@ -397,7 +419,14 @@ mod tests {
                 gemm: None
             }
         );
-        let p = plan_dot(DType::F32, &[3, 0], &[0, 5], &dims(&[], &[], &[1], &[0])).unwrap();
+        let p = plan_dot(
+            DType::F32,
+            DType::F32,
+            &[3, 0],
+            &[0, 5],
+            &dims(&[], &[], &[1], &[0]),
+        )
+        .unwrap();
         assert_eq!(
             p,
             DotPlan {
@@ -410,10 +439,28 @@ mod tests {
 
     #[test]
     fn unmappable_dots_are_refused_with_a_reason() {
-        let e = plan_dot(DType::I32, &[3, 4], &[4, 5], &dims(&[], &[], &[1], &[0])).unwrap_err();
-        assert!(e.contains("f32 and f64 only"), "{e}");
+        let e = plan_dot(
+            DType::I32,
+            DType::I32,
+            &[3, 4],
+            &[4, 5],
+            &dims(&[], &[], &[1], &[0]),
+        )
+        .unwrap_err();
+        assert!(e.contains("cuBLAS is used for f32 and f64"), "{e}");
+        // 16-bit operands only into f32.
+        let e = plan_dot(
+            DType::F16,
+            DType::F16,
+            &[3, 4],
+            &[4, 5],
+            &dims(&[], &[], &[1], &[0]),
+        )
+        .unwrap_err();
+        assert!(e.contains("f16 and bf16 operands into f32"), "{e}");
         // Contracting dims in swapped order do not collapse.
         let e = plan_dot(
+            DType::F32,
             DType::F32,
             &[2, 3, 4],
             &[4, 3, 5],
@@ -422,15 +469,57 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("not contiguous"), "{e}");
         // The left operand's free dims are split by its contracting dim.
-        let e = plan_dot(DType::F32, &[2, 4, 3], &[4, 5], &dims(&[], &[], &[1], &[0])).unwrap_err();
+        let e = plan_dot(
+            DType::F32,
+            DType::F32,
+            &[2, 4, 3],
+            &[4, 5],
+            &dims(&[], &[], &[1], &[0]),
+        )
+        .unwrap_err();
         assert!(e.contains("not contiguous"), "{e}");
-        let e = plan_dot(DType::F32, &[3, 4], &[5, 5], &dims(&[], &[], &[1], &[0])).unwrap_err();
+        let e = plan_dot(
+            DType::F32,
+            DType::F32,
+            &[3, 4],
+            &[5, 5],
+            &dims(&[], &[], &[1], &[0]),
+        )
+        .unwrap_err();
         assert!(e.contains("different sizes"), "{e}");
+    }
+
+    /// Products of 16-bit operands into `f32` map like `f32` ones (the same shapes, strides
+    /// and leading dimensions), with their operand dtype, which picks `cublasGemmEx`.
+    #[test]
+    fn half_operand_plans_keep_their_dtype() {
+        let d = dims(&[0], &[0], &[2], &[1]);
+        let f32_plan = plan_dot(DType::F32, DType::F32, &[2, 3, 4], &[2, 4, 5], &d).unwrap();
+        for dt in [DType::F16, DType::Bf16] {
+            let p = plan_dot(dt, DType::F32, &[2, 3, 4], &[2, 4, 5], &d).unwrap();
+            let g = p.gemm.unwrap();
+            assert_eq!((g.operands, g.dtype), (dt, DType::F32));
+            assert_eq!(
+                GemmPlan {
+                    operands: DType::F32,
+                    ..g
+                },
+                f32_plan.gemm.unwrap()
+            );
+            assert_eq!(p.out_elems, 30);
+        }
     }
 
     #[test]
     fn sgemm_plan_matches_its_dtype() {
-        let p = plan_dot(DType::F32, &[3, 4], &[4, 5], &dims(&[], &[], &[1], &[0])).unwrap();
+        let p = plan_dot(
+            DType::F32,
+            DType::F32,
+            &[3, 4],
+            &[4, 5],
+            &dims(&[], &[], &[1], &[0]),
+        )
+        .unwrap();
         let g = p.gemm.unwrap();
         assert_eq!(
             (g.dtype, g.m, g.n, g.k, g.ldc, g.batch),

@@ -196,7 +196,36 @@ fn gpu_dot_with_epilogue_within_tolerance() {
   return %z
 }";
     check(&b, batched_t, Some(1e-10));
+    // 16-bit products: cublasGemmEx, accumulated in f32 and rounded once (one 16-bit ulp
+    // apart from the interpreter at most, before the epilogue's own rounding).
+    check(&b, HALF_DOT, Some(4e-3));
+    check(&b, &HALF_DOT.replace("f16", "bf16"), Some(3e-2));
+    check(&b, HALF_BATCHED_DOT, Some(3e-2));
+    check(&b, HALF_CONV, Some(4e-3));
 }
+
+/// An `f16` product with a bias and `tanh` epilogue.
+const HALF_DOT: &str = "func @mm(%a: f16[64,96], %w: f16[96,48], %bias: f16[48]) -> f16[64,48] {
+  %d = dot_general %a, %w, lhs_batch=[], rhs_batch=[], lhs_contract=[1], rhs_contract=[0] : f16[64,48]
+  %bb = broadcast_in_dim %bias, dims=[1] : f16[64,48]
+  %y = add %d, %bb : f16[64,48]
+  %z = tanh %y : f16[64,48]
+  return %z
+}";
+
+/// A batched `bf16` product with a transposed right operand.
+const HALF_BATCHED_DOT: &str = "func @bmm(%a: bf16[3,20,10], %w: bf16[3,30,10]) -> bf16[3,20,30] {
+  %d = dot_general %a, %w, lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2] : bf16[3,20,30]
+  %z = tanh %d : bf16[3,20,30]
+  return %z
+}";
+
+/// An `f16` convolution (im2col kernel + a 16-bit GEMM) with a `tanh` epilogue.
+const HALF_CONV: &str = "func @f(%x: f16[2,6,6,4], %w: f16[3,3,4,8]) -> f16[2,4,4,8] {
+  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3] : f16[2,4,4,8]
+  %y = tanh %c : f16[2,4,4,8]
+  return %y
+}";
 
 #[test]
 fn gpu_autotune_levels_one_and_four() {
@@ -257,6 +286,10 @@ fn gpu_test_sources_lower_and_emit_without_a_gpu() {
 }"
         .into(),
     );
+    let half_bf16_dot = HALF_DOT.replace("f16", "bf16");
+    for src in [HALF_DOT, &half_bf16_dot, HALF_BATCHED_DOT] {
+        sources.push(src.to_string());
+    }
     for src in &sources {
         let c = cluster(src);
         let p = kiln_compiler::lower::lower_cluster(&c).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
@@ -277,7 +310,9 @@ fn gpu_test_sources_lower_and_emit_without_a_gpu() {
             let kiln_compiler::kernel::Contraction::Dot(dims) = &d.op else {
                 panic!("a convolution step in {src}");
             };
-            kiln_ptx::plan_dot(p.temps[d.out].dtype, &shape(d.lhs), &shape(d.rhs), dims).unwrap();
+            let operands = kiln_compiler::kernel::buf_dtype(&p, d.lhs);
+            let out = p.temps[d.out].dtype;
+            kiln_ptx::plan_dot(operands, out, &shape(d.lhs), &shape(d.rhs), dims).unwrap();
         }
     }
 }

@@ -16,7 +16,7 @@
 //! those compiler passes, in order, on every function) and `cluster` (the module after
 //! `mark_for_compilation`, then TF's clustering summary with op counts and refusals),
 //! `ptx sm_NN` (each function lowered as one cluster and emitted as PTX for that target,
-//! with its launch descriptions) and `amp` (the module after the automatic mixed precision
+//! with its launch descriptions and the operands of its cuBLAS products) and `amp` (the module after the automatic mixed precision
 //! rewrite, then its log: the summary, and the decisions `TF_CPP_VMODULE` turns on). An
 //! optional `// flags: …` line gives `TF_XLA_FLAGS` for the test, and `// env: NAME=VALUE`
 //! lines set other variables Kiln reads (`TF_ENABLE_AUTO_MIXED_PRECISION`, …). Every kind
@@ -234,8 +234,9 @@ fn run_ptx(module: &Module, target: &str) -> Result<String, String> {
                 continue;
             }
         };
-        match kiln_ptx::gpu_program(&p).and_then(|gpu| kiln_ptx::emit_program(&gpu, target)) {
-            Ok(ptx) => {
+        let gpu = kiln_ptx::gpu_program(&p);
+        match gpu.and_then(|gpu| kiln_ptx::emit_program(&gpu, target).map(|ptx| (gpu, ptx))) {
+            Ok((gpu, ptx)) => {
                 out += &ptx.text;
                 for k in &ptx.fills {
                     out += &format!(
@@ -247,6 +248,20 @@ fn run_ptx(module: &Module, target: &str) -> Result<String, String> {
                     out += &format!(
                         "launch {}: kernel {}, params {:?}, {:?}, block {}, grid {}\n",
                         k.entry, k.kernel, k.params, k.mapping, k.block, k.grid
+                    );
+                }
+                // Products run as cuBLAS calls outside the module: their operands and result.
+                for (i, d) in gpu.dots.iter().enumerate() {
+                    let dt = |b| kiln_compiler::kernel::buf_dtype(&gpu, b);
+                    out += &format!(
+                        "gemm {i}: {:?} ({}) x {:?} ({}) -> Temp({}) ({}), before kernel {}\n",
+                        d.lhs,
+                        dt(d.lhs),
+                        d.rhs,
+                        dt(d.rhs),
+                        d.out,
+                        gpu.temps[d.out],
+                        d.before
                     );
                 }
             }

@@ -92,6 +92,8 @@ pub fn block_task(k: &Kernel, b0: usize, b1: usize) -> Task {
 /// row-blocked (`row_blocking`), whose kernels share their rows.
 pub const CPU_CAPS: TargetCaps = TargetCaps {
     split_reductions_below: None,
+    // Its products run through the interpreter's `f32` GEMM.
+    gemm_16_bit_operands: false,
     narrow_rows: Some(NarrowRows {
         vector_lanes: 4,
         row_blocked: runs_row_blocked,

@@ -102,7 +102,7 @@ fn fuse_pair(p: &mut Program, i: usize) -> bool {
 }
 
 /// Removes the scratch buffers that no kernel stores or nothing reads, renumbering the rest.
-fn prune_temps(p: &mut Program) {
+pub(super) fn prune_temps(p: &mut Program) {
     let mut read = vec![false; p.temps.len()];
     let mut mark = |b: BufRef| {
         if let BufRef::Temp(t) = b {

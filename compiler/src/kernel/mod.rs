@@ -14,6 +14,7 @@
 pub mod analysis;
 mod collapse;
 mod epilogue;
+mod gemm_operands;
 pub mod half;
 mod indices;
 pub mod narrow;
@@ -33,6 +34,7 @@ use serde::{Deserialize, Serialize};
 pub use analysis::operands;
 pub use collapse::{collapse_leading_dims, flatten_kernel};
 pub use epilogue::fuse_epilogues;
+pub use gemm_operands::gemm_reads_16_bit_operands;
 pub use indices::simplify_indices;
 /// The canonical reduction order (design.md, Invariant 2), defined once by the reference
 /// semantics: [`LANES`] lane accumulators, chunks of [`CHUNK`], the pairwise [`TREE`].

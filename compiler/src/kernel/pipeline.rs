@@ -24,6 +24,10 @@ pub struct TargetCaps {
     /// Regroup or flatten narrow pointwise rows ([`super::narrow`]): for a backend whose
     /// inner loops are vectors.
     pub narrow_rows: Option<NarrowRows>,
+    /// Product steps read 16-bit float operands as they are instead of their `f32`
+    /// widenings ([`super::gemm_reads_16_bit_operands`]): for a backend whose GEMM takes
+    /// `f16`/`bf16` operands and accumulates in `f32` (the GPU: `cublasGemmEx`).
+    pub gemm_16_bit_operands: bool,
 }
 
 /// The stage a pass runs in (module doc).
@@ -52,6 +56,11 @@ pub const PASSES: &[(&str, Stage, KernelPass)] = &[
         collapse_leading_dims,
     ),
     ("simplify_indices", Stage::Lowering, simplify_indices),
+    (
+        "gemm_reads_16_bit_operands",
+        Stage::Target,
+        gemm_reads_16_bit_operands,
+    ),
     (
         "split_long_reductions",
         Stage::Target,
@@ -132,6 +141,10 @@ fn collapse_leading_dims(p: &mut Program, _: &TargetCaps) -> bool {
 
 fn simplify_indices(p: &mut Program, _: &TargetCaps) -> bool {
     super::simplify_indices(p)
+}
+
+fn gemm_reads_16_bit_operands(p: &mut Program, caps: &TargetCaps) -> bool {
+    caps.gemm_16_bit_operands && super::gemm_reads_16_bit_operands(p)
 }
 
 fn split_long_reductions(p: &mut Program, caps: &TargetCaps) -> bool {

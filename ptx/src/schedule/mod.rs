@@ -33,14 +33,17 @@ use kiln_compiler::kernel::Program;
 pub const SPLIT_BELOW_POINTS: usize = 2048;
 
 /// The program a GPU runs for the lowered cluster `p`: `p` through the kernel passes of the
-/// target stage ([`run_target_passes`]) with the GPU's caps — its long reductions over few
-/// kept points split in two kernels, so the chunks of the canonical order run in parallel.
+/// target stage ([`run_target_passes`]) with the GPU's caps — products reading 16-bit
+/// operands as they are (`cublasGemmEx` widens them on the tensor cores), long reductions
+/// over few kept points split in two kernels, so the chunks of the canonical order run in
+/// parallel.
 /// Emit and launch this program, not `p` (it may have more kernels and scratch buffers).
 /// A `p` the kernel-IR verifier refuses (or a pass that leaves it invalid) is
 /// [`EmitError::Malformed`].
 pub fn gpu_program(p: &Program) -> Result<Program, EmitError> {
     let caps = TargetCaps {
         split_reductions_below: Some(SPLIT_BELOW_POINTS),
+        gemm_16_bit_operands: true,
         ..Default::default()
     };
     let mut out = p.clone();

@@ -165,8 +165,20 @@ pub fn simulate(
                 .temps
                 .get(d.out)
                 .ok_or_else(|| format!("dot {n}: no scratch {}", d.out))?;
-            let out = Interpreter::new(1)
-                .map_err(|e| e.to_string())?
+            let interp = Interpreter::new(1).map_err(|e| e.to_string())?;
+            // 16-bit operands of an `f32` product (cuBLAS's GemmEx on the GPU): widened
+            // exactly, as that GEMM multiplies them.
+            let widen = |t: Tensor| -> Result<Tensor, String> {
+                if t.dtype() == ty.dtype {
+                    return Ok(t);
+                }
+                let wide = kiln_ir::TensorType::new(ty.dtype, t.shape().to_vec());
+                interp
+                    .eval(&kiln_ir::Op::Convert, &[&t], &wide)
+                    .map_err(|e| format!("dot {n}: widening an operand: {e}"))
+            };
+            let (a, b) = (widen(a)?, widen(b)?);
+            let out = interp
                 .eval(&d.op.to_op(), &[&a, &b], ty)
                 .map_err(|e| format!("dot {n}: {e}"))?;
             let k = buffer_slot(p, BufRef::Temp(d.out));

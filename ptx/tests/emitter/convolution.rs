@@ -1,6 +1,6 @@
-//! Convolutions on the GPU (`kiln_ptx::compile_cluster` →
+//! Convolutions and 16-bit products on the GPU (`kiln_ptx::compile_cluster` →
 //! `kiln_compiler::lower::convolutions_as_gemm`): the patch matrix gathered by an emitted
-//! kernel, the product a GEMM (cuBLAS on the GPU; here the simulator's host product, the
+//! kernel (16-bit operands kept in 16 bits for `cublasGemmEx`), the product a GEMM (cuBLAS on the GPU; here the simulator's host product, the
 //! interpreter's `dot_general`), the epilogue emitted. Simulated under two launch shapes
 //! against the interpreter running the convolution itself, on small integer inputs (every
 //! partial sum exact, so any summation order gives the same bits and a misplaced patch
@@ -19,6 +19,10 @@ fn cases() -> Vec<(&'static str, &'static str)> {
         ("weight gradient layout", "func @f(%x: f32[2,6,6,3], %g: f32[2,4,4,5]) -> f32[3,3,3,5] {\n  %y = convolution %x, %g, lhs_dims=[3, 0, 1, 2], rhs_dims=[0, 3, 1, 2], out_dims=[2, 3, 0, 1], size=[4, 4] : f32[3,3,3,5]\n  return %y\n}"),
         ("1-d f64 negative padding", "func @f(%x: f64[3,9,2], %w: f64[2,2,4]) -> f64[3,7,4] {\n  %y = convolution %x, %w, lhs_dims=[0, 2, 1], rhs_dims=[1, 2, 0], out_dims=[0, 2, 1], size=[2], low=[-1], high=[0] : f64[3,7,4]\n  return %y\n}"),
         ("depthwise 3x3 stride 2", "func @f(%x: f32[2,7,7,4], %w: f32[3,3,1,4]) -> f32[2,4,4,4] {\n  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], stride=[2, 2], low=[1, 1], high=[1, 1], feature_groups=4 : f32[2,4,4,4]\n  return %y\n}"),
+        ("bf16 depthwise", "func @f(%x: bf16[2,5,5,3], %w: bf16[3,3,1,3]) -> bf16[2,3,3,3] {\n  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], feature_groups=3 : bf16[2,3,3,3]\n  return %y\n}"),
+        ("f16 dot + bias", "func @f(%a: f16[5,7], %w: f16[7,3], %b: f16[3]) -> f16[5,3] {\n  %d = dot_general %a, %w, lhs_contract=[1], rhs_contract=[0] : f16[5,3]\n  %bb = broadcast_in_dim %b, dims=[1] : f16[5,3]\n  %y = add %d, %bb : f16[5,3]\n  return %y\n}"),
+        ("bf16 batched dot, transposed rhs", "func @f(%a: bf16[2,4,6], %w: bf16[2,5,6]) -> bf16[2,4,5] {\n  %y = dot_general %a, %w, lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2] : bf16[2,4,5]\n  return %y\n}"),
+        ("f16 x times its transpose", "func @f(%x: f16[4,6]) -> f16[4,4] {\n  %y = dot_general %x, %x, lhs_contract=[1], rhs_contract=[1] : f16[4,4]\n  return %y\n}"),
         ("grouped, 2 groups", "func @f(%x: f32[1,5,5,6], %w: f32[2,2,3,4]) -> f32[1,4,4,4] {\n  %y = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[2, 2], feature_groups=2 : f32[1,4,4,4]\n  return %y\n}"),
         ("f16 + bias", "func @f(%x: f16[1,5,5,2], %w: f16[3,3,2,3], %b: f16[3]) -> f16[1,5,5,3] {\n  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3], low=[1, 1], high=[1, 1] : f16[1,5,5,3]\n  %bb = broadcast_in_dim %b, dims=[3] : f16[1,5,5,3]\n  %y = add %c, %bb : f16[1,5,5,3]\n  return %y\n}"),
     ]
@@ -55,6 +59,15 @@ fn convolutions_run_as_a_patch_kernel_and_a_gemm() {
                 .all(|d| matches!(d.op, kiln_compiler::kernel::Contraction::Dot(_))),
             "{label}: a convolution step is left"
         );
+        // 16-bit operands reach the GEMM as they are (`gemm_reads_16_bit_operands`).
+        if c.body.param_types().iter().all(|t| t.dtype.is_half()) {
+            for d in &p.dots {
+                for b in [d.lhs, d.rhs] {
+                    let dt = kiln_compiler::kernel::buf_dtype(p, b);
+                    assert!(dt.is_half(), "{label}: a {dt} operand");
+                }
+            }
+        }
         for launch in [Launch::Fixed(3, 64), Launch::Suggested] {
             let got = simulate(p, &art.ptx, &inputs, launch)
                 .unwrap_or_else(|e| panic!("{label} ({launch:?}): {e}"));

@@ -201,4 +201,43 @@ mod tests {
         let why = plan_dots(&program).expect_err("refused");
         assert!(why.contains("convolution"), "{why}");
     }
+
+    #[test]
+    fn sixteen_bit_products_read_their_operands_in_sixteen_bits() {
+        // A 16-bit product or convolution is an f32 GEMM of exact widenings; on the GPU the
+        // GEMM reads the 16-bit buffers themselves (`cublasGemmEx`, f32 accumulation), no
+        // widening kernel runs, and the epilogue still rounds the f32 product once.
+        let target = Target::from_sm(90).expect("sm_90");
+        for dt in ["f16", "bf16"] {
+            let conv = "func @f(%x: DT[2,6,6,4], %w: DT[3,3,4,8]) -> DT[2,4,4,8] {
+  %c = convolution %x, %w, lhs_dims=[0, 3, 1, 2], rhs_dims=[2, 3, 0, 1], out_dims=[0, 3, 1, 2], size=[3, 3] : DT[2,4,4,8]
+  %y = tanh %c : DT[2,4,4,8]
+  return %y
+}";
+            let dot = "func @f(%a: DT[3,20,10], %w: DT[3,30,10]) -> DT[3,20,30] {
+  %d = dot_general %a, %w, lhs_batch=[0], rhs_batch=[0], lhs_contract=[2], rhs_contract=[2] : DT[3,20,30]
+  %z = tanh %d : DT[3,20,30]
+  return %z
+}";
+            // (kernels, temps) on the GPU: the convolution's patch gather and kernel
+            // relayout store 16-bit scratch buffers now; the dot's widenings are gone.
+            for (src, kernels, temps) in [(conv, 3, 3), (dot, 1, 1)] {
+                let c = kiln_testkit::cluster(&src.replace("DT", dt));
+                let PtxArtifact { program, .. } =
+                    compile_cluster(&c, &PtxOptions { target }).expect("compiles");
+                let text = kiln_compiler::kernel::print_program(&program);
+                assert_eq!(
+                    (program.kernels.len(), program.temps.len()),
+                    (kernels, temps),
+                    "{text}"
+                );
+                let gemms = plan_dots(&program).expect("16-bit operands map onto cuBLAS");
+                let g = gemms[0].expect("a gemm");
+                assert_eq!((g.operands.name(), g.dtype.name()), (dt, "f32"), "{text}");
+                assert!(text.contains(&format!("convert v0 : {dt}")), "{text}");
+                let operand_temps = program.temps.iter().filter(|t| t.dtype.name() == dt);
+                assert_eq!(operand_temps.count(), temps - 1, "{text}");
+            }
+        }
+    }
 }

@@ -5,7 +5,7 @@
 use super::entry::{buf_exists, GpuEntry, LaunchRecord};
 use super::memory::{buffer_bytes, drv, type_bytes, GpuMemory, GpuTensor};
 use crate::backend::{DeviceTensor, Executable};
-use kiln_compiler::kernel::{BufRef, Contraction, Program};
+use kiln_compiler::kernel::{buf_dtype, BufRef, Contraction, Program};
 use kiln_ir::{Tensor, TensorType};
 use kiln_ptx::driver::{DeviceBuffer, Gpu, GpuKernel};
 use kiln_ptx::{plan_dot, GemmPlan};
@@ -51,7 +51,11 @@ pub(super) fn plan_dots(p: &Program) -> Result<Vec<Option<GemmPlan>>, String> {
                 }
             };
             let dt = p.temps[d.out].dtype;
-            plan_dot(dt, &shape_of(p, d.lhs), &shape_of(p, d.rhs), dims)
+            let operands = buf_dtype(p, d.lhs);
+            if buf_dtype(p, d.rhs) != operands {
+                return Err("dot_general: operands of two dtypes".to_string());
+            }
+            plan_dot(operands, dt, &shape_of(p, d.lhs), &shape_of(p, d.rhs), dims)
                 .and_then(|plan| {
                     if plan.out_elems * dt.size_bytes() != type_bytes(&p.temps[d.out]) {
                         Err("a dot's output buffer has the wrong size".to_string())

@@ -1,7 +1,8 @@
 //! Differential fuzzing over shapes: random well-typed functions (every dimension size 1..=9
 //! and a few odd larger ones, rank 0..=4; elementwise ops, broadcasts into every operand
 //! position, `dot_general` with any batch/contracting layout, reductions over any axes,
-//! reshape/transpose chains, strided slices, pad, concat, iota, convert; one function in ten
+//! reshape/transpose chains, strided slices, pad, concat, iota, convert; values of `f32`,
+//! `f64`, `f16`, `bf16`, `i32` and `bool` (and converts through the others); one function in ten
 //! with a few sizes past a reduction chunk and a CPU task) run as compiled CPU code at 1, 2
 //! and 7 threads (and at 7 with all math emitted by Cranelift) and as PTX in the simulator,
 //! and must return the interpreter's bits. `Unsupported` results and programs the simulator
@@ -37,6 +38,13 @@ fn shapes_match_the_interpreter() {
             .map(|(n, c)| format!("{n} {c}"))
             .collect::<Vec<_>>()
             .join(", ")
+    );
+    let dtypes: Vec<String> = (s.dtype_counts.iter())
+        .map(|(d, n)| format!("{d} {n}"))
+        .collect();
+    eprintln!(
+        "  dtypes (functions containing each): {}",
+        dtypes.join(", ")
     );
     let forms: Vec<String> = s.forms.iter().map(|(f, n)| format!("{n} {f}")).collect();
     eprintln!(
@@ -208,7 +216,7 @@ fn generator_covers_every_feature() {
     let mut want: Vec<String> = Vec::new();
     want.extend((0..=4).map(|r| format!("rank {r}")));
     want.extend(SIZES.iter().map(|n| format!("size {n}")));
-    want.extend(["f32", "f64", "i32", "bool"].map(|d| format!("dtype {d}")));
+    want.extend(["f32", "f64", "f16", "bf16", "i32", "bool"].map(|d| format!("dtype {d}")));
     for pos in [
         "binary lhs",
         "binary rhs",

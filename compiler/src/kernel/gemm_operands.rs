@@ -4,8 +4,8 @@
 //! A 16-bit `dot_general` or `convolution` reaches the kernel IR as the `f32` product of
 //! its operands' exact widenings (`half::contractions_in_f32`), and a product JAX asks for
 //! in `f32` from 16-bit operands (`preferred_element_type`) as the same: a kernel per
-//! operand computes `tmp[i] = convert(src[i]) : f32` over every element, and the product
-//! step reads `tmp`. Widening is exact, so reading `src` itself with a GEMM that widens as
+//! operand computes `tmp[i] = convert(src[i]) : f32` over every element (`src` of `tmp`'s
+//! shape), and the product step reads `tmp`. Widening is exact, so reading `src` itself with a GEMM that widens as
 //! it multiplies gives the same product: [`gemm_reads_16_bit_operands`] points the step at
 //! `src` and drops the widening kernel and its scratch buffer when nothing else reads
 //! them. The product's `f32` result and the rounding after it stay as they were.
@@ -17,7 +17,8 @@ use kiln_ir::DType;
 /// How one operand of a product step becomes a 16-bit buffer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Change {
-    /// Read `src`, the buffer kernel `kernel` only widens into the operand.
+    /// Read `src`, the buffer of the operand's shape that kernel `kernel` only widens into
+    /// the operand.
     Redirect { src: BufRef, kernel: usize },
     /// Kernel `kernel` stores its last node's 16-bit operand into scratch buffer `t`,
     /// which becomes 16-bit, instead of that node, the `convert` widening it.
@@ -104,7 +105,8 @@ fn change(p: &Program, operand: BufRef) -> Option<(Change, DType)> {
     if !half.is_half() {
         return None;
     }
-    // A plain widening of a whole 16-bit buffer at the same positions: read that buffer.
+    // A plain widening of a whole 16-bit buffer of the operand's shape at the same
+    // positions: read that buffer.
     if let NodeKind::Load { buf, ref offset } = k.nodes[x].kind {
         let src_type = match buf {
             BufRef::Input(i) => p.inputs.get(i).cloned(),
@@ -112,7 +114,8 @@ fn change(p: &Program, operand: BufRef) -> Option<(Change, DType)> {
             BufRef::Const(i) => p.consts.get(i).map(|c| c.ty()),
             BufRef::Output(_) => None,
         };
-        if src_type.is_some_and(|s| s.dtype == half && s.num_elements() == ty.num_elements())
+        // The same shape too: a product step reads its operand by the buffer's shape.
+        if src_type.is_some_and(|s| s.dtype == half && s.shape == ty.shape)
             && is_point_position(offset, &k.space)
         {
             return Some((Change::Redirect { src: buf, kernel }, half));
@@ -210,6 +213,30 @@ mod tests {
         super::super::verify_program(&p).unwrap();
         assert_eq!(operand_dtypes(&p), [(DType::F16, DType::F16)]);
         assert!(p.kernels.len() < before);
+    }
+
+    #[test]
+    fn a_reshaped_operand_is_stored_in_16_bits_not_read_through_another_shape() {
+        // The widening reads `%a` at the point's position, but `%a` is [2,3] and the
+        // operand [3,2]: a product step reads a buffer by its own shape, so the step keeps
+        // its scratch buffer, now 16-bit (found by the shape fuzz: a redirect here changed
+        // the operand's rank).
+        let mut p = lowered(
+            "func @f(%a: f16[2,3], %w: f16[2,4]) -> f16[3,4] {
+  %r = reshape %a : f16[3,2]
+  %y = dot_general %r, %w, lhs_contract=[1], rhs_contract=[0] : f16[3,4]
+  return %y
+}",
+        );
+        assert!(gemm_reads_16_bit_operands(&mut p));
+        super::super::verify_program(&p).unwrap();
+        let d = &p.dots[0];
+        let BufRef::Temp(t) = d.lhs else {
+            panic!("the reshaped operand is read directly: {:?}", d.lhs)
+        };
+        assert_eq!(p.temps[t].shape, [3, 2]);
+        assert_eq!(operand_dtypes(&p), [(DType::F16, DType::F16)]);
+        assert_eq!(d.rhs, BufRef::Input(1));
     }
 
     #[test]

@@ -180,17 +180,18 @@ impl Gen<'_> {
     }
 
     pub(super) fn float_dtype(&mut self) -> DType {
-        if self.chance(1, 5) {
-            DType::F64
-        } else {
-            DType::F32
+        match self.below(20) {
+            0..=3 => DType::F64,
+            4 => DType::F16,
+            5 => DType::Bf16,
+            _ => DType::F32,
         }
     }
 
     pub(super) fn splat(&mut self, dt: DType) -> f64 {
         match dt {
             DType::Bool => self.below(2) as f64,
-            DType::F32 | DType::F64 => self.pick(&[
+            DType::F32 | DType::F64 | DType::F16 | DType::Bf16 => self.pick(&[
                 0.0,
                 1.0,
                 -1.0,
@@ -399,8 +400,10 @@ impl Gen<'_> {
     pub(super) fn chain(&mut self) {
         let rank = self.random_rank();
         let dtype = match self.below(20) {
-            0..=13 => DType::F32,
-            14..=16 => DType::F64,
+            0..=11 => DType::F32,
+            12..=14 => DType::F64,
+            15 => DType::F16,
+            16 => DType::Bf16,
             17 | 18 => DType::I32,
             _ => DType::Bool,
         };

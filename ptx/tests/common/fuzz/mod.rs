@@ -87,6 +87,8 @@ pub struct Summary {
     pub forms: Vec<(&'static str, usize)>,
     /// Functions containing each op (name, count).
     pub op_counts: Vec<(&'static str, usize)>,
+    /// Functions with a value of each dtype (name, count).
+    pub dtype_counts: Vec<(&'static str, usize)>,
     /// Minimal failing functions (one per distinct `.kir` text) with their reports.
     pub failures: Vec<Minimal>,
     /// The first failure was found at this function (1-based).
@@ -229,6 +231,15 @@ pub fn campaign(cfg: &Config, backends: &[Backend]) -> Summary {
         for n in names {
             bump(&mut ops, n);
         }
+        let mut dtypes: Vec<&'static str> = (recipe::types(&r).expect("built above").iter())
+            .flatten()
+            .map(|t| t.dtype.name())
+            .collect();
+        dtypes.sort_unstable();
+        dtypes.dedup();
+        for d in dtypes {
+            bump(&mut s.dtype_counts, d);
+        }
         s.programs += 1;
         match check_recipe(&r, backends).expect("built above") {
             Ok(rep) => s.add(&rep),
@@ -255,6 +266,7 @@ pub fn campaign(cfg: &Config, backends: &[Backend]) -> Summary {
     }
     ops.sort_by_key(|x| std::cmp::Reverse(x.1));
     s.op_counts = ops;
+    s.dtype_counts.sort_by_key(|x| std::cmp::Reverse(x.1));
     s.skip_reasons.sort_by_key(|x| std::cmp::Reverse(x.1));
     s
 }

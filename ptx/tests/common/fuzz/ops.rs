@@ -94,9 +94,19 @@ impl Gen<'_> {
         let to = match dt {
             // Now and then through the wider or unsigned integers too.
             _ if self.chance(1, 10) => self.pick(&[DType::I64, DType::U32]),
-            DType::F32 => self.pick(&[DType::F64, DType::I32, DType::Bool, DType::F64]),
-            DType::F64 => self.pick(&[DType::F32, DType::F32, DType::I32]),
-            DType::I32 => self.pick(&[DType::F32, DType::F64, DType::Bool]),
+            DType::F32 => self.pick(&[
+                DType::F64,
+                DType::I32,
+                DType::Bool,
+                DType::F64,
+                DType::F16,
+                DType::Bf16,
+            ]),
+            DType::F64 => self.pick(&[DType::F32, DType::F32, DType::I32, DType::Bf16]),
+            DType::F16 | DType::Bf16 => {
+                self.pick(&[DType::F32, DType::F64, DType::I32, DType::F16, DType::Bf16])
+            }
+            DType::I32 => self.pick(&[DType::F32, DType::F64, DType::Bool, DType::F16]),
             _ => self.pick(&[DType::F32, DType::I32, DType::F64]),
         };
         let c = self.push(Kind::Convert(x, to));

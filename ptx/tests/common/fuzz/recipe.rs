@@ -433,9 +433,9 @@ fn literal_value(seed: u64, i: usize) -> f64 {
 
 fn scalar_text(v: f64, dt: DType) -> String {
     match dt {
-        DType::F32 | DType::F64 if v.is_nan() => "nan".into(),
-        DType::F32 | DType::F64 if v.is_infinite() => (if v > 0.0 { "inf" } else { "-inf" }).into(),
-        DType::F32 => format!("{:?}", v as f32),
+        d if d.is_float() && v.is_nan() => "nan".into(),
+        d if d.is_float() && v.is_infinite() => (if v > 0.0 { "inf" } else { "-inf" }).into(),
+        DType::F32 | DType::F16 | DType::Bf16 => format!("{:?}", v as f32),
         DType::F64 => format!("{v:?}"),
         DType::Bool => (v != 0.0).to_string(),
         DType::U32 => (v.abs() as u32).to_string(),

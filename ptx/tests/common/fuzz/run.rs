@@ -149,6 +149,12 @@ pub fn inputs(params: &[TensorType], seed: u64, finite: bool) -> Vec<Tensor> {
                 (true, DType::F64) => {
                     Buffer::F64((0..n).map(|_| f64::from(value()) * 1.000_000_1).collect())
                 }
+                (true, DType::F16) => {
+                    Buffer::F16((0..n).map(|_| kiln_ir::f16::from_f32(value())).collect())
+                }
+                (true, DType::Bf16) => {
+                    Buffer::Bf16((0..n).map(|_| kiln_ir::bf16::from_f32(value())).collect())
+                }
                 _ => return random_tensor(t, &mut r),
             };
             Tensor::new(t.shape.clone(), data).expect("sizes match")

@@ -195,12 +195,53 @@ pub fn widen_f16_block(src: &[u16], out: &mut [f32]) {
 
 #[cfg(target_arch = "x86_64")]
 fn widen_fast(src: &[u16], out: &mut [f32]) -> usize {
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c") {
+    // Sixteen lanes first where the CPU has AVX-512F, then eight.
+    let wide = if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (and so AVX2); `src` and `out` have the same length.
+        unsafe { widen_x16(src, out) }
+    } else {
+        0
+    };
+    let (src, out) = (&src[wide..], &mut out[wide..]);
+    wide + if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("f16c")
+    {
         // SAFETY: the CPU has AVX2 and F16C; `src` and `out` have the same length.
         unsafe { widen_f16c(src, out) }
     } else {
         0
     }
+}
+
+/// [`widen_f16c`] sixteen lanes at a time (`vcvtph2ps` to a 512-bit register).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2")]
+unsafe fn widen_x16(src: &[u16], out: &mut [f32]) -> usize {
+    use std::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_cmpgt_epi16, _mm256_loadu_si256, _mm256_movemask_epi8,
+        _mm256_set1_epi16, _mm512_cvtph_ps, _mm512_storeu_ps,
+    };
+    let n = out.len().min(src.len());
+    let (from, dst) = (src.as_ptr(), out.as_mut_ptr());
+    let abs = _mm256_set1_epi16(0x7fff);
+    let inf = _mm256_set1_epi16(0x7c00);
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n` for both slices.
+        unsafe {
+            let h = _mm256_loadu_si256(from.add(i) as *const __m256i);
+            let nan = _mm256_cmpgt_epi16(_mm256_and_si256(h, abs), inf);
+            if _mm256_movemask_epi8(nan) == 0 {
+                _mm512_storeu_ps(dst.add(i), _mm512_cvtph_ps(h));
+            } else {
+                for j in i..i + 16 {
+                    *dst.add(j) = to_f32(*from.add(j), Half::F16);
+                }
+            }
+        }
+        i += 16;
+    }
+    i
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -263,12 +304,51 @@ fn pack_rule(x: f32) -> u16 {
 
 #[cfg(target_arch = "x86_64")]
 fn pack_fast(src: &[f32], out: &mut [u16]) -> usize {
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c") {
+    // Sixteen lanes first where the CPU has AVX-512F, then eight.
+    let wide = if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (and so AVX2); `src` and `out` have the same length.
+        unsafe { pack_x16(src, out) }
+    } else {
+        0
+    };
+    let (src, out) = (&src[wide..], &mut out[wide..]);
+    wide + if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("f16c")
+    {
         // SAFETY: the CPU has AVX2 and F16C; `src` and `out` have the same length.
         unsafe { pack_f16c(src, out) }
     } else {
         0
     }
+}
+
+/// [`pack_f16c`] sixteen lanes at a time (`vcvtps2ph` from a 512-bit register).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2")]
+unsafe fn pack_x16(src: &[f32], out: &mut [u16]) -> usize {
+    use std::arch::x86_64::{
+        __m256i, _mm256_storeu_si256, _mm512_cmp_ps_mask, _mm512_cvtps_ph, _mm512_loadu_ps,
+        _CMP_UNORD_Q, _MM_FROUND_TO_NEAREST_INT,
+    };
+    let n = out.len().min(src.len());
+    let (from, dst) = (src.as_ptr(), out.as_mut_ptr());
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n` for both slices.
+        unsafe {
+            let x = _mm512_loadu_ps(from.add(i));
+            if _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x) == 0 {
+                let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+                _mm256_storeu_si256(dst.add(i) as *mut __m256i, h);
+            } else {
+                for j in i..i + 16 {
+                    *dst.add(j) = pack_rule(*from.add(j));
+                }
+            }
+        }
+        i += 16;
+    }
+    i
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -322,10 +402,22 @@ mod tests {
         }
         for bits in [&all, &mixed] {
             let x: Vec<f32> = bits.iter().map(|&h| to_f32(h, Half::F16)).collect();
-            for n in [x.len(), 0, 1, 7, 8, 9, 23, 513] {
+            for n in [x.len(), 0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 513] {
                 let mut out = vec![0u16; n];
                 pack_f16_block(&x[..n], &mut out);
                 assert_eq!(out, bits[..n], "round trip of {n}");
+            }
+            // The eight-lane loop alone over everything (`pack_f16_block` gives it only what
+            // the sixteen-lane loop leaves).
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("f16c")
+            {
+                let mut out = vec![0u16; x.len()];
+                // SAFETY: the CPU has AVX2 and F16C.
+                let done = unsafe { pack_f16c(&x, &mut out) };
+                assert_eq!(done, x.len() / 8 * 8);
+                assert_eq!(out[..done], bits[..done], "eight lanes");
             }
         }
         let mut s = 0x2545_f491_4f6c_dd1du64;
@@ -359,12 +451,29 @@ mod tests {
             mixed.extend_from_slice(&[0x3c00, h, 0x0001, 0x8400, 0x7c00, 0xfc00, 0x0000, 0x8000]);
         }
         for src in [&all, &mixed] {
-            for n in [src.len(), 0, 1, 7, 8, 9, 23, 513] {
+            for n in [src.len(), 0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 31, 513] {
                 let src = &src[..n];
                 let mut out = vec![0.0f32; n];
                 widen_f16_block(src, &mut out);
                 for (&h, o) in src.iter().zip(&out) {
                     assert_eq!(o.to_bits(), to_f32(h, Half::F16).to_bits(), "f16 {h:#06x}");
+                }
+            }
+            // The eight-lane loop alone over everything, as in `packing_equals_the_rule`.
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("f16c")
+            {
+                let mut out = vec![0.0f32; src.len()];
+                // SAFETY: the CPU has AVX2 and F16C.
+                let done = unsafe { widen_f16c(src, &mut out) };
+                assert_eq!(done, src.len() / 8 * 8);
+                for (&h, o) in src.iter().zip(&out[..done]) {
+                    assert_eq!(
+                        o.to_bits(),
+                        to_f32(h, Half::F16).to_bits(),
+                        "x8 f16 {h:#06x}"
+                    );
                 }
             }
         }

@@ -8,7 +8,7 @@ use crate::emit::{emit_program, gpu_program};
 use crate::module::Target;
 use crate::program::{EmitError, PtxProgram};
 use kiln_compiler::kernel::Program;
-use kiln_compiler::lower::{convolutions_as_gemm, lower_cluster, LowerError};
+use kiln_compiler::lower::{convolutions_as_gemm, lower_cluster_with, LowerError, LowerOptions};
 use kiln_ir::Cluster;
 
 /// Options of the PTX backend.
@@ -52,7 +52,11 @@ pub fn compile_cluster(
         name: cluster.name.clone(),
         body,
     });
-    let lowered = lower_cluster(gemm_form.as_ref().unwrap_or(cluster))
+    // cuBLAS's GemmEx reads 16-bit operands, constants included (`gemm_reads_16_bit_operands`).
+    let lower = LowerOptions {
+        widen_16_bit_constants: false,
+    };
+    let lowered = lower_cluster_with(gemm_form.as_ref().unwrap_or(cluster), &lower)
         .map_err(|LowerError::Unsupported(why)| PtxCompileError::Lower(why))?;
     compile_program(&lowered, opts)
 }
@@ -70,6 +74,7 @@ pub fn compile_program(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kiln_compiler::lower::lower_cluster;
 
     #[test]
     fn a_cluster_compiles_to_the_split_program_and_its_module() {

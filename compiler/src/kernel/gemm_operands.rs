@@ -7,8 +7,9 @@
 //! operand computes `tmp[i] = convert(src[i]) : f32` over every element (`src` of `tmp`'s
 //! shape), and the product step reads `tmp`. Widening is exact, so reading `src` itself with a GEMM that widens as
 //! it multiplies gives the same product: [`gemm_reads_16_bit_operands`] points the step at
-//! `src` and drops the widening kernel and its scratch buffer when nothing else reads
-//! them. The product's `f32` result and the rounding after it stay as they were.
+//! `src` (an input, a scratch buffer, or a constant the lowering kept 16-bit,
+//! `LowerOptions::widen_16_bit_constants`) and drops the widening kernel and its scratch
+//! buffer when nothing else reads them. The product's `f32` result and the rounding after it stay as they were.
 
 use super::analysis::is_point_position;
 use super::{BufRef, Kernel, NodeKind, Program};
@@ -254,5 +255,32 @@ mod tests {
         assert!(!gemm_reads_16_bit_operands(&mut p));
         assert_eq!(p, unchanged);
         assert_eq!(operand_dtypes(&p), [(DType::F32, DType::F32)]);
+    }
+
+    #[test]
+    fn a_constant_kept_16_bit_is_read_as_it_is() {
+        // Lowered for a GEMM of 16-bit operands, the constant is converted by a kernel
+        // like any operand, and the step then reads the constant itself.
+        let c = kiln_ir::Cluster {
+            name: "c".into(),
+            body: kiln_ir::parse_func(
+                "func @f(%a: f16[2,3]) -> f16[2,2] {
+  %w = constant [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]] : f16[3,2]
+  %y = dot_general %a, %w, lhs_contract=[1], rhs_contract=[0] : f16[2,2]
+  return %y
+}",
+                "test.kir",
+            )
+            .unwrap(),
+        };
+        let opts = crate::lower::LowerOptions {
+            widen_16_bit_constants: false,
+        };
+        let mut p = crate::lower::lower_cluster_with(&c, &opts).unwrap();
+        assert!(gemm_reads_16_bit_operands(&mut p));
+        super::super::verify_program(&p).unwrap();
+        assert_eq!(operand_dtypes(&p), [(DType::F16, DType::F16)]);
+        assert!(matches!(p.dots[0].rhs, BufRef::Const(_)), "{:?}", p.dots[0]);
+        assert_eq!(p.kernels.len(), 1, "only the rounding epilogue");
     }
 }

@@ -85,10 +85,13 @@ fn contraction_in_f32(f: &Func, inst: &Inst) -> bool {
 
 /// `f` with every 16-bit `dot_general`/`convolution` (module doc) on the exact `f32`
 /// widenings of its operands, and its `f32` result rounded by a `convert` when the op's
-/// result is 16-bit; `None` when `f` has none. A constant operand (a frozen graph's weights)
-/// is widened here, once, rather than by a kernel on every call. Bits: those of the
-/// interpreter, which widens, runs the `f32` op and rounds once.
-pub fn contractions_in_f32(f: &Func) -> Option<Func> {
+/// result is 16-bit; `None` when `f` has none. With `widen_constants`, a constant operand (a
+/// frozen graph's weights) is widened here, once, rather than by a kernel on every call
+/// (for a backend whose GEMM takes `f32` operands); without, it is converted like any other
+/// operand, so a GEMM that reads 16-bit operands can read the constant itself
+/// (`super::gemm_reads_16_bit_operands`). Bits: those of the interpreter, which widens,
+/// runs the `f32` op and rounds once.
+pub fn contractions_in_f32(f: &Func, widen_constants: bool) -> Option<Func> {
     if !f.insts.iter().any(|inst| contraction_in_f32(f, inst)) {
         return None;
     }
@@ -102,7 +105,7 @@ pub fn contractions_in_f32(f: &Func) -> Option<Func> {
         let args = inst
             .args
             .iter()
-            .map(|&a| *widened.entry(a).or_insert_with(|| widen(f, &mut rw, a)))
+            .map(|&a| *(widened.entry(a)).or_insert_with(|| widen(f, &mut rw, a, widen_constants)))
             .collect();
         let r = inst.results[0];
         let ty = f.ty(r);
@@ -120,14 +123,14 @@ pub fn contractions_in_f32(f: &Func) -> Option<Func> {
 }
 
 /// The new value holding old `v` in `f32`: `v` itself unless it is a 16-bit float; a
-/// widened constant for a constant; else an exact `convert`.
-fn widen(f: &Func, rw: &mut Rewriter<'_>, v: Value) -> Value {
+/// widened constant for a constant (with `constants`); else an exact `convert`.
+fn widen(f: &Func, rw: &mut Rewriter<'_>, v: Value, constants: bool) -> Value {
     let Some(h) = half_of(f.ty(v).dtype) else {
         return rw.get(v);
     };
     let ty = f.ty(v).with_dtype(DType::F32);
     let name = format!("{}_f32", f.value(v).name);
-    if let Some(Op::Constant(t)) = f.def_inst(v).map(|d| &d.op) {
+    if let Some(Op::Constant(t)) = f.def_inst(v).map(|d| &d.op).filter(|_| constants) {
         let bits: Vec<u16> = match t.data() {
             Buffer::F16(e) => e.iter().map(|x| x.to_bits()).collect(),
             Buffer::Bf16(e) => e.iter().map(|x| x.to_bits()).collect(),

@@ -61,8 +61,31 @@ pub(crate) fn lowered(src: &str) -> Program {
 /// A body the IR verifier refuses is [`LowerError::Unsupported`] naming its first problem:
 /// lowering indexes operands and axes as the typing rules promise, so it never sees one.
 pub fn lower_cluster(c: &Cluster) -> Result<Program, LowerError> {
+    lower_cluster_with(c, &LowerOptions::default())
+}
+
+/// What a backend asks of [`lower_cluster_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Widen a 16-bit constant operand of a product or convolution to an `f32` constant
+    /// once, at lowering (`kernel::half::contractions_in_f32`): for a GEMM of `f32`
+    /// operands. A backend whose GEMM reads 16-bit operands (the GPU's `cublasGemmEx`)
+    /// keeps the constant 16-bit.
+    pub widen_16_bit_constants: bool,
+}
+
+impl Default for LowerOptions {
+    fn default() -> LowerOptions {
+        LowerOptions {
+            widen_16_bit_constants: true,
+        }
+    }
+}
+
+/// [`lower_cluster`] as `opts` ask.
+pub fn lower_cluster_with(c: &Cluster, opts: &LowerOptions) -> Result<Program, LowerError> {
     let widened;
-    let c = match crate::kernel::half::contractions_in_f32(&c.body) {
+    let c = match crate::kernel::half::contractions_in_f32(&c.body, opts.widen_16_bit_constants) {
         Some(body) => {
             widened = Cluster {
                 name: c.name.clone(),

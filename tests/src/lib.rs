@@ -10,18 +10,18 @@
 //!
 //! Kinds: `print` (the canonical text of the module), `run` (each result of `@main`, run by
 //! the interpreter, printed as a literal; bit-exact because floats print round-trippably;
-//! `@main` is also compiled as one cluster for this CPU at 1, 2 and 7 threads and must print
-//! the same text, unless the CPU backend does not compile it yet),
-//! `verify` (the verifier's diagnostics), `pass NAME[,NAME…]` (the module after running
-//! those compiler passes, in order, on every function) and `cluster` (the module after
+//! `@main` is also compiled as one cluster for this CPU at 1, 2 and 7 threads and must
+//! print the same text, unless the CPU backend does not compile it yet), `verify` (the
+//! verifier's diagnostics), `pass NAME[,NAME…]` (the module after running those compiler
+//! passes, in order, on every function) and `cluster` (the module after
 //! `mark_for_compilation`, then TF's clustering summary with op counts and refusals),
-//! `ptx sm_NN` (each function lowered as one cluster and emitted as PTX for that target,
-//! with its launch descriptions and the operands of its cuBLAS products) and `amp` (the module after the automatic mixed precision
-//! rewrite, then its log: the summary, and the decisions `TF_CPP_VMODULE` turns on). An
-//! optional `// flags: …` line gives `TF_XLA_FLAGS` for the test, and `// env: NAME=VALUE`
-//! lines set other variables Kiln reads (`TF_ENABLE_AUTO_MIXED_PRECISION`, …). Every kind
-//! also checks that printing round-trips.
-//! `KILN_BLESS=1` rewrites the expected sections instead of comparing.
+//! `ptx sm_NN` (each function lowered as one cluster and emitted as PTX for that target, with
+//! its launch descriptions and the operands of its cuBLAS products) and `amp` (the module
+//! after the automatic mixed precision rewrite, then its log: the summary, and the
+//! decisions `TF_CPP_VMODULE` turns on). An optional `// flags: …` line gives
+//! `TF_XLA_FLAGS` for the test, and `// env: NAME=VALUE` lines set other variables Kiln
+//! reads (`TF_ENABLE_AUTO_MIXED_PRECISION`, …). Every kind also checks that printing
+//! round-trips. `KILN_BLESS=1` rewrites the expected sections instead of comparing.
 
 use kiln_ir::{parse_module, print_module, verify_module, Module};
 use std::path::{Path, PathBuf};

@@ -5,11 +5,12 @@
 //! its operands' exact widenings (`half::contractions_in_f32`), and a product JAX asks for
 //! in `f32` from 16-bit operands (`preferred_element_type`) as the same: a kernel per
 //! operand computes `tmp[i] = convert(src[i]) : f32` over every element (`src` of `tmp`'s
-//! shape), and the product step reads `tmp`. Widening is exact, so reading `src` itself with a GEMM that widens as
-//! it multiplies gives the same product: [`gemm_reads_16_bit_operands`] points the step at
-//! `src` (an input, a scratch buffer, or a constant the lowering kept 16-bit,
-//! `LowerOptions::widen_16_bit_constants`) and drops the widening kernel and its scratch
-//! buffer when nothing else reads them. The product's `f32` result and the rounding after it stay as they were.
+//! shape), and the product step reads `tmp`. Widening is exact, so reading `src` itself
+//! with a GEMM that widens as it multiplies gives the same product:
+//! [`gemm_reads_16_bit_operands`] points the step at `src` (an input, a scratch buffer, or
+//! a constant the lowering kept 16-bit, `LowerOptions::widen_16_bit_constants`) and drops
+//! the widening kernel and its scratch buffer when nothing else reads them. The product's
+//! `f32` result and the rounding after it stay as they were.
 
 use super::analysis::is_point_position;
 use super::{BufRef, Kernel, NodeKind, Program};

@@ -1,10 +1,11 @@
 //! Convolutions and 16-bit products on the GPU (`kiln_ptx::compile_cluster` →
 //! `kiln_compiler::lower::convolutions_as_gemm`): the patch matrix gathered by an emitted
-//! kernel (16-bit operands kept in 16 bits for `cublasGemmEx`), the product a GEMM (cuBLAS on the GPU; here the simulator's host product, the
-//! interpreter's `dot_general`), the epilogue emitted. Simulated under two launch shapes
-//! against the interpreter running the convolution itself, on small integer inputs (every
-//! partial sum exact, so any summation order gives the same bits and a misplaced patch
-//! element shows); every module assembled by `ptxas` for sm_80 and sm_90.
+//! kernel (16-bit operands kept in 16 bits for `cublasGemmEx`), the product a GEMM (cuBLAS
+//! on the GPU; here the simulator's host product, the interpreter's `dot_general`), the
+//! epilogue emitted. Simulated under two launch shapes against the interpreter running the
+//! convolution itself, on small integer inputs (every partial sum exact, so any summation
+//! order gives the same bits and a misplaced patch element shows); every module assembled
+//! by `ptxas` for sm_80 and sm_90.
 
 use crate::common::programs::{cluster, first_difference, simulate, Launch};
 use crate::{interpret, ptxas_or_skip, sm80};

@@ -234,9 +234,7 @@ unsafe fn widen_x16(src: &[u16], out: &mut [f32]) -> usize {
             if _mm256_movemask_epi8(nan) == 0 {
                 _mm512_storeu_ps(dst.add(i), _mm512_cvtph_ps(h));
             } else {
-                for j in i..i + 16 {
-                    *dst.add(j) = to_f32(*from.add(j), Half::F16);
-                }
+                widen_by_rule(from, dst, i..i + 16);
             }
         }
         i += 16;
@@ -272,9 +270,7 @@ unsafe fn widen_f16c(src: &[u16], out: &mut [f32]) -> usize {
             if _mm_movemask_epi8(nan) == 0 {
                 _mm256_storeu_ps(dst.add(i), _mm256_cvtph_ps(h));
             } else {
-                for j in i..i + 8 {
-                    *dst.add(j) = to_f32(*from.add(j), Half::F16);
-                }
+                widen_by_rule(from, dst, i..i + 8);
             }
         }
         i += 8;
@@ -300,6 +296,33 @@ pub fn pack_f16_block(src: &[f32], out: &mut [u16]) {
 
 fn pack_rule(x: f32) -> u16 {
     kiln_math::float16::pack(&mut kiln_math::ScalarF32, x, Half::F16) as u16
+}
+
+/// The vector loops' fallback for a vector holding a NaN: `dst[j]` = the `f32` of `f16`
+/// `from[j]` by the rule, for `j` in `range`.
+///
+/// # Safety
+/// Both pointers cover `range`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn widen_by_rule(from: *const u16, dst: *mut f32, range: std::ops::Range<usize>) {
+    for j in range {
+        // SAFETY: as the caller promises.
+        unsafe { *dst.add(j) = to_f32(*from.add(j), Half::F16) }
+    }
+}
+
+/// [`widen_by_rule`]'s mirror: `dst[j]` = the `f16` bits of `from[j]` by [`pack_rule`].
+///
+/// # Safety
+/// Both pointers cover `range`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn pack_by_rule(from: *const f32, dst: *mut u16, range: std::ops::Range<usize>) {
+    for j in range {
+        // SAFETY: as the caller promises.
+        unsafe { *dst.add(j) = pack_rule(*from.add(j)) }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -341,9 +364,7 @@ unsafe fn pack_x16(src: &[f32], out: &mut [u16]) -> usize {
                 let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
                 _mm256_storeu_si256(dst.add(i) as *mut __m256i, h);
             } else {
-                for j in i..i + 16 {
-                    *dst.add(j) = pack_rule(*from.add(j));
-                }
+                pack_by_rule(from, dst, i..i + 16);
             }
         }
         i += 16;
@@ -376,9 +397,7 @@ unsafe fn pack_f16c(src: &[f32], out: &mut [u16]) -> usize {
                 let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
                 _mm_storeu_si128(dst.add(i) as *mut __m128i, h);
             } else {
-                for j in i..i + 8 {
-                    *dst.add(j) = pack_rule(*from.add(j));
-                }
+                pack_by_rule(from, dst, i..i + 8);
             }
         }
         i += 8;

@@ -106,8 +106,8 @@ fn check_fits(
     Ok(())
 }
 
-/// A product of 16-bit (`f16`/`bf16`) operands into `f32`: `cublasGemmEx`
-/// (`cublasGemmStridedBatchedEx` for a batch) with `CUBLAS_COMPUTE_32F` — the exact products
+/// A product of 16-bit (`f16`/`bf16`) operands into `f32`: `cublasGemmStridedBatchedEx`
+/// (GemmEx's batched form) with `CUBLAS_COMPUTE_32F` — the exact products
 /// accumulated in `f32`, what the interpreter's GEMM computes on the widened operands (up to
 /// the order of the sum, as every GPU product). cuBLAS picks tensor cores for these types
 /// where the GPU has them. `alpha = 1`, `beta = 0`, passed as `f32` as the compute type
@@ -143,60 +143,36 @@ pub(super) fn gemm_half(
     let p = *plan;
     // SAFETY: the handle is bound to `stream`, on which the buffers are used; every element
     // the call touches lies inside them (`check_fits`, for 2-byte operands and a 4-byte
-    // result); `alpha` and
-    // `beta` point at live `f32`s (`CUBLAS_COMPUTE_32F`'s scale type); the output does not
-    // alias the operands (it is a scratch buffer of its own). A missing cuBLAS symbol panics
-    // inside cudarc; it becomes this call's error.
+    // result); `alpha` and `beta` point at live `f32`s (`CUBLAS_COMPUTE_32F`'s scale type);
+    // the output does not alias the operands (it is a scratch buffer of its own). A missing
+    // cuBLAS symbol panics inside cudarc; it becomes this call's error. One strided-batched
+    // call serves a single product too (`batch` 1, strides unused).
     let r = without_panic(|| unsafe {
-        if p.batch == 1 {
-            result::gemm_ex(
-                handle,
-                op(p.trans_a),
-                op(p.trans_b),
-                p.m,
-                p.n,
-                p.k,
-                alpha,
-                ap,
-                ty,
-                p.lda,
-                bp,
-                ty,
-                p.ldb,
-                beta,
-                cp,
-                c_ty,
-                p.ldc,
-                compute,
-                algo,
-            )
-        } else {
-            result::gemm_strided_batched_ex(
-                handle,
-                op(p.trans_a),
-                op(p.trans_b),
-                p.m,
-                p.n,
-                p.k,
-                alpha,
-                ap,
-                ty,
-                p.lda,
-                p.stride_a,
-                bp,
-                ty,
-                p.ldb,
-                p.stride_b,
-                beta,
-                cp,
-                c_ty,
-                p.ldc,
-                p.stride_c,
-                p.batch,
-                compute,
-                algo,
-            )
-        }
+        result::gemm_strided_batched_ex(
+            handle,
+            op(p.trans_a),
+            op(p.trans_b),
+            p.m,
+            p.n,
+            p.k,
+            alpha,
+            ap,
+            ty,
+            p.lda,
+            p.stride_a,
+            bp,
+            ty,
+            p.ldb,
+            p.stride_b,
+            beta,
+            cp,
+            c_ty,
+            p.ldc,
+            p.stride_c,
+            p.batch,
+            compute,
+            algo,
+        )
     })
     .map_err(|why| gemm_error(format!("libcublas is unusable: {why}")))?;
     r.map_err(|e| gemm_error(format!("{e:?}")))

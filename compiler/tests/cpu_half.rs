@@ -319,3 +319,35 @@ fn strided_16_bit_loads_gather_into_lanes() {
         }
     }
 }
+
+#[test]
+fn binary_roundings_read_rows_blocks_and_values() {
+    // Each rounded `x op y` is one block-math call (`half_binary`) reading a 16-bit input
+    // row, an earlier result's block or one value per row (the broadcast `%r`, on either
+    // side): every op, both formats, rows with window and vector tails, special values
+    // against special values.
+    for dt in [DType::F16, DType::Bf16] {
+        for n in [24, 511, 517, 1029] {
+            let src = format!(
+                "func @f(%x: {dt}[3,{n}], %y: {dt}[3,{n}], %r: {dt}[3]) -> ({dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}], {dt}[3,{n}]) {{
+  %b = broadcast_in_dim %r, dims=[0] : {dt}[3,{n}]
+  %s = sub %x, %b : {dt}[3,{n}]
+  %m = mul %s, %y : {dt}[3,{n}]
+  %d = div %b, %m : {dt}[3,{n}]
+  %a = add %y, %y : {dt}[3,{n}]
+  %q = mul %d, %b : {dt}[3,{n}]
+  return %m, %d, %a, %q
+}}"
+            );
+            let s = specials(dt);
+            check_exact(
+                &src,
+                &[
+                    tensor(dt, &[3, n], &rotated(&s, n)),
+                    tensor(dt, &[3, n], &rotated(&s, 5)),
+                    tensor(dt, &[3], &rotated(&s, 9)),
+                ],
+            );
+        }
+    }
+}

@@ -78,51 +78,53 @@ fn fast(to: Half, src: Option<*const f32>, out: &mut [f32]) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn round_x16(to: Half, from: *const f32, dst: *mut f32, n: usize) -> usize {
-    use std::arch::x86_64::{
-        _mm512_add_epi32, _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps,
-        _mm512_cmpgt_epi32_mask, _mm512_cvtph_ps, _mm512_cvtps_ph, _mm512_loadu_ps,
-        _mm512_mask_mov_epi32, _mm512_or_si512, _mm512_set1_epi32, _mm512_srli_epi32,
-        _mm512_storeu_ps, _MM_FROUND_TO_NEAREST_INT,
-    };
+    use std::arch::x86_64::{_mm512_loadu_ps, _mm512_storeu_ps};
     let mut i = 0;
-    match to {
-        Half::F16 => {
-            while i + 16 <= n {
-                // SAFETY: `i + 16 <= n`; each vector is loaded before the same positions
-                // are stored.
-                unsafe {
-                    let x = _mm512_loadu_ps(from.add(i));
-                    let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
-                    _mm512_storeu_ps(dst.add(i), _mm512_cvtph_ps(h));
-                }
-                i += 16;
-            }
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n`; each vector is loaded before the same positions are stored.
+        unsafe {
+            let x = _mm512_loadu_ps(from.add(i));
+            _mm512_storeu_ps(dst.add(i), round_zmm(to, x));
         }
-        Half::Bf16 => {
-            let one = _mm512_set1_epi32(1);
-            let bias = _mm512_set1_epi32(0x7fff);
-            let high = _mm512_set1_epi32(0xffff_0000u32 as i32);
-            let abs = _mm512_set1_epi32(0x7fff_ffff);
-            let inf = _mm512_set1_epi32(0x7f80_0000);
-            let quiet = _mm512_set1_epi32(0x0040_0000);
-            while i + 16 <= n {
-                // SAFETY: as above.
-                unsafe {
-                    let b = _mm512_castps_si512(_mm512_loadu_ps(from.add(i)));
-                    let odd = _mm512_and_si512(_mm512_srli_epi32::<16>(b), one);
-                    let r = _mm512_add_epi32(_mm512_add_epi32(b, bias), odd);
-                    let r = _mm512_and_si512(r, high);
-                    // A magnitude above infinity's is a NaN (signed compare: below 2^31).
-                    let nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs), inf);
-                    let q = _mm512_or_si512(_mm512_and_si512(b, high), quiet);
-                    let r = _mm512_mask_mov_epi32(r, nan, q);
-                    _mm512_storeu_ps(dst.add(i), _mm512_castsi512_ps(r));
-                }
-                i += 16;
-            }
-        }
+        i += 16;
     }
     i
+}
+
+/// Sixteen lanes rounded to `to`'s precision ([`round_x16`]'s vector step, shared with
+/// `crate::half_binary`): `vcvtps2ph` then `vcvtph2ps` for `f16`; for `bf16` the rule —
+/// the low 16 bits rounded to nearest even (`+ 0x7fff + odd`, the carry moving on into the
+/// exponent), a NaN keeping its top bits with the quiet bit set.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) unsafe fn round_zmm(
+    to: Half,
+    x: std::arch::x86_64::__m512,
+) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::{
+        _mm512_add_epi32, _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps,
+        _mm512_cmpgt_epi32_mask, _mm512_cvtph_ps, _mm512_cvtps_ph, _mm512_mask_mov_epi32,
+        _mm512_or_si512, _mm512_set1_epi32, _mm512_srli_epi32, _MM_FROUND_TO_NEAREST_INT,
+    };
+    match to {
+        Half::F16 => _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x)),
+        Half::Bf16 => {
+            let high = _mm512_set1_epi32(0xffff_0000u32 as i32);
+            let b = _mm512_castps_si512(x);
+            let odd = _mm512_and_si512(_mm512_srli_epi32::<16>(b), _mm512_set1_epi32(1));
+            let r = _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)), odd);
+            let r = _mm512_and_si512(r, high);
+            // A magnitude above infinity's is a NaN (signed compare: below 2^31).
+            let abs = _mm512_and_si512(b, _mm512_set1_epi32(0x7fff_ffff));
+            let nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f80_0000));
+            let q = _mm512_or_si512(_mm512_and_si512(b, high), _mm512_set1_epi32(0x0040_0000));
+            _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, nan, q))
+        }
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -20,7 +20,7 @@ use crate::kernel::{Kernel, NodeKind, Program};
 use kiln_ir::DType;
 use std::fmt;
 
-pub use staging::{Pins, StagedBlock, StagedNode, WINDOW};
+pub use staging::{Pins, StagedBinary, StagedBlock, StagedNode, StagedSource, WINDOW};
 pub use vector_form::lane_dtype;
 
 /// What the target offers a kernel, fixed for a whole compile.
@@ -168,14 +168,16 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
     only_used_shifted_scalar(k, plan)
 }
 
-/// `plan` importing the shifted scalar function only when a staged node calls it: the
-/// kernel-wide test (`host::kernel_has_shifted_scalar`) also sees products like layer
+/// `plan` importing the shifted scalar and the 16-bit binary functions only when a staged
+/// node calls them: the kernel-wide tests (`host::kernel_has_shifted_scalar`,
+/// `host::kernel_has_half_binary`) also see nodes that are not staged, such as layer
 /// norm's `d * d`, whose second operand varies along the loop.
 fn only_used_shifted_scalar(k: &Kernel, mut plan: KernelPlan) -> KernelPlan {
     plan.calls.shifted_scalar = plan
         .staged
         .iter()
         .any(|s| s.shift.is_some() && matches!(k.nodes[s.node].kind, NodeKind::Binary(..)));
+    plan.calls.half_binary = plan.staged.iter().any(|s| s.binary.is_some());
     plan
 }
 
@@ -184,8 +186,8 @@ fn only_used_shifted_scalar(k: &Kernel, mut plan: KernelPlan) -> KernelPlan {
 /// one of its nodes can use, and the extremum for a long float max or min.
 fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
     use super::host::{
-        host_extremum, host_windows, kernel_has_float_rem, kernel_has_math, kernel_has_scalar_op,
-        kernel_has_shifted_math, kernel_has_shifted_scalar,
+        host_extremum, host_windows, kernel_has_float_rem, kernel_has_half_binary, kernel_has_math,
+        kernel_has_scalar_op, kernel_has_shifted_math, kernel_has_shifted_scalar,
     };
     let wide = block_math && host_windows(k);
     HostImports {
@@ -195,6 +197,7 @@ fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
         shifted: wide && kernel_has_shifted_math(k),
         extremum: wide && host_extremum(k),
         shifted_scalar: wide && kernel_has_shifted_scalar(k),
+        half_binary: wide && kernel_has_half_binary(k),
     }
 }
 
@@ -218,7 +221,8 @@ fn list(items: impl IntoIterator<Item = usize>) -> String {
 }
 
 impl fmt::Display for KernelPlan {
-    /// One line: `vector=4 form=rows calls=[math] staged=[3,5] packed=[0] pinned@1=[2]`; parts that
+    /// One line: `vector=4 form=rows calls=[math] staged=[3,5] half_binary=[5] packed=[0]
+    /// pinned@1=[2]`; parts that
     /// say nothing (no accumulators, no calls, nothing staged or pinned) are left out.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.vector {
@@ -238,6 +242,10 @@ impl fmt::Display for KernelPlan {
         }
         if !self.staged.is_empty() {
             write!(f, " staged={}", list(self.staged.iter().map(|s| s.node)))?;
+        }
+        let binary = self.staged.iter().filter(|s| s.binary.is_some());
+        if binary.clone().next().is_some() {
+            write!(f, " half_binary={}", list(binary.map(|s| s.node)))?;
         }
         if !self.packed.is_empty() {
             write!(f, " packed={}", list(self.packed.iter().copied()))?;

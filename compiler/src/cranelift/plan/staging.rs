@@ -5,9 +5,10 @@
 
 use super::vector_form::lane_dtype;
 use crate::cranelift::host::{
-    half_rounding, math_op, scalar_op, shifted_scalar_op, staged_f16_load, HostImports,
+    half_binary, half_rounding, held, math_op, scalar_op, shifted_scalar_op, staged_f16_load,
+    HalfBinary, HostImports,
 };
-use crate::kernel::analysis::{loop_variant, used_by, RandomNodes};
+use crate::kernel::analysis::{loop_variant, operands, used_by, RandomNodes};
 use crate::kernel::{buf_dtype, BufRef, Kernel, NodeKind, Program};
 use kiln_ir::{BinaryOp, DType, UnaryOp};
 
@@ -46,6 +47,33 @@ pub struct StagedNode {
     /// `d`) the same for the whole window: `c`, subtracted by the block math itself (one
     /// shifted call, the subtraction never stored).
     pub shift: Option<usize>,
+    /// For a rounding of one binary op's result (`convert(x op y)` to 16 bits) whose
+    /// operands are each a staged node's block or one value per window: the op, computed
+    /// with the rounding by one `half_binary` call from those blocks.
+    pub binary: Option<StagedBinary>,
+}
+
+/// A staged rounding of one binary op's result ([`StagedNode::binary`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StagedBinary {
+    /// The op, its format and its operand nodes.
+    pub op: HalfBinary,
+    /// Where the call reads `x`.
+    pub lhs: StagedSource,
+    /// Where the call reads `y`.
+    pub rhs: StagedSource,
+}
+
+/// Where a [`StagedBinary`] reads an operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedSource {
+    /// The block of this staged node (the operand is its value, or its exact widening).
+    Block(usize),
+    /// The row of this 16-bit load (unit stride along the window), widened by the call as
+    /// it reads it (the operand is the load's exact widening).
+    Row(usize),
+    /// This node, one value for the whole window.
+    Value(usize),
 }
 
 /// Where a staged node's window of values is kept.
@@ -107,7 +135,12 @@ fn variant_nodes(k: &Kernel, var: usize) -> Vec<bool> {
 /// - a rounding of an `f32` value to `f16` or `bf16` (F16C eight lanes per instruction,
 ///   or the rule on eight lanes, where the emitted rule takes a dozen vector operations per
 ///   four lanes: gelu on 16-bit floats rounds eight times per element), or
-/// - a load of an `f16` buffer with unit stride (widened by F16C, `host::staged_f16_load`),
+/// - a rounding of one binary op's result whose operands are blocks of nodes staged before
+///   it or one value per window ([`StagedBinary`]: the op and the rounding in one sixteen-
+///   lane pass, where emitted code would compute the op four lanes at a time into the
+///   block and the rounding pass would read it back), or
+/// - a load of an `f16` buffer with unit stride (widened by F16C, `host::staged_f16_load`)
+///   that emitted code reads (one that only binary roundings read is read by them),
 ///
 /// while their stack blocks fit in [`STAGING_STACK_BYTES`]. A unary op of `x - c` with such
 /// a `c` reads `x` and subtracts `c` itself (softmax's `exp(x - max)` is one call from the
@@ -142,7 +175,12 @@ pub fn staged_nodes(
     let mut staged = Vec::new();
     let mut stack_bytes = 0;
     for (n, node) in k.nodes.iter().enumerate() {
+        let binary = calls
+            .half_binary
+            .then(|| staged_binary(k, n, &staged, &variant, var))
+            .flatten();
         let (a, shift) = match node.kind {
+            NodeKind::Convert(a) if binary.is_some() => (a, None),
             NodeKind::Unary(op, a) if math(op) => match k.nodes[a].kind {
                 NodeKind::Binary(BinaryOp::Sub, x, c)
                     if calls.shifted && !variant[c] && k.nodes[a].dtype == node.dtype =>
@@ -211,9 +249,90 @@ pub fn staged_nodes(
             direct_operand,
             operand: a,
             shift,
+            binary,
         });
     }
+    without_row_loads(k, roots, staged)
+}
+
+/// `staged` without the staged `f16` loads that only [`StagedBinary`] calls read: those
+/// calls read the load's row themselves ([`StagedSource::Row`]), so the widening pass
+/// (its block written, then read back) is dropped. A load stays staged when emitted code
+/// reads it: on the way from a root (a store's value, the reduced value) to the staged
+/// nodes, or in a staged node's operand computed in the window.
+fn without_row_loads(k: &Kernel, roots: &[usize], mut staged: Vec<StagedNode>) -> Vec<StagedNode> {
+    let is_staged = |staged: &[StagedNode], m: usize| staged.iter().any(|s| s.node == m);
+    let mut read = vec![false; k.nodes.len()];
+    let mut stack: Vec<usize> = roots.to_vec();
+    stack.extend(
+        staged
+            .iter()
+            .filter(|s| s.binary.is_none() && !s.direct_operand)
+            .map(|s| s.operand),
+    );
+    while let Some(m) = stack.pop() {
+        if std::mem::replace(&mut read[m], true) || is_staged(&staged, m) {
+            continue;
+        }
+        stack.extend(operands(&k.nodes[m].kind));
+    }
+    let rows: Vec<usize> = staged
+        .iter()
+        .filter(|s| matches!(k.nodes[s.node].kind, NodeKind::Load { .. }) && !read[s.node])
+        .filter(|s| {
+            staged.iter().any(|b| {
+                b.binary
+                    .is_some_and(|b| [b.lhs, b.rhs].contains(&StagedSource::Block(s.node)))
+            })
+        })
+        .map(|s| s.node)
+        .collect();
+    staged.retain(|s| !rows.contains(&s.node));
+    for s in &mut staged {
+        if let Some(b) = &mut s.binary {
+            for src in [&mut b.lhs, &mut b.rhs] {
+                if let StagedSource::Block(h) = *src {
+                    if rows.contains(&h) {
+                        *src = StagedSource::Row(h);
+                    }
+                }
+            }
+        }
+    }
     staged
+}
+
+/// Node `n` of `k` as a [`StagedBinary`]: a rounding of one binary op's result
+/// ([`half_binary`]) whose operands are each one value per window (not depending on the
+/// window's variable `var`, `variant`), held in the block of a node already staged, or the
+/// exact widening of a 16-bit load with unit stride along the window — not both values
+/// (such a node does not vary along the window).
+fn staged_binary(
+    k: &Kernel,
+    n: usize,
+    staged: &[StagedNode],
+    variant: &[bool],
+    var: usize,
+) -> Option<StagedBinary> {
+    let op = half_binary(k, n)?;
+    let source = |x: usize| {
+        if !variant[x] {
+            return Some(StagedSource::Value(x));
+        }
+        let h = held(k, x);
+        if staged.iter().any(|s| s.node == h) {
+            return Some(StagedSource::Block(h));
+        }
+        let row = matches!(&k.nodes[h].kind,
+            NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1))
+            && matches!(k.nodes[h].dtype, DType::F16 | DType::Bf16);
+        row.then_some(StagedSource::Row(h))
+    };
+    let (lhs, rhs) = (source(op.lhs)?, source(op.rhs)?);
+    if let (StagedSource::Value(_), StagedSource::Value(_)) = (lhs, rhs) {
+        return None;
+    }
+    Some(StagedBinary { op, lhs, rhs })
 }
 
 /// The stores of `k` (by index) packed a window at a time: stores to an `f16` buffer, in a

@@ -81,6 +81,7 @@ fn softmax_rows_stage_their_math_and_pin_the_row_values() {
             direct_operand: true,
             operand: 0,
             shift: Some(1),
+            binary: None,
         }]
     );
     // Without vectors or block math: scalar loops, nothing staged; invariants still pinned.
@@ -149,6 +150,7 @@ fn layer_norm_normalises_in_one_shifted_call_per_window() {
             direct_operand: true,
             operand: 0,
             shift: Some(3),
+            binary: None,
         }]
     );
     // A scale that varies along the row keeps the product in emitted code.
@@ -252,6 +254,7 @@ fn reductions_of_math_stage_through_stack_blocks_while_they_fit() {
                 direct_operand: true,
                 operand: 0,
                 shift: None,
+                binary: None,
             },
             StagedNode {
                 node: 2,
@@ -259,6 +262,7 @@ fn reductions_of_math_stage_through_stack_blocks_while_they_fit() {
                 direct_operand: false,
                 operand: 1,
                 shift: None,
+                binary: None,
             },
         ]
     );
@@ -438,12 +442,13 @@ kernel @k0 space=[1000] {
   store out2, v9
 }
 ";
-    // The f16 load is widened a window at a time, `tanh` and the rounding of its result
-    // to f16 are staged, and the f16 store is packed at each window's end; the bf16 load
-    // (one shift), rounding and store are not.
+    // The f16 load is widened a window at a time (`tanh` reads it), `tanh` and the
+    // rounding of its result to f16 are staged, and the f16 store is packed at each
+    // window's end; the product's bf16 rounding is one call reading the f16 result's
+    // block and the bf16 load's row.
     assert_eq!(
         texts(src, FULL),
-        ["vector=4 form=rows calls=[math] staged=[0,2,3,8] packed=[0]"]
+        ["vector=4 form=rows calls=[math,half_binary] staged=[0,2,3,8] half_binary=[8] packed=[0]"]
     );
     // f64 has no lanes beside f32: a conversion through it keeps the kernel scalar.
     let wide = "program @c
@@ -486,10 +491,12 @@ kernel @k0 space=[4,512] {
   store out1, v7
 }
 ";
+    // Each rounding is of one binary op's result: one call each, reading the f16 load's
+    // row itself (no widening pass is left) and `v3`'s block.
     let p = plans(src, FULL);
     assert_eq!(
         p[0].to_string(),
-        "vector=4 form=rows calls=[math] staged=[0,3,6,7] packed=[0]"
+        "vector=4 form=rows calls=[math,half_binary] staged=[3,6,7] half_binary=[3,6,7] packed=[0]"
     );
     for st in &p[0].staged {
         assert_eq!(st.block, StagedBlock::Stack { bytes: 2048 }, "{st:?}");
@@ -497,4 +504,94 @@ kernel @k0 space=[4,512] {
     assert_eq!(texts(src, PLAIN), ["vector=none form=rows"]);
     let narrow = src.replace("512", "8");
     assert_eq!(texts(&narrow, FULL), ["vector=4 form=rows copies=1"]);
+}
+
+/// A rounding of one binary op's result (`convert(x op y)` to 16 bits) is one call when
+/// each operand is a staged node's block, a 16-bit load's row or one value per window; a
+/// staged `f16` load stays staged only while emitted code reads it.
+#[test]
+fn binary_roundings_are_one_call() {
+    use super::staging::{StagedBinary, StagedSource};
+    // Layer norm's normalisation on bf16: `(x - mean)` rounded, times `rstd` rounded.
+    let norm = "program @c
+  inputs (bf16[8,1024], bf16[8], bf16[8])
+  outputs (bf16[8,1024])
+  temps ()
+kernel @k0 space=[8,1024] {
+  v0 = load in0[(i0*1024 + i1)] : bf16
+  v1 = load in1[i0] : bf16
+  v2 = convert v0 : f32
+  v3 = convert v1 : f32
+  v4 = sub v2, v3 : f32
+  v5 = convert v4 : bf16
+  v6 = load in2[i0] : bf16
+  v7 = convert v5 : f32
+  v8 = convert v6 : f32
+  v9 = mul v7, v8 : f32
+  v10 = convert v9 : bf16
+  store out0, v10
+}
+";
+    let p = plans(norm, FULL);
+    assert_eq!(
+        p[0].to_string(),
+        "vector=4 form=rows calls=[math,half_binary] staged=[5,10] half_binary=[5,10] pinned@1=[3,8]"
+    );
+    let binary = |i: usize| p[0].staged[i].binary.map(|b: StagedBinary| (b.lhs, b.rhs));
+    assert_eq!(
+        binary(0),
+        Some((StagedSource::Row(0), StagedSource::Value(3)))
+    );
+    assert_eq!(
+        binary(1),
+        Some((StagedSource::Block(5), StagedSource::Value(8)))
+    );
+    assert_eq!(texts(norm, PLAIN), ["vector=none form=rows pinned@1=[3,8]"]);
+    // The value on the left: `mean - x`.
+    let swapped = norm.replace("v4 = sub v2, v3", "v4 = sub v3, v2");
+    let p = plans(&swapped, FULL);
+    assert_eq!(
+        p[0].staged[0].binary.map(|b| (b.lhs, b.rhs)),
+        Some((StagedSource::Value(3), StagedSource::Row(0)))
+    );
+    // `max` is not one of the ops: its rounding is staged as before (the op emitted).
+    let max = norm.replace("v4 = sub v2, v3", "v4 = max v2, v3");
+    assert_eq!(
+        texts(&max, FULL),
+        ["vector=4 form=rows calls=[math,half_binary] staged=[5,10] half_binary=[10] pinned@1=[3,8]"]
+    );
+    // An f16 load that emitted code also reads (here `tanh`'s operand is computed in the
+    // window from it) stays staged, and the call reads its block.
+    let f16 = "program @c
+  inputs (f16[1024])
+  outputs (f16[1024], f16[1024])
+  temps ()
+kernel @k0 space=[1024] {
+  v0 = load in0[i0] : f16
+  v1 = convert v0 : f32
+  v2 = mul v1, v1 : f32
+  v3 = convert v2 : f16
+  v4 = abs v1 : f32
+  v5 = tanh v4 : f32
+  v6 = convert v5 : f16
+  store out0, v3
+  store out1, v6
+}
+";
+    let p = plans(f16, FULL);
+    assert_eq!(
+        p[0].to_string(),
+        "vector=4 form=rows calls=[math,half_binary] staged=[0,3,5,6] half_binary=[3] packed=[0,1]"
+    );
+    assert_eq!(
+        p[0].staged[1].binary.map(|b| (b.lhs, b.rhs)),
+        Some((StagedSource::Block(0), StagedSource::Block(0)))
+    );
+    // A row with a stride along the window is no row: its rounding stays as before.
+    let strided = norm.replace(
+        "v0 = load in0[(i0*1024 + i1)]",
+        "v0 = load in0[(i1*8 + i0)]",
+    );
+    let p = plans(&strided, FULL);
+    assert!(p[0].staged[0].binary.is_none(), "{}", p[0]);
 }

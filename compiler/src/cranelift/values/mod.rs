@@ -13,7 +13,7 @@ mod staging;
 use super::arith::{float_min_max, MinMax};
 use super::host::HostCalls;
 use super::lanes::{select, Lanes};
-use crate::cranelift::plan::KernelPlan;
+use crate::cranelift::plan::{KernelPlan, StagedBinary};
 use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
 use crate::kernel::half::half_of;
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
@@ -89,6 +89,9 @@ pub struct ValueEmitter<'a> {
     /// Per staged binary node of a shifted operand `(x - c) op d`: in the current window,
     /// `c` (one value for the whole window; `d` is in `window_scalars`).
     window_shifts: Vec<Option<Value>>,
+    /// Per staged rounding of a binary op: in the current window, the address of each
+    /// operand the call reads as a 16-bit row (a load's first position in the window).
+    window_rows: Vec<[Option<Value>; 2]>,
     /// Per node: whether its block holds the current window's values.
     ready: Vec<bool>,
     /// Inner position of the current window's first element.
@@ -118,6 +121,8 @@ struct Staged {
     /// For a unary node of `x - c` with `c` the same for the whole window: `c`, subtracted
     /// by the block math itself (one shifted call, the subtraction never stored).
     shift: Option<usize>,
+    /// For a rounding of one binary op's result: its operands' blocks or values.
+    binary: Option<StagedBinary>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -175,6 +180,7 @@ impl<'a> ValueEmitter<'a> {
             window_addrs: vec![None; k.nodes.len()],
             window_scalars: vec![None; k.nodes.len()],
             window_shifts: vec![None; k.nodes.len()],
+            window_rows: vec![[None; 2]; k.nodes.len()],
             ready: vec![false; k.nodes.len()],
             window: None,
             width: plan.vector.unwrap_or(4),

@@ -7,11 +7,12 @@
 
 use super::{Block, Pinned, Staged, ValueEmitter};
 use crate::cranelift::host::{
-    half_rounding, math_op, pack_f16_op, round_half_op, scalar_op, shifted_scalar_op,
-    staged_f16_load, widen_f16_op,
+    half_binary_code, half_rounding, math_op, pack_f16_op, round_half_op, scalar_op,
+    shifted_scalar_op, staged_f16_load, widen_f16_op, HalfBinaryOperand,
 };
 use crate::cranelift::lanes::Lanes;
-use crate::cranelift::plan::{StagedBlock, StagedNode};
+use crate::cranelift::plan::{StagedBlock, StagedNode, StagedSource};
+use crate::kernel::half::half_of;
 use crate::kernel::NodeKind;
 use cranelift_codegen::ir::{types, InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift_frontend::FunctionBuilder;
@@ -77,6 +78,7 @@ impl ValueEmitter<'_> {
                 direct_operand: st.direct_operand,
                 operand: st.operand,
                 shift: st.shift,
+                binary: st.binary,
             });
         }
     }
@@ -140,6 +142,13 @@ impl ValueEmitter<'_> {
     /// the operand is read straight from a buffer, or is a staged node whose block already
     /// holds this window's values.
     pub fn operand_ready(&self, n: usize) -> bool {
+        if let Some(bin) = self.staged[n].and_then(|s| s.binary) {
+            // Computed from its operands' blocks (and values) by the call itself.
+            return [bin.lhs, bin.rhs].iter().all(|s| match *s {
+                StagedSource::Block(h) => self.ready[h],
+                StagedSource::Value(_) | StagedSource::Row(_) => true,
+            });
+        }
         self.direct_operand(n) || self.staged_operand(n).is_ok_and(|a| self.ready[a])
     }
 
@@ -177,8 +186,24 @@ impl ValueEmitter<'_> {
                 _ => None,
             };
             self.window_addrs[n] = Some((block, operand));
-            let (value, shift) = match k.nodes[n].kind {
-                NodeKind::Binary(_, _, c) => (Some(c), st.shift),
+            let value_source = |s: StagedSource| match s {
+                StagedSource::Value(c) => Some(c),
+                StagedSource::Block(_) | StagedSource::Row(_) => None,
+            };
+            // A 16-bit row the call reads: its address at the window's first position.
+            if let Some(bin) = st.binary {
+                for (i, src) in [bin.lhs, bin.rhs].into_iter().enumerate() {
+                    if let StagedSource::Row(h) = src {
+                        let NodeKind::Load { buf, offset } = &k.nodes[h].kind else {
+                            return Err(format!("v{n} reads v{h}'s row, which is not a load"));
+                        };
+                        self.window_rows[n][i] = Some(self.address_value(b, *buf, offset, vars)?);
+                    }
+                }
+            }
+            let (value, shift) = match (&k.nodes[n].kind, st.binary) {
+                (_, Some(bin)) => (value_source(bin.lhs).or(value_source(bin.rhs)), None),
+                (NodeKind::Binary(_, _, c), None) => (Some(*c), st.shift),
                 _ => (st.shift, None),
             };
             // The same values at every position of the window.
@@ -200,6 +225,7 @@ impl ValueEmitter<'_> {
         self.window_addrs.iter_mut().for_each(|a| *a = None);
         self.window_scalars.iter_mut().for_each(|a| *a = None);
         self.window_shifts.iter_mut().for_each(|a| *a = None);
+        self.window_rows.iter_mut().for_each(|a| *a = [None; 2]);
         self.reset();
     }
 
@@ -230,6 +256,9 @@ impl ValueEmitter<'_> {
     ) -> Result<(), String> {
         let node = &self.k.nodes[n];
         let (block, operand) = self.window_addrs[n].ok_or_else(|| format!("v{n} has no window"))?;
+        if self.staged[n].is_some_and(|s| s.binary.is_some()) {
+            return self.finish_binary(b, n, block, count);
+        }
         let a = self.staged_operand(n)?;
         let src = match operand {
             Some(direct) => direct,
@@ -277,6 +306,59 @@ impl ValueEmitter<'_> {
         }
         args.extend([block, count]);
         call.call(b, f64, &args);
+        self.ready[n] = true;
+        self.reset();
+        Ok(())
+    }
+
+    /// [`Self::finish_staged`] of a rounding of one binary op's result: one `half_binary`
+    /// call from its operands' blocks (each ready in this window) or the window's value,
+    /// into its own `block`.
+    fn finish_binary(
+        &mut self,
+        b: &mut FunctionBuilder,
+        n: usize,
+        block: Value,
+        count: Value,
+    ) -> Result<(), String> {
+        let bin = self.staged[n]
+            .and_then(|s| s.binary)
+            .ok_or_else(|| format!("v{n} is not a staged binary rounding"))?;
+        let call = self
+            .calls
+            .half_binary
+            .ok_or_else(|| format!("v{n} is staged without the half_binary import"))?;
+        let k = self.k;
+        let kind = |s: StagedSource| match s {
+            StagedSource::Block(_) => HalfBinaryOperand::Block,
+            StagedSource::Value(_) => HalfBinaryOperand::Value,
+            StagedSource::Row(h) => match half_of(k.nodes[h].dtype) {
+                Some(h) => HalfBinaryOperand::Row(h),
+                None => HalfBinaryOperand::Block,
+            },
+        };
+        let code = half_binary_code(bin.op, kind(bin.lhs), kind(bin.rhs))
+            .ok_or_else(|| format!("v{n}'s op has no half_binary code"))?;
+        let rows = self.window_rows[n];
+        let mut pointer = |s: StagedSource, i: usize| -> Result<Value, String> {
+            match s {
+                StagedSource::Block(h) if self.ready[h] => Ok(self.window_addrs[h]
+                    .ok_or_else(|| format!("v{h} has no window"))?
+                    .0),
+                StagedSource::Block(h) => Err(format!("v{n} reads v{h} before its block")),
+                StagedSource::Row(h) => {
+                    rows[i].ok_or_else(|| format!("v{n} has no address for v{h}'s row"))
+                }
+                StagedSource::Value(_) => Ok(b.ins().iconst(types::I64, 0)),
+            }
+        };
+        let (x, y) = (pointer(bin.lhs, 0)?, pointer(bin.rhs, 1)?);
+        let value = match self.window_scalars[n] {
+            Some(v) => v,
+            None => b.ins().f32const(0.0),
+        };
+        let code = b.ins().iconst(types::I32, i64::from(code));
+        call.call(b, false, &[code, x, y, value, block, count]);
         self.ready[n] = true;
         self.reset();
         Ok(())

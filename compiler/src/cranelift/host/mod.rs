@@ -8,13 +8,19 @@
 //! has no relocations and is reused from the persistent cache as bytes, although the
 //! functions' addresses change from process to process.
 
+mod half;
+
+pub use half::{
+    half_binary, half_binary_code, half_rounding, held, kernel_has_half_binary, pack_f16_op,
+    round_half_op, staged_f16_load, widen_f16_op, HalfBinary, HalfBinaryOperand,
+};
+
 use crate::kernel::{Kernel, NodeKind, Program};
 use cranelift_codegen::ir::{
     types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::{BinaryOp, UnaryOp};
-use kiln_math::float16::Half;
 
 /// The functions of a host table ([`host_table`]), in field order.
 #[repr(C)]
@@ -31,6 +37,7 @@ pub(super) struct HostTable {
     extremum_f64: extern "C" fn(u32, *const f64, i64) -> f64,
     shifted_scalar_f32: extern "C" fn(u32, *const f32, f32, f32, *mut f32, i64),
     shifted_scalar_f64: extern "C" fn(u32, *const f64, f64, f64, *mut f64, i64),
+    half_binary: extern "C" fn(u32, *const f32, *const f32, f32, *mut f32, i64),
 }
 
 /// The table of `W512 = false`: block math runs on the interpreter's 256-bit build.
@@ -56,6 +63,7 @@ const fn host_table<const W512: bool>() -> HostTable {
         extremum_f64: kiln_extremum_f64::<W512>,
         shifted_scalar_f32: kiln_shifted_scalar_block_f32::<W512>,
         shifted_scalar_f64: kiln_shifted_scalar_block_f64::<W512>,
+        half_binary: half::kiln_half_binary_block,
     }
 }
 
@@ -103,7 +111,7 @@ extern "C" fn kiln_math_block_f32<const W512: bool>(
     dst: *mut f32,
     n: i64,
 ) {
-    at_width::<W512, _>(|| math_block_f32(op, src, dst, n));
+    at_width::<W512, _>(|| half::math_block_f32(op, src, dst, n));
 }
 
 /// The `f64` version of [`kiln_math_block_f32`].
@@ -127,92 +135,6 @@ fn math_block<T>(
         return;
     };
     with_block(src, dst, n, |src, out| f(op, src, out));
-}
-
-/// The index past `kiln_interp::MATH_OPS` that asks the `f32` block-math function
-/// ([`kiln_math_block_f32`]) to round each element to `to`'s precision instead
-/// (`kiln_interp::round_half_block`: F16C for `f16`, the rule on eight lanes for `bf16`,
-/// the same bits as the rule the interpreter runs): a staged `convert` to a 16-bit float
-/// ([`half_rounding`]).
-pub fn round_half_op(to: Half) -> usize {
-    kiln_interp::MATH_OPS.len()
-        + match to {
-            Half::F16 => 0,
-            Half::Bf16 => 1,
-        }
-}
-
-/// The index past `kiln_interp::MATH_OPS` (after the [`round_half_op`]s) that asks the
-/// `f32` block-math function ([`kiln_math_block_f32`]) to widen `n` `f16` values at `src`
-/// (16-bit elements, not `f32`) to their `f32`s (`kiln_interp::widen_f16_block`: F16C,
-/// the rule's bits): a staged load of an `f16` buffer ([`staged_f16_load`]).
-pub fn widen_f16_op() -> usize {
-    kiln_interp::MATH_OPS.len() + 2
-}
-
-/// The index past `kiln_interp::MATH_OPS` (after [`widen_f16_op`]) that asks the `f32`
-/// block-math function ([`kiln_math_block_f32`]) to pack `n` `f32` values at `src` (each an
-/// `f16` value exactly) into `f16` bits at `dst` (16-bit elements, not `f32`):
-/// `kiln_interp::pack_f16_block` (F16C, the rule's bits), a staged store to an `f16` buffer
-/// (`crate::cranelift::plan::packed_stores`).
-pub fn pack_f16_op() -> usize {
-    kiln_interp::MATH_OPS.len() + 3
-}
-
-/// Whether node `n` of `k` is a load of an `f16` buffer, which block math widens a window
-/// at a time where the load has unit stride along the window: F16C eight lanes per
-/// instruction, where the emitted rule takes about seventeen vector operations per four
-/// lanes (`bf16` widens by one shift and stays emitted).
-pub fn staged_f16_load(k: &Kernel, n: usize) -> bool {
-    let node = &k.nodes[n];
-    node.dtype == kiln_ir::DType::F16 && matches!(node.kind, NodeKind::Load { .. })
-}
-
-/// [`math_block`] of `f32`, with the [`round_half_op`]s, [`widen_f16_op`] and
-/// [`pack_f16_op`] too.
-fn math_block_f32(op: u32, src: *const f32, dst: *mut f32, n: i64) {
-    if op as usize == widen_f16_op() {
-        // SAFETY: the emitted caller passes `n` `f16` elements at `src` (a row of an input
-        // or scratch buffer) and `n` writable `f32` ones at `dst` (its staging block).
-        if let Some((src, out)) = unsafe { block_parts(src as *const u16, dst, n) } {
-            kiln_interp::widen_f16_block(src, out);
-        }
-        return;
-    }
-    if op as usize == pack_f16_op() {
-        // SAFETY: the emitted caller passes `n` `f32` elements at `src` (its staging block)
-        // and `n` writable `f16` ones at `dst` (the stored positions of an output the
-        // kernel alone writes and does not read).
-        if let Some((src, out)) = unsafe { block_parts(src, dst as *mut u16, n) } {
-            kiln_interp::pack_f16_block(src, out);
-        }
-        return;
-    }
-    for to in [Half::F16, Half::Bf16] {
-        if op as usize == round_half_op(to) {
-            with_block(src, dst, n, |src, out| {
-                kiln_interp::round_half_block(to, src, out);
-                true
-            });
-            return;
-        }
-    }
-    math_block(op, src, dst, n, kiln_interp::math_f32);
-}
-
-/// The 16-bit format node `n` of `k` rounds an `f32` value to, if it is a `convert` from
-/// `f32` to `f16` or `bf16` (in the kernel's registers, `kiln_math::float16::round_to`),
-/// which block math does a window at a time ([`round_half_op`]).
-pub fn half_rounding(k: &Kernel, n: usize) -> Option<Half> {
-    let node = &k.nodes[n];
-    match node.kind {
-        NodeKind::Convert(a) if k.nodes[a].dtype == kiln_ir::DType::F32 => match node.dtype {
-            kiln_ir::DType::F16 => Some(Half::F16),
-            kiln_ir::DType::Bf16 => Some(Half::Bf16),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// Defines an `extern "C" fn(op, src, c, dst, n)` host function over `value_block`:
@@ -446,6 +368,12 @@ pub struct HostCalls {
     /// `dst[i] = kiln_interp::SHIFTED_SCALAR_OPS[op](src[i] - c, d)`), when wide math is on
     /// and the kernel has such a node (see [`kernel_has_shifted_scalar`]).
     pub shifted_scalar: Option<HostFns>,
+    /// One binary op and the rounding of its result to a 16-bit float (`fn(code, a, b, c,
+    /// dst, n)`, `dst[i] = round(a[i] op b[i])` with either operand `c` instead, by
+    /// `code`: [`half_binary_code`]), when wide math is on and the kernel rounds such an
+    /// op ([`kernel_has_half_binary`]). `f32` only (both function slots are the one
+    /// function).
+    pub half_binary: Option<HostFns>,
 }
 
 /// Whether kernel `k` computes a float `rem`: a call to [`kiln_fmodf`]/[`kiln_fmod`],
@@ -580,6 +508,8 @@ pub struct HostImports {
     /// Block math of a shifted operand with one value per block
     /// ([`HostCalls::shifted_scalar`]).
     pub shifted_scalar: bool,
+    /// One binary op and its 16-bit rounding ([`HostCalls::half_binary`]).
+    pub half_binary: bool,
 }
 
 impl HostImports {
@@ -592,6 +522,7 @@ impl HostImports {
             (self.shifted, "shifted"),
             (self.extremum, "extremum"),
             (self.shifted_scalar, "shifted_scalar"),
+            (self.half_binary, "half_binary"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -614,6 +545,7 @@ pub fn import(
         shifted,
         extremum,
         shifted_scalar,
+        half_binary,
     } = imports;
     if imports == HostImports::default() {
         return HostCalls::default();
@@ -682,6 +614,27 @@ pub fn import(
             let mut f64s = f32s;
             f64s[2..4].fill(types::F64);
             pair(b, 10, [&f32s, &f64s], [None; 2])
+        }),
+        half_binary: half_binary.then(|| {
+            // (code, a, b, value, dst, n): one `f32` function, at field 12, in both slots.
+            let mut sig = Signature::new(call_conv);
+            let params = [
+                types::I32,
+                types::I64,
+                types::I64,
+                types::F32,
+                types::I64,
+                types::I64,
+            ];
+            sig.params.extend(params.map(AbiParam::new));
+            let sig = b.import_signature(sig);
+            let ptr = b
+                .ins()
+                .load(types::I64, MemFlagsData::trusted(), table, 12 * 8);
+            HostFns {
+                sigs: (sig, sig),
+                ptrs: (ptr, ptr),
+            }
         }),
     }
 }

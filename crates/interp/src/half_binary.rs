@@ -1,0 +1,419 @@
+//! One `f32` binary op and the rounding of its result to a 16-bit float, a block at a time:
+//! what a compiled kernel's staged `convert(x op y)` to `f16`/`bf16` computes in one pass
+//! (`kiln_compiler`'s block math), where it would otherwise compute `x op y` in emitted
+//! four-lane code, store the window, and round it in a second pass. Operands are `f32`
+//! blocks (16-bit values held exactly, or any `f32`), rows of a 16-bit buffer (widened
+//! as they are read), or one value for the whole block.
+//!
+//! The op is one IEEE operation on the two `f32`s in the order given (the interpreter's
+//! `a op b`; which NaN an op on NaNs returns is not promised, `docs/determinism.md`),
+//! and the rounding is [`crate::round_half_block`]'s — `kiln_math::float16`'s rule. Sixteen
+//! lanes in one pass where the CPU has AVX-512F; elsewhere, and for the last few elements,
+//! the op element by element and then [`crate::round_half_block`] over them. All give the
+//! same bits, which the tests below check against the rule over every class of input.
+
+use kiln_ir::BinaryOp;
+use kiln_math::float16::{to_f32, Half};
+
+/// The binary ops [`binary_round_block`] applies: the IEEE operations whose `f32` result a
+/// 16-bit op rounds once (XLA's semantics: compute in `f32`, round the result).
+pub const HALF_BINARY_OPS: [BinaryOp; 4] =
+    [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
+
+/// An operand of [`binary_round_block`].
+#[derive(Debug, Clone, Copy)]
+pub enum HalfOperand<'a> {
+    /// One `f32` per element, as long as the result.
+    Block(&'a [f32]),
+    /// One 16-bit float of this format per element (its exact `f32` is the operand), as
+    /// long as the result.
+    Half(Half, &'a [u16]),
+    /// The same value at every element.
+    Value(f32),
+}
+
+impl HalfOperand<'_> {
+    /// Its length, `None` for a value.
+    fn len(&self) -> Option<usize> {
+        match self {
+            HalfOperand::Block(s) => Some(s.len()),
+            HalfOperand::Half(_, s) => Some(s.len()),
+            HalfOperand::Value(_) => None,
+        }
+    }
+
+    /// Its `f32` at element `i`.
+    fn at(&self, i: usize) -> f32 {
+        match *self {
+            HalfOperand::Block(s) => s[i],
+            HalfOperand::Half(h, s) => to_f32(s[i], h),
+            HalfOperand::Value(v) => v,
+        }
+    }
+}
+
+/// `out[i] = round_f32(a[i] op b[i], to)` for every `i`, `op` one of [`HALF_BINARY_OPS`].
+/// Returns false, writing nothing, for another op, an operand whose length is not `out`'s,
+/// or two values (one value for the whole block is not staged).
+pub fn binary_round_block(
+    op: BinaryOp,
+    to: Half,
+    a: HalfOperand,
+    b: HalfOperand,
+    out: &mut [f32],
+) -> bool {
+    let n = out.len();
+    let Some(code) = HALF_BINARY_OPS.iter().position(|&o| o == op) else {
+        return false;
+    };
+    let ok = |x: &HalfOperand| x.len().is_none_or(|l| l == n);
+    if !ok(&a) || !ok(&b) || a.len().is_none() && b.len().is_none() {
+        return false;
+    }
+    let done = fast(code, to, a, b, out);
+    for (i, o) in out.iter_mut().enumerate().skip(done) {
+        *o = apply(op, a.at(i), b.at(i));
+    }
+    crate::round_half_block(to, None, &mut out[done..]);
+    true
+}
+
+/// The interpreter's `a op b` for the ops of [`HALF_BINARY_OPS`].
+#[inline]
+fn apply(op: BinaryOp, a: f32, b: f32) -> f32 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        _ => a / b,
+    }
+}
+
+/// An operand for the vector loop: its kind ([`BLOCK`], [`VALUE`], [`BF16_ROW`],
+/// [`F16_ROW`]), its elements (null for a value) and its value.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Operand {
+    kind: u8,
+    ptr: *const u8,
+    value: f32,
+}
+
+/// [`Operand`] kinds.
+#[cfg(target_arch = "x86_64")]
+const BLOCK: u8 = 0;
+#[cfg(target_arch = "x86_64")]
+const VALUE: u8 = 1;
+#[cfg(target_arch = "x86_64")]
+const BF16_ROW: u8 = 2;
+#[cfg(target_arch = "x86_64")]
+const F16_ROW: u8 = 3;
+
+/// The elements `0..done` computed by the sixteen-lane loop (0 without AVX-512F).
+#[cfg(target_arch = "x86_64")]
+fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: &mut [f32]) -> usize {
+    if !std::arch::is_x86_feature_detected!("avx512f") {
+        return 0;
+    }
+    let parts = |x: HalfOperand| {
+        let (kind, ptr, value) = match x {
+            HalfOperand::Block(s) => (BLOCK, s.as_ptr() as *const u8, 0.0),
+            HalfOperand::Half(Half::Bf16, s) => (BF16_ROW, s.as_ptr() as *const u8, 0.0),
+            HalfOperand::Half(Half::F16, s) => (F16_ROW, s.as_ptr() as *const u8, 0.0),
+            HalfOperand::Value(v) => (VALUE, std::ptr::null(), v),
+        };
+        Operand { kind, ptr, value }
+    };
+    let (a, b) = (parts(a), parts(b));
+    let dst = out.as_mut_ptr();
+    let n = out.len();
+    // SAFETY (every arm): the CPU has AVX-512F; each operand that is not a value covers `n`
+    // elements of its kind (`binary_round_block` checked the lengths).
+    unsafe {
+        match (to, code) {
+            (Half::F16, 0) => by_lhs::<0, false>(a, b, dst, n),
+            (Half::F16, 1) => by_lhs::<1, false>(a, b, dst, n),
+            (Half::F16, 2) => by_lhs::<2, false>(a, b, dst, n),
+            (Half::F16, _) => by_lhs::<3, false>(a, b, dst, n),
+            (Half::Bf16, 0) => by_lhs::<0, true>(a, b, dst, n),
+            (Half::Bf16, 1) => by_lhs::<1, true>(a, b, dst, n),
+            (Half::Bf16, 2) => by_lhs::<2, true>(a, b, dst, n),
+            (Half::Bf16, _) => by_lhs::<3, true>(a, b, dst, n),
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn fast(_: usize, _: Half, _: HalfOperand, _: HalfOperand, _: &mut [f32]) -> usize {
+    0
+}
+
+/// [`x16`] for the first operand's kind.
+///
+/// # Safety
+/// As [`x16`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn by_lhs<const OP: usize, const BF16: bool>(
+    a: Operand,
+    b: Operand,
+    dst: *mut f32,
+    n: usize,
+) -> usize {
+    // SAFETY (each arm): the caller's contract.
+    unsafe {
+        match a.kind {
+            BLOCK => by_rhs::<OP, BF16, BLOCK>(a, b, dst, n),
+            VALUE => by_rhs::<OP, BF16, VALUE>(a, b, dst, n),
+            BF16_ROW => by_rhs::<OP, BF16, BF16_ROW>(a, b, dst, n),
+            _ => by_rhs::<OP, BF16, F16_ROW>(a, b, dst, n),
+        }
+    }
+}
+
+/// [`x16`] for the second operand's kind.
+///
+/// # Safety
+/// As [`x16`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn by_rhs<const OP: usize, const BF16: bool, const A: u8>(
+    a: Operand,
+    b: Operand,
+    dst: *mut f32,
+    n: usize,
+) -> usize {
+    // SAFETY (each arm): the caller's contract.
+    unsafe {
+        match b.kind {
+            BLOCK => x16::<OP, BF16, A, BLOCK>(a, b, dst, n),
+            VALUE if A == VALUE => 0,
+            VALUE => x16::<OP, BF16, A, VALUE>(a, b, dst, n),
+            BF16_ROW => x16::<OP, BF16, A, BF16_ROW>(a, b, dst, n),
+            _ => x16::<OP, BF16, A, F16_ROW>(a, b, dst, n),
+        }
+    }
+}
+
+/// Sixteen `f32`s of operand `x` (of kind `K`) from element `i`: a block's, a 16-bit row's
+/// widened (`bf16` by a shift; `f16` by `vcvtph2ps`, exact for every value but a
+/// signalling NaN, which it quiets — a NaN either way, and an op's NaN is not promised),
+/// or the value's splat `v`.
+///
+/// # Safety
+/// The CPU has AVX-512F; `x` covers elements `i..i + 16` unless it is a value.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn load16<const K: u8>(
+    x: Operand,
+    v: std::arch::x86_64::__m512,
+    i: usize,
+) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_loadu_si256, _mm512_castsi512_ps, _mm512_cvtepu16_epi32, _mm512_cvtph_ps,
+        _mm512_loadu_ps, _mm512_slli_epi32,
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        match K {
+            BLOCK => _mm512_loadu_ps((x.ptr as *const f32).add(i)),
+            VALUE => v,
+            BF16_ROW => {
+                let h = _mm256_loadu_si256((x.ptr as *const u16).add(i) as *const __m256i);
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+            }
+            _ => _mm512_cvtph_ps(_mm256_loadu_si256(
+                (x.ptr as *const u16).add(i) as *const __m256i
+            )),
+        }
+    }
+}
+
+/// Whole vectors of sixteen: both operands loaded (or splat), the op, the rounding
+/// (`crate::half_block::round_zmm`), one store. Returns how many elements it wrote.
+///
+/// # Safety
+/// The CPU has AVX-512F; an operand that is not a value covers `n` elements of its kind,
+/// and `dst` `n` writable `f32`s.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn x16<const OP: usize, const BF16: bool, const A: u8, const B: u8>(
+    a: Operand,
+    b: Operand,
+    dst: *mut f32,
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::{
+        _mm512_add_ps, _mm512_div_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_storeu_ps,
+        _mm512_sub_ps,
+    };
+    let to = if BF16 { Half::Bf16 } else { Half::F16 };
+    let (va, vb) = (_mm512_set1_ps(a.value), _mm512_set1_ps(b.value));
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n`; operands and `dst` cover `n` elements.
+        unsafe {
+            let x = load16::<A>(a, va, i);
+            let y = load16::<B>(b, vb, i);
+            let r = match OP {
+                0 => _mm512_add_ps(x, y),
+                1 => _mm512_sub_ps(x, y),
+                2 => _mm512_mul_ps(x, y),
+                _ => _mm512_div_ps(x, y),
+            };
+            _mm512_storeu_ps(dst.add(i), crate::half_block::round_zmm(to, r));
+        }
+        i += 16;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_math::float16::round_f32;
+
+    /// The rule, element by element: what every vector loop must equal.
+    fn by_rule(op: BinaryOp, to: Half, a: f32, b: f32) -> f32 {
+        round_f32(apply(op, a, b), to)
+    }
+
+    /// `f32` inputs of every class: each bf16 and f16 value's `f32` (NaNs with their
+    /// payloads, signalling ones too, infinities, subnormals), then random bit patterns.
+    fn inputs() -> Vec<f32> {
+        let mut x: Vec<f32> = (0..=u16::MAX)
+            .step_by(3)
+            .map(|h| f32::from_bits(u32::from(h) << 16))
+            .collect();
+        x.extend(
+            (0..=u16::MAX)
+                .step_by(5)
+                .map(|h| kiln_math::float16::to_f32(h, Half::F16)),
+        );
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..1 << 15 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            x.push(f32::from_bits(s as u32));
+        }
+        x
+    }
+
+    /// Every op, format and operand form against the rule element by element, at lengths
+    /// with tails; the second operand is the first rotated, so every class meets every
+    /// other (NaN against NaN included: the first operand's wins).
+    #[test]
+    fn every_op_and_form_equals_the_rule() {
+        let x = inputs();
+        let mut y = x.clone();
+        y.rotate_left(7919);
+        let values = [
+            1.5f32,
+            -0.0,
+            f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            1e-40,
+            f32::INFINITY,
+        ];
+        let rows: Vec<u16> = (0..=u16::MAX).collect();
+        let mut rows2 = rows.clone();
+        rows2.rotate_left(4099);
+        let other_half = |h: Half| match h {
+            Half::F16 => Half::Bf16,
+            Half::Bf16 => Half::F16,
+        };
+        for op in HALF_BINARY_OPS {
+            for to in [Half::F16, Half::Bf16] {
+                let check = |a: HalfOperand, b: HalfOperand, n: usize, what: &str| {
+                    let mut out = vec![0.0f32; n];
+                    assert!(binary_round_block(op, to, a, b, &mut out));
+                    for (i, o) in out.iter().enumerate() {
+                        let at = |v: &HalfOperand| v.at(i);
+                        let want = by_rule(op, to, at(&a), at(&b));
+                        // Which NaN comes out of an op on two NaNs is not promised (and
+                        // the compiler may swap a scalar op's operands): only that it is one.
+                        let same = o.to_bits() == want.to_bits() || o.is_nan() && want.is_nan();
+                        assert!(
+                            same,
+                            "{op:?} {to:?} {what} at {i}: {:#010x} {:#010x}",
+                            at(&a).to_bits(),
+                            at(&b).to_bits()
+                        );
+                    }
+                };
+                for n in [x.len(), 0, 1, 15, 16, 17, 31, 33, 512] {
+                    let (a, b) = (&x[..n], &y[..n]);
+                    check(HalfOperand::Block(a), HalfOperand::Block(b), n, "blocks");
+                    check(HalfOperand::Block(a), HalfOperand::Block(a), n, "a, a");
+                }
+                for v in values {
+                    let a = &x[..4099];
+                    let b = HalfOperand::Value(v);
+                    check(HalfOperand::Block(a), b, a.len(), "block, value");
+                    check(b, HalfOperand::Block(a), a.len(), "value, block");
+                }
+                // Rows of 16-bit floats, widened as they are read: every pattern of both
+                // formats (NaNs, subnormals, infinities) against blocks, values and rows.
+                for h in [Half::F16, Half::Bf16] {
+                    for n in [rows.len(), 1, 15, 16, 17, 33] {
+                        let r = HalfOperand::Half(h, &rows[..n]);
+                        let r2 = HalfOperand::Half(h, &rows2[..n]);
+                        let other = HalfOperand::Half(other_half(h), &rows2[..n]);
+                        let blk = HalfOperand::Block(&x[..n]);
+                        check(r, blk, n, "row, block");
+                        check(blk, r, n, "block, row");
+                        check(r, r2, n, "row, row");
+                        check(r, other, n, "row, other row");
+                        for v in values {
+                            check(r, HalfOperand::Value(v), n, "row, value");
+                            check(HalfOperand::Value(v), r, n, "value, row");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ops outside the table, lengths that differ and two values write nothing.
+    #[test]
+    fn refuses_what_it_does_not_compute() {
+        let mut out = [7.0f32; 3];
+        let one = HalfOperand::Value(1.0);
+        let block = [1.0f32; 3];
+        let short = [1.0f32; 2];
+        let b = HalfOperand::Block(&block);
+        assert!(!binary_round_block(
+            BinaryOp::Max,
+            Half::F16,
+            b,
+            one,
+            &mut out
+        ));
+        assert!(!binary_round_block(
+            BinaryOp::Add,
+            Half::F16,
+            HalfOperand::Block(&short),
+            one,
+            &mut out
+        ));
+        assert!(!binary_round_block(
+            BinaryOp::Add,
+            Half::Bf16,
+            one,
+            one,
+            &mut out
+        ));
+        let row = [0u16; 4];
+        let r = HalfOperand::Half(Half::Bf16, &row);
+        assert!(!binary_round_block(
+            BinaryOp::Mul,
+            Half::Bf16,
+            r,
+            one,
+            &mut out
+        ));
+        assert_eq!(out, [7.0; 3]);
+    }
+}

@@ -13,7 +13,8 @@
 //! same bits, which the tests below check against the rule over every class of input.
 
 use kiln_ir::BinaryOp;
-use kiln_math::float16::{to_f32, Half};
+use kiln_math::float16::{pack, round_f32, to_f32, Half};
+use kiln_math::ScalarF32;
 
 /// The binary ops [`binary_round_block`] applies: the IEEE operations whose `f32` result a
 /// 16-bit op rounds once (XLA's semantics: compute in `f32`, round the result).
@@ -70,11 +71,39 @@ pub fn binary_round_block(
     if !ok(&a) || !ok(&b) || a.len().is_none() && b.len().is_none() {
         return false;
     }
-    let done = fast(code, to, a, b, out);
+    let done = fast(code, to, a, b, Out::F32(out.as_mut_ptr()), n);
     for (i, o) in out.iter_mut().enumerate().skip(done) {
         *o = apply(op, a.at(i), b.at(i));
     }
     crate::round_half_block(to, None, &mut out[done..]);
+    true
+}
+
+/// [`binary_round_block`] with each result packed into its 16-bit bits (`to`'s format):
+/// what a staged binary rounding whose only use is a store to a 16-bit buffer writes
+/// there directly. The bits are the rule's rounding, then its packing (the rounded value
+/// is exact in `to`, NaNs keeping the quiet, truncated payload the rounding gives them).
+/// Returns false, writing nothing, as [`binary_round_block`] does.
+pub fn binary_round_pack_block(
+    op: BinaryOp,
+    to: Half,
+    a: HalfOperand,
+    b: HalfOperand,
+    out: &mut [u16],
+) -> bool {
+    let n = out.len();
+    let Some(code) = HALF_BINARY_OPS.iter().position(|&o| o == op) else {
+        return false;
+    };
+    let ok = |x: &HalfOperand| x.len().is_none_or(|l| l == n);
+    if !ok(&a) || !ok(&b) || a.len().is_none() && b.len().is_none() {
+        return false;
+    }
+    let done = fast(code, to, a, b, Out::Packed(out.as_mut_ptr()), n);
+    for (i, o) in out.iter_mut().enumerate().skip(done) {
+        let r = round_f32(apply(op, a.at(i), b.at(i)), to);
+        *o = pack(&mut ScalarF32, r, to) as u16;
+    }
     true
 }
 
@@ -109,9 +138,16 @@ const BF16_ROW: u8 = 2;
 #[cfg(target_arch = "x86_64")]
 const F16_ROW: u8 = 3;
 
-/// The elements `0..done` computed by the sixteen-lane loop (0 without AVX-512F).
+/// Where the vector loop writes `n` results: `f32`s, or their 16-bit bits.
+#[derive(Clone, Copy)]
+enum Out {
+    F32(*mut f32),
+    Packed(*mut u16),
+}
+
+/// The elements `0..done` of `n` computed by the sixteen-lane loop (0 without AVX-512F).
 #[cfg(target_arch = "x86_64")]
-fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: &mut [f32]) -> usize {
+fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: Out, n: usize) -> usize {
     if !std::arch::is_x86_feature_detected!("avx512f") {
         return 0;
     }
@@ -125,26 +161,36 @@ fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: &mut [f32]) 
         Operand { kind, ptr, value }
     };
     let (a, b) = (parts(a), parts(b));
-    let dst = out.as_mut_ptr();
-    let n = out.len();
+    let (dst, packed) = match out {
+        Out::F32(p) => (p as *mut u8, false),
+        Out::Packed(p) => (p as *mut u8, true),
+    };
     // SAFETY (every arm): the CPU has AVX-512F; each operand that is not a value covers `n`
-    // elements of its kind (`binary_round_block` checked the lengths).
+    // elements of its kind (the callers checked the lengths), `dst` `n` results.
     unsafe {
-        match (to, code) {
-            (Half::F16, 0) => by_lhs::<0, false>(a, b, dst, n),
-            (Half::F16, 1) => by_lhs::<1, false>(a, b, dst, n),
-            (Half::F16, 2) => by_lhs::<2, false>(a, b, dst, n),
-            (Half::F16, _) => by_lhs::<3, false>(a, b, dst, n),
-            (Half::Bf16, 0) => by_lhs::<0, true>(a, b, dst, n),
-            (Half::Bf16, 1) => by_lhs::<1, true>(a, b, dst, n),
-            (Half::Bf16, 2) => by_lhs::<2, true>(a, b, dst, n),
-            (Half::Bf16, _) => by_lhs::<3, true>(a, b, dst, n),
+        match (to, code, packed) {
+            (Half::F16, 0, false) => by_lhs::<0, false, false>(a, b, dst, n),
+            (Half::F16, 1, false) => by_lhs::<1, false, false>(a, b, dst, n),
+            (Half::F16, 2, false) => by_lhs::<2, false, false>(a, b, dst, n),
+            (Half::F16, _, false) => by_lhs::<3, false, false>(a, b, dst, n),
+            (Half::Bf16, 0, false) => by_lhs::<0, true, false>(a, b, dst, n),
+            (Half::Bf16, 1, false) => by_lhs::<1, true, false>(a, b, dst, n),
+            (Half::Bf16, 2, false) => by_lhs::<2, true, false>(a, b, dst, n),
+            (Half::Bf16, _, false) => by_lhs::<3, true, false>(a, b, dst, n),
+            (Half::F16, 0, true) => by_lhs::<0, false, true>(a, b, dst, n),
+            (Half::F16, 1, true) => by_lhs::<1, false, true>(a, b, dst, n),
+            (Half::F16, 2, true) => by_lhs::<2, false, true>(a, b, dst, n),
+            (Half::F16, _, true) => by_lhs::<3, false, true>(a, b, dst, n),
+            (Half::Bf16, 0, true) => by_lhs::<0, true, true>(a, b, dst, n),
+            (Half::Bf16, 1, true) => by_lhs::<1, true, true>(a, b, dst, n),
+            (Half::Bf16, 2, true) => by_lhs::<2, true, true>(a, b, dst, n),
+            (Half::Bf16, _, true) => by_lhs::<3, true, true>(a, b, dst, n),
         }
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn fast(_: usize, _: Half, _: HalfOperand, _: HalfOperand, _: &mut [f32]) -> usize {
+fn fast(_: usize, _: Half, _: HalfOperand, _: HalfOperand, _: Out, _: usize) -> usize {
     0
 }
 
@@ -154,19 +200,19 @@ fn fast(_: usize, _: Half, _: HalfOperand, _: HalfOperand, _: &mut [f32]) -> usi
 /// As [`x16`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn by_lhs<const OP: usize, const BF16: bool>(
+unsafe fn by_lhs<const OP: usize, const BF16: bool, const PACK: bool>(
     a: Operand,
     b: Operand,
-    dst: *mut f32,
+    dst: *mut u8,
     n: usize,
 ) -> usize {
     // SAFETY (each arm): the caller's contract.
     unsafe {
         match a.kind {
-            BLOCK => by_rhs::<OP, BF16, BLOCK>(a, b, dst, n),
-            VALUE => by_rhs::<OP, BF16, VALUE>(a, b, dst, n),
-            BF16_ROW => by_rhs::<OP, BF16, BF16_ROW>(a, b, dst, n),
-            _ => by_rhs::<OP, BF16, F16_ROW>(a, b, dst, n),
+            BLOCK => by_rhs::<OP, BF16, PACK, BLOCK>(a, b, dst, n),
+            VALUE => by_rhs::<OP, BF16, PACK, VALUE>(a, b, dst, n),
+            BF16_ROW => by_rhs::<OP, BF16, PACK, BF16_ROW>(a, b, dst, n),
+            _ => by_rhs::<OP, BF16, PACK, F16_ROW>(a, b, dst, n),
         }
     }
 }
@@ -177,20 +223,20 @@ unsafe fn by_lhs<const OP: usize, const BF16: bool>(
 /// As [`x16`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn by_rhs<const OP: usize, const BF16: bool, const A: u8>(
+unsafe fn by_rhs<const OP: usize, const BF16: bool, const PACK: bool, const A: u8>(
     a: Operand,
     b: Operand,
-    dst: *mut f32,
+    dst: *mut u8,
     n: usize,
 ) -> usize {
     // SAFETY (each arm): the caller's contract.
     unsafe {
         match b.kind {
-            BLOCK => x16::<OP, BF16, A, BLOCK>(a, b, dst, n),
+            BLOCK => x16::<OP, BF16, PACK, A, BLOCK>(a, b, dst, n),
             VALUE if A == VALUE => 0,
-            VALUE => x16::<OP, BF16, A, VALUE>(a, b, dst, n),
-            BF16_ROW => x16::<OP, BF16, A, BF16_ROW>(a, b, dst, n),
-            _ => x16::<OP, BF16, A, F16_ROW>(a, b, dst, n),
+            VALUE => x16::<OP, BF16, PACK, A, VALUE>(a, b, dst, n),
+            BF16_ROW => x16::<OP, BF16, PACK, A, BF16_ROW>(a, b, dst, n),
+            _ => x16::<OP, BF16, PACK, A, F16_ROW>(a, b, dst, n),
         }
     }
 }
@@ -231,22 +277,26 @@ unsafe fn load16<const K: u8>(
 }
 
 /// Whole vectors of sixteen: both operands loaded (or splat), the op, the rounding
-/// (`crate::half_block::round_zmm`), one store. Returns how many elements it wrote.
+/// (`crate::half_block::round_zmm`), one store — of the sixteen `f32`s, or (`PACK`) of
+/// their 16-bit bits: `vcvtps2ph` of the op's result for `f16` (round to nearest even,
+/// once: the rounded value's bits, NaNs quieted as the rule quiets them), the rounded
+/// `bf16`'s top halves. Returns how many elements it wrote.
 ///
 /// # Safety
 /// The CPU has AVX-512F; an operand that is not a value covers `n` elements of its kind,
-/// and `dst` `n` writable `f32`s.
+/// and `dst` `n` writable results (`f32`, or `u16` when `PACK`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn x16<const OP: usize, const BF16: bool, const A: u8, const B: u8>(
+unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, const B: u8>(
     a: Operand,
     b: Operand,
-    dst: *mut f32,
+    dst: *mut u8,
     n: usize,
 ) -> usize {
     use std::arch::x86_64::{
-        _mm512_add_ps, _mm512_div_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_storeu_ps,
-        _mm512_sub_ps,
+        __m256i, _mm256_storeu_si256, _mm512_add_ps, _mm512_castps_si512, _mm512_cvtepi32_epi16,
+        _mm512_cvtps_ph, _mm512_div_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_srli_epi32,
+        _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_TO_NEAREST_INT,
     };
     let to = if BF16 { Half::Bf16 } else { Half::F16 };
     let (va, vb) = (_mm512_set1_ps(a.value), _mm512_set1_ps(b.value));
@@ -262,7 +312,18 @@ unsafe fn x16<const OP: usize, const BF16: bool, const A: u8, const B: u8>(
                 2 => _mm512_mul_ps(x, y),
                 _ => _mm512_div_ps(x, y),
             };
-            _mm512_storeu_ps(dst.add(i), crate::half_block::round_zmm(to, r));
+            if !PACK {
+                let r = crate::half_block::round_zmm(to, r);
+                _mm512_storeu_ps((dst as *mut f32).add(i), r);
+            } else {
+                let h = if BF16 {
+                    let r = _mm512_castps_si512(crate::half_block::round_zmm(to, r));
+                    _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(r))
+                } else {
+                    _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r)
+                };
+                _mm256_storeu_si256((dst as *mut u16).add(i) as *mut __m256i, h);
+            }
         }
         i += 16;
     }
@@ -342,6 +403,18 @@ mod tests {
                             at(&b).to_bits()
                         );
                     }
+                    // Packed: the bits of the rule's rounding, then its packing.
+                    let mut bits = vec![0u16; n];
+                    assert!(binary_round_pack_block(op, to, a, b, &mut bits));
+                    for (i, &h) in bits.iter().enumerate() {
+                        let want = by_rule(op, to, a.at(i), b.at(i));
+                        let want_bits = pack(&mut ScalarF32, want, to) as u16;
+                        let got = to_f32(h, to);
+                        assert!(
+                            h == want_bits || got.is_nan() && want.is_nan(),
+                            "packed {op:?} {to:?} {what} at {i}: {h:#06x}, the rule {want_bits:#06x}"
+                        );
+                    }
                 };
                 for n in [x.len(), 0, 1, 15, 16, 17, 31, 33, 512] {
                     let (a, b) = (&x[..n], &y[..n]);
@@ -415,5 +488,30 @@ mod tests {
             &mut out
         ));
         assert_eq!(out, [7.0; 3]);
+        let mut bits = [7u16; 3];
+        assert!(!binary_round_pack_block(
+            BinaryOp::Min,
+            Half::F16,
+            b,
+            one,
+            &mut bits
+        ));
+        assert!(!binary_round_pack_block(
+            BinaryOp::Mul,
+            Half::F16,
+            one,
+            one,
+            &mut bits
+        ));
+        let row = [0u16; 4];
+        let r = HalfOperand::Half(Half::Bf16, &row);
+        assert!(!binary_round_pack_block(
+            BinaryOp::Mul,
+            Half::F16,
+            r,
+            one,
+            &mut bits
+        ));
+        assert_eq!(bits, [7; 3]);
     }
 }

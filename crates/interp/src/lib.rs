@@ -52,7 +52,7 @@ pub use elementwise::{
 };
 pub use error::InterpError;
 pub use extremum::{extremum_f32, extremum_f64, scalar_extremum_f32, scalar_extremum_f64};
-pub use half_binary::{binary_round_block, HalfOperand, HALF_BINARY_OPS};
+pub use half_binary::{binary_round_block, binary_round_pack_block, HalfOperand, HALF_BINARY_OPS};
 pub use half_block::{pack_f16_block, round_half_block, widen_f16_block};
 /// A zero-filled host buffer allocated the way the interpreter allocates its outputs (large
 /// ones on transparent huge pages, as numpy does): use it for large inputs that ops will

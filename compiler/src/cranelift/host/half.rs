@@ -175,17 +175,21 @@ impl HalfBinaryOperand {
 }
 
 /// The code of a [`HostCalls::half_binary`] call: the op's index in
-/// `kiln_interp::HALF_BINARY_OPS` (bits 0–1), `bf16` (bit 2), and how the call reads
-/// each operand ([`HalfBinaryOperand`]: bits 3–4 the first, bits 5–6 the second).
+/// `kiln_interp::HALF_BINARY_OPS` (bits 0–1), `bf16` (bit 2), how the call reads each
+/// operand ([`HalfBinaryOperand`]: bits 3–4 the first, bits 5–6 the second), and whether
+/// it writes the results' 16-bit bits (`packed`, bit 7: into the stored buffer) instead
+/// of their `f32`s.
 ///
 /// [`HostCalls::half_binary`]: super::HostCalls::half_binary
 pub fn half_binary_code(
     b: HalfBinary,
     lhs: HalfBinaryOperand,
     rhs: HalfBinaryOperand,
+    packed: bool,
 ) -> Option<u32> {
     let op = HALF_BINARY_OPS.iter().position(|&o| o == b.op)? as u32;
-    Some(op | u32::from(b.to == Half::Bf16) << 2 | lhs.bits() << 3 | rhs.bits() << 5)
+    let to = u32::from(b.to == Half::Bf16);
+    Some(op | to << 2 | lhs.bits() << 3 | rhs.bits() << 5 | u32::from(packed) << 7)
 }
 
 /// One binary op and the rounding of its result, a window at a time
@@ -193,7 +197,8 @@ pub fn half_binary_code(
 /// `code` ([`half_binary_code`]) names the op, the format, and how each operand is read (an
 /// `f32` block, a 16-bit row, or the value `c`); `kiln_interp::binary_round_block`, the
 /// interpreter's `op` and the rule's rounding, so the bits of the nodes. `dst` is the
-/// node's own block, apart from the operands.
+/// node's own block, or the stored buffer's positions for a packed result
+/// (`kiln_interp::binary_round_pack_block`), apart from the operands.
 pub(super) extern "C" fn kiln_half_binary_block(
     code: u32,
     a: *const f32,
@@ -235,6 +240,13 @@ pub(super) extern "C" fn kiln_half_binary_block(
     let (Some(x), Some(y)) = (operand(a, (code >> 3) & 3), operand(b, (code >> 5) & 3)) else {
         return;
     };
+    if code & 128 != 0 {
+        // SAFETY: `n` writable 16-bit elements at `dst` (the stored positions of an output
+        // the kernel alone writes and does not read), disjoint from the operands.
+        let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u16, n) };
+        kiln_interp::binary_round_pack_block(op, to, x, y, out);
+        return;
+    }
     // SAFETY: `n` writable elements at `dst` (the node's staging block), disjoint from the
     // operands.
     let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };

@@ -226,11 +226,16 @@ pub fn staged_nodes(
         if !node.dtype.is_float() || !used[n] || !variant[n] || !lanes_ok {
             continue;
         }
+        // A binary rounding stored once and read by no node writes its result's 16-bit
+        // bits into the stored buffer itself (its block is the store's positions).
+        let only_stored = binary.is_some()
+            && k.stores.iter().filter(|st| st.value == n).count() == 1
+            && !k.nodes.iter().any(|m| operands(&m.kind).contains(&n));
         let store = k
             .stores
             .iter()
             .position(|st| st.value == n && !loaded(st.buf))
-            .filter(|_| pointwise && !rounding);
+            .filter(|_| pointwise && (!rounding || only_stored));
         let block = match store {
             Some(i) => StagedBlock::Store(i),
             None => {

@@ -481,22 +481,21 @@ fn half_roundings_are_staged_in_f32_blocks() {
 kernel @k0 space=[4,512] {
   v0 = load in0[(i0*512 + i1)] : f16
   v1 = convert v0 : f32
-  v2 = mul v1, v1 : f32
+  v2 = max v1, v1 : f32
   v3 = convert v2 : f16
   v4 = convert v3 : f32
-  v5 = add v4, v1 : f32
+  v5 = min v4, v1 : f32
   v6 = convert v5 : f16
   v7 = convert v5 : bf16
   store out0, v6
   store out1, v7
 }
 ";
-    // Each rounding is of one binary op's result: one call each, reading the f16 load's
-    // row itself (no widening pass is left) and `v3`'s block.
+    // (`max` and `min` are not binary roundings' ops, `binary_roundings_are_one_call`.)
     let p = plans(src, FULL);
     assert_eq!(
         p[0].to_string(),
-        "vector=4 form=rows calls=[math,half_binary] staged=[3,6,7] half_binary=[3,6,7] packed=[0]"
+        "vector=4 form=rows calls=[math] staged=[0,3,6,7] packed=[0]"
     );
     for st in &p[0].staged {
         assert_eq!(st.block, StagedBlock::Stack { bytes: 2048 }, "{st:?}");
@@ -546,6 +545,24 @@ kernel @k0 space=[8,1024] {
         binary(1),
         Some((StagedSource::Block(5), StagedSource::Value(8)))
     );
+    // `v5` is read by `v9`: an `f32` block; `v10`, only stored, is written packed into
+    // the output.
+    assert_eq!(p[0].staged[0].block, StagedBlock::Stack { bytes: 2048 });
+    assert_eq!(p[0].staged[1].block, StagedBlock::Store(0));
+    // Stored twice: a block, and both stores emitted from it.
+    let twice = norm
+        .replace(
+            "outputs (bf16[8,1024])",
+            "outputs (bf16[8,1024], bf16[8,1024])",
+        )
+        .replace(
+            "  store out0, v10\n",
+            "  store out0, v10\n  store out1, v10\n",
+        );
+    assert_eq!(
+        plans(&twice, FULL)[0].staged[1].block,
+        StagedBlock::Stack { bytes: 2048 }
+    );
     assert_eq!(texts(norm, PLAIN), ["vector=none form=rows pinned@1=[3,8]"]);
     // The value on the left: `mean - x`.
     let swapped = norm.replace("v4 = sub v2, v3", "v4 = sub v3, v2");
@@ -581,8 +598,12 @@ kernel @k0 space=[1024] {
     let p = plans(f16, FULL);
     assert_eq!(
         p[0].to_string(),
-        "vector=4 form=rows calls=[math,half_binary] staged=[0,3,5,6] half_binary=[3] packed=[0,1]"
+        "vector=4 form=rows calls=[math,half_binary] staged=[0,3,5,6] half_binary=[3] packed=[1]"
     );
+    // `v3` is stored once and read by no node: the call writes its 16-bit bits into the
+    // output (so that store is not packed by another call); `tanh`'s rounding stays in a
+    // block, its store packed.
+    assert_eq!(p[0].staged[1].block, StagedBlock::Store(0));
     assert_eq!(
         p[0].staged[1].binary.map(|b| (b.lhs, b.rhs)),
         Some((StagedSource::Block(0), StagedSource::Block(0)))

@@ -13,7 +13,7 @@ use crate::cranelift::host::{
 use crate::cranelift::lanes::Lanes;
 use crate::cranelift::plan::{StagedBlock, StagedNode, StagedSource};
 use crate::kernel::half::half_of;
-use crate::kernel::NodeKind;
+use crate::kernel::{buf_dtype, NodeKind};
 use cranelift_codegen::ir::{types, InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift_frontend::FunctionBuilder;
 use kiln_ir::DType;
@@ -337,7 +337,23 @@ impl ValueEmitter<'_> {
                 None => HalfBinaryOperand::Block,
             },
         };
-        let code = half_binary_code(bin.op, kind(bin.lhs), kind(bin.rhs))
+        // Kept in its store's positions: the call writes the 16-bit bits there.
+        let packed = matches!(self.staged[n], Some(Staged { block: Block::Store(i), .. })
+            if half_of(buf_dtype(self.p, k.stores[i].buf)) == Some(bin.op.to));
+        if !packed
+            && matches!(
+                self.staged[n],
+                Some(Staged {
+                    block: Block::Store(_),
+                    ..
+                })
+            )
+        {
+            return Err(format!(
+                "v{n} is stored to a buffer not of its 16-bit format"
+            ));
+        }
+        let code = half_binary_code(bin.op, kind(bin.lhs), kind(bin.rhs), packed)
             .ok_or_else(|| format!("v{n}'s op has no half_binary code"))?;
         let rows = self.window_rows[n];
         let mut pointer = |s: StagedSource, i: usize| -> Result<Value, String> {

@@ -351,3 +351,36 @@ fn binary_roundings_read_rows_blocks_and_values() {
         }
     }
 }
+
+#[test]
+fn sixteen_bit_softmax_rows() {
+    // `e / sum` rounded and stored: one call reading `e`'s row (a scratch buffer that may
+    // share the output's storage) and writing the output's 16-bit bits.
+    for dt in [DType::F16, DType::Bf16] {
+        for n in [33, 1024] {
+            let src = format!(
+                "func @f(%x: {dt}[5,{n}]) -> {dt}[5,{n}] {{
+  %m = reduce_max %x, axes=[1] : {dt}[5]
+  %mb = broadcast_in_dim %m, dims=[0] : {dt}[5,{n}]
+  %d = sub %x, %mb : {dt}[5,{n}]
+  %e = exp %d : {dt}[5,{n}]
+  %s = reduce_sum %e, axes=[1] : {dt}[5]
+  %sb = broadcast_in_dim %s, dims=[0] : {dt}[5,{n}]
+  %y = div %e, %sb : {dt}[5,{n}]
+  return %y
+}}"
+            );
+            let mut r = Rng(7);
+            let bits: Vec<u16> = (0..5 * n)
+                .map(|_| {
+                    let v = (r.next() >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0;
+                    match dt {
+                        DType::F16 => kiln_ir::f16::from_f32(v).to_bits(),
+                        _ => kiln_ir::bf16::from_f32(v).to_bits(),
+                    }
+                })
+                .collect();
+            check_exact(&src, &[tensor(dt, &[5, n], &bits)]);
+        }
+    }
+}

@@ -119,6 +119,7 @@ pub fn compile_program(
     let facts = TargetFacts {
         vector: vector_ok,
         block_math: opts.block_math(),
+        sixteen_lanes: opts.block_math() && super::host::sixteen_lane_calls(),
     };
     let mut module = new_module(isa);
     let sig = kernel_signature(module.isa().default_call_conv());

@@ -140,6 +140,7 @@ const F16_ROW: u8 = 3;
 
 /// Where the vector loop writes `n` results: `f32`s, or their 16-bit bits.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 enum Out {
     F32(*mut f32),
     Packed(*mut u16),

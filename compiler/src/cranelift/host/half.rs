@@ -98,6 +98,19 @@ pub fn staged_f16_load(k: &Kernel, n: usize) -> bool {
     node.dtype == DType::F16 && matches!(node.kind, NodeKind::Load { .. })
 }
 
+/// Whether this CPU runs `kiln_interp::binary_round_block` sixteen lanes at a time
+/// (AVX-512F), the condition for planning [`half_binary`] calls.
+pub fn sixteen_lane_calls() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// A rounding of one binary op's result to a 16-bit float (`convert(x op y)`), which one
 /// [`HostCalls::half_binary`] call computes a window at a time.
 ///
@@ -241,8 +254,32 @@ pub(super) extern "C" fn kiln_half_binary_block(
         return;
     };
     if code & 128 != 0 {
+        // A row may share the output's storage (a scratch buffer placed in the output,
+        // `kernel::share`): the call then reads a copy of it, so no slice it reads is
+        // written through another.
+        let (lo, hi) = (dst as usize, dst as usize + 2 * n);
+        let overlaps = |x: &HalfOperand| match x {
+            HalfOperand::Half(_, s) => {
+                (s.as_ptr() as usize) < hi && lo < s.as_ptr() as usize + 2 * n
+            }
+            _ => false,
+        };
+        let copy = |x: HalfOperand<'static>, buf: &mut Vec<u16>| match x {
+            HalfOperand::Half(_, s) if overlaps(&x) => {
+                buf.extend_from_slice(s);
+                true
+            }
+            _ => false,
+        };
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        let (cx, cy) = (copy(x, &mut xs), copy(y, &mut ys));
+        let reread = |x: HalfOperand<'static>, copied: bool, buf| match x {
+            HalfOperand::Half(h, _) if copied => HalfOperand::Half(h, buf),
+            x => x,
+        };
+        let (x, y) = (reread(x, cx, &xs[..]), reread(y, cy, &ys[..]));
         // SAFETY: `n` writable 16-bit elements at `dst` (the stored positions of an output
-        // the kernel alone writes and does not read), disjoint from the operands.
+        // the kernel alone writes and does not load), no longer read through the operands.
         let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u16, n) };
         kiln_interp::binary_round_pack_block(op, to, x, y, out);
         return;

@@ -12,7 +12,8 @@ mod half;
 
 pub use half::{
     half_binary, half_binary_code, half_rounding, held, kernel_has_half_binary, pack_f16_op,
-    round_half_op, staged_f16_load, widen_f16_op, HalfBinary, HalfBinaryOperand,
+    round_half_op, sixteen_lane_calls, staged_f16_load, widen_f16_op, HalfBinary,
+    HalfBinaryOperand,
 };
 
 use crate::kernel::{Kernel, NodeKind, Program};

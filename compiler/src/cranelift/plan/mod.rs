@@ -31,6 +31,10 @@ pub struct TargetFacts {
     /// Block math runs in host calls ([`crate::cranelift::cpu::CpuOptions`]' wide math on a
     /// CPU whose interpreter build is 256 bits wide).
     pub block_math: bool,
+    /// The host's block-math loops run sixteen `f32` lanes (AVX-512F): a rounding of one
+    /// binary op's result is then one `half_binary` call (without it, the call's loop
+    /// would be scalar, slower than emitted four-lane code and an eight-lane rounding).
+    pub sixteen_lanes: bool,
 }
 
 /// How one function of a kernel runs: every decision the emitter renders.
@@ -110,7 +114,7 @@ pub enum LoopForm {
 
 /// The plan of function `part` of kernel `k` of `p` on a target with `facts`.
 pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> KernelPlan {
-    let calls = host_imports(k, facts.block_math);
+    let calls = host_imports(k, facts);
     let seed_only = vector_form::seed_only(k);
     let vector = facts
         .vector
@@ -184,12 +188,12 @@ fn only_used_shifted_scalar(k: &Kernel, mut plan: KernelPlan) -> KernelPlan {
 /// The host functions kernel `k` imports: the float remainder if it has one; with block
 /// math, for windows long enough to pay (`host::host_windows`), each block-math function
 /// one of its nodes can use, and the extremum for a long float max or min.
-fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
+fn host_imports(k: &Kernel, facts: TargetFacts) -> HostImports {
     use super::host::{
         host_extremum, host_windows, kernel_has_float_rem, kernel_has_half_binary, kernel_has_math,
         kernel_has_scalar_op, kernel_has_shifted_math, kernel_has_shifted_scalar,
     };
-    let wide = block_math && host_windows(k);
+    let wide = facts.block_math && host_windows(k);
     HostImports {
         fmod: kernel_has_float_rem(k),
         math: wide && kernel_has_math(k),
@@ -197,7 +201,7 @@ fn host_imports(k: &Kernel, block_math: bool) -> HostImports {
         shifted: wide && kernel_has_shifted_math(k),
         extremum: wide && host_extremum(k),
         shifted_scalar: wide && kernel_has_shifted_scalar(k),
-        half_binary: wide && kernel_has_half_binary(k),
+        half_binary: wide && facts.sixteen_lanes && kernel_has_half_binary(k),
     }
 }
 

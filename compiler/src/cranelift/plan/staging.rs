@@ -174,11 +174,30 @@ pub fn staged_nodes(
     };
     let mut staged = Vec::new();
     let mut stack_bytes = 0;
+    // Per node, the nodes that read it.
+    let mut users = vec![Vec::new(); k.nodes.len()];
+    for (m, node) in k.nodes.iter().enumerate() {
+        for o in operands(&node.kind) {
+            users[o].push(m);
+        }
+    }
     for (n, node) in k.nodes.iter().enumerate() {
         let binary = calls
             .half_binary
             .then(|| staged_binary(k, n, &staged, &variant, var))
             .flatten();
+        // A binary op only rounded by binary-rounding calls (which compute it from its
+        // operands themselves) is not staged on its own: nothing would read its block.
+        // Its operands are decided by now, so whether each user will be such a call is too.
+        let only_in_calls = calls.half_binary
+            && !roots.contains(&n)
+            && !users[n].is_empty()
+            && users[n]
+                .iter()
+                .all(|&m| staged_binary(k, m, &staged, &variant, var).is_some());
+        if only_in_calls {
+            continue;
+        }
         let (a, shift) = match node.kind {
             NodeKind::Convert(a) if binary.is_some() => (a, None),
             NodeKind::Unary(op, a) if math(op) => match k.nodes[a].kind {

@@ -9,11 +9,13 @@ use crate::kernel::parse_program;
 const FULL: TargetFacts = TargetFacts {
     vector: true,
     block_math: true,
+    sixteen_lanes: true,
 };
 /// A CPU with neither.
 const PLAIN: TargetFacts = TargetFacts {
     vector: false,
     block_math: false,
+    sixteen_lanes: false,
 };
 
 /// The plan of every function of `src`'s program, in [`function_list`] order.
@@ -615,4 +617,49 @@ kernel @k0 space=[1024] {
     );
     let p = plans(&strided, FULL);
     assert!(p[0].staged[0].binary.is_none(), "{}", p[0]);
+}
+
+/// A division by one value per window that only a binary rounding reads is computed by
+/// that call alone, not also staged as a division of its own (softmax's `e / sum` on
+/// 16-bit floats); one that emitted code also reads is.
+#[test]
+fn a_binary_op_only_rounded_by_a_call_is_not_staged_twice() {
+    let src = "program @c
+  inputs (bf16[6,1024], f32[6])
+  outputs (bf16[6,1024])
+  temps ()
+kernel @k0 space=[6,1024] {
+  v0 = load in0[(i0*1024 + i1)] : bf16
+  v1 = load in1[i0] : f32
+  v2 = convert v0 : f32
+  v3 = div v2, v1 : f32
+  v4 = convert v3 : bf16
+  store out0, v4
+}
+";
+    // (`scalar` is imported for the kernel's division, as every kernel-wide import is.)
+    assert_eq!(
+        texts(src, FULL),
+        ["vector=4 form=rows calls=[math,scalar,half_binary] staged=[4] half_binary=[4] pinned@1=[1]"]
+    );
+    // Without sixteen-lane calls the rounding is staged as before, the division too.
+    let eight = TargetFacts {
+        sixteen_lanes: false,
+        ..FULL
+    };
+    assert_eq!(
+        texts(src, eight),
+        ["vector=4 form=rows calls=[math,scalar] staged=[3,4] pinned@1=[1]"]
+    );
+    // Also stored as f32: staged, its block read by the call and the store.
+    let stored = src
+        .replace(
+            "outputs (bf16[6,1024])",
+            "outputs (bf16[6,1024], f32[6,1024])",
+        )
+        .replace("  store out0, v4\n", "  store out0, v4\n  store out1, v3\n");
+    assert_eq!(
+        texts(&stored, FULL),
+        ["vector=4 form=rows calls=[math,scalar,half_binary] staged=[3,4] half_binary=[4] pinned@1=[1]"]
+    );
 }

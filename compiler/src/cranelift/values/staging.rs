@@ -329,12 +329,16 @@ impl ValueEmitter<'_> {
             .half_binary
             .ok_or_else(|| format!("v{n} is staged without the half_binary import"))?;
         let k = self.k;
+        let p = self.p;
         let kind = |s: StagedSource| match s {
-            StagedSource::Block(_) => HalfBinaryOperand::Block,
-            StagedSource::Value(_) => HalfBinaryOperand::Value,
-            StagedSource::Row(h) => match half_of(k.nodes[h].dtype) {
-                Some(h) => HalfBinaryOperand::Row(h),
-                None => HalfBinaryOperand::Block,
+            StagedSource::Block(_) => Ok(HalfBinaryOperand::Block),
+            StagedSource::Value(_) => Ok(HalfBinaryOperand::Value),
+            // The format the buffer holds, as the load reads it.
+            StagedSource::Row(h) => match &k.nodes[h].kind {
+                NodeKind::Load { buf, .. } => half_of(buf_dtype(p, *buf))
+                    .map(HalfBinaryOperand::Row)
+                    .ok_or_else(|| format!("v{n} reads v{h}'s row, not of a 16-bit buffer")),
+                _ => Err(format!("v{n} reads v{h}'s row, which is not a load")),
             },
         };
         // Kept in its store's positions: the call writes the 16-bit bits there.
@@ -353,7 +357,7 @@ impl ValueEmitter<'_> {
                 "v{n} is stored to a buffer not of its 16-bit format"
             ));
         }
-        let code = half_binary_code(bin.op, kind(bin.lhs), kind(bin.rhs), packed)
+        let code = half_binary_code(bin.op, kind(bin.lhs)?, kind(bin.rhs)?, packed)
             .ok_or_else(|| format!("v{n}'s op has no half_binary code"))?;
         let rows = self.window_rows[n];
         let mut pointer = |s: StagedSource, i: usize| -> Result<Value, String> {

@@ -64,13 +64,9 @@ pub fn binary_round_block(
     out: &mut [f32],
 ) -> bool {
     let n = out.len();
-    let Some(code) = HALF_BINARY_OPS.iter().position(|&o| o == op) else {
+    let Some(code) = op_code(op, &a, &b, n) else {
         return false;
     };
-    let ok = |x: &HalfOperand| x.len().is_none_or(|l| l == n);
-    if !ok(&a) || !ok(&b) || a.len().is_none() && b.len().is_none() {
-        return false;
-    }
     let done = fast(code, to, a, b, Out::F32(out.as_mut_ptr()), n);
     for (i, o) in out.iter_mut().enumerate().skip(done) {
         *o = apply(op, a.at(i), b.at(i));
@@ -92,19 +88,25 @@ pub fn binary_round_pack_block(
     out: &mut [u16],
 ) -> bool {
     let n = out.len();
-    let Some(code) = HALF_BINARY_OPS.iter().position(|&o| o == op) else {
+    let Some(code) = op_code(op, &a, &b, n) else {
         return false;
     };
-    let ok = |x: &HalfOperand| x.len().is_none_or(|l| l == n);
-    if !ok(&a) || !ok(&b) || a.len().is_none() && b.len().is_none() {
-        return false;
-    }
     let done = fast(code, to, a, b, Out::Packed(out.as_mut_ptr()), n);
     for (i, o) in out.iter_mut().enumerate().skip(done) {
         let r = round_f32(apply(op, a.at(i), b.at(i)), to);
         *o = pack(&mut ScalarF32, r, to) as u16;
     }
     true
+}
+
+/// `op`'s index in [`HALF_BINARY_OPS`], if it is one and the operands suit a block of `n`
+/// results: each as long as the block or a value, not both values.
+fn op_code(op: BinaryOp, a: &HalfOperand, b: &HalfOperand, n: usize) -> Option<usize> {
+    let ok = |x: &HalfOperand| x.len().is_none_or(|l| l == n);
+    if !ok(a) || !ok(b) || a.len().is_none() && b.len().is_none() {
+        return None;
+    }
+    HALF_BINARY_OPS.iter().position(|&o| o == op)
 }
 
 /// The interpreter's `a op b` for the ops of [`HALF_BINARY_OPS`].

@@ -455,66 +455,30 @@ mod tests {
     /// Ops outside the table, lengths that differ and two values write nothing.
     #[test]
     fn refuses_what_it_does_not_compute() {
-        let mut out = [7.0f32; 3];
         let one = HalfOperand::Value(1.0);
-        let block = [1.0f32; 3];
-        let short = [1.0f32; 2];
+        let (block, short, row) = ([1.0f32; 3], [1.0f32; 2], [0u16; 4]);
         let b = HalfOperand::Block(&block);
-        assert!(!binary_round_block(
-            BinaryOp::Max,
-            Half::F16,
-            b,
-            one,
-            &mut out
-        ));
-        assert!(!binary_round_block(
-            BinaryOp::Add,
-            Half::F16,
-            HalfOperand::Block(&short),
-            one,
-            &mut out
-        ));
-        assert!(!binary_round_block(
-            BinaryOp::Add,
-            Half::Bf16,
-            one,
-            one,
-            &mut out
-        ));
-        let row = [0u16; 4];
-        let r = HalfOperand::Half(Half::Bf16, &row);
-        assert!(!binary_round_block(
-            BinaryOp::Mul,
-            Half::Bf16,
-            r,
-            one,
-            &mut out
-        ));
-        assert_eq!(out, [7.0; 3]);
-        let mut bits = [7u16; 3];
-        assert!(!binary_round_pack_block(
-            BinaryOp::Min,
-            Half::F16,
-            b,
-            one,
-            &mut bits
-        ));
-        assert!(!binary_round_pack_block(
-            BinaryOp::Mul,
-            Half::F16,
-            one,
-            one,
-            &mut bits
-        ));
-        let row = [0u16; 4];
-        let r = HalfOperand::Half(Half::Bf16, &row);
-        assert!(!binary_round_pack_block(
-            BinaryOp::Mul,
-            Half::F16,
-            r,
-            one,
-            &mut bits
-        ));
-        assert_eq!(bits, [7; 3]);
+        let cases = [
+            (BinaryOp::Max, b, one),
+            (BinaryOp::Add, HalfOperand::Block(&short), one),
+            (BinaryOp::Add, one, one),
+            (BinaryOp::Mul, HalfOperand::Half(Half::Bf16, &row), one),
+        ];
+        for (op, x, y) in cases {
+            for to in [Half::F16, Half::Bf16] {
+                let mut out = [7.0f32; 3];
+                assert!(
+                    !binary_round_block(op, to, x, y, &mut out),
+                    "{op:?} {x:?} {y:?}"
+                );
+                assert_eq!(out, [7.0; 3]);
+                let mut bits = [7u16; 3];
+                assert!(
+                    !binary_round_pack_block(op, to, x, y, &mut bits),
+                    "{op:?} packed"
+                );
+                assert_eq!(bits, [7; 3]);
+            }
+        }
     }
 }

@@ -257,30 +257,12 @@ pub(super) extern "C" fn kiln_half_binary_block(
         // A row may share the output's storage (a scratch buffer placed in the output,
         // `kernel::share`): the call then reads a copy of it, so no slice it reads is
         // written through another.
-        let (lo, hi) = (dst as usize, dst as usize + 2 * n);
-        let overlaps = |x: &HalfOperand| match x {
-            HalfOperand::Half(_, s) => {
-                (s.as_ptr() as usize) < hi && lo < s.as_ptr() as usize + 2 * n
-            }
-            _ => false,
-        };
-        let copy = |x: HalfOperand<'static>, buf: &mut Vec<u16>| match x {
-            HalfOperand::Half(_, s) if overlaps(&x) => {
-                buf.extend_from_slice(s);
-                true
-            }
-            _ => false,
-        };
         let (mut xs, mut ys) = (Vec::new(), Vec::new());
-        let (cx, cy) = (copy(x, &mut xs), copy(y, &mut ys));
-        let reread = |x: HalfOperand<'static>, copied: bool, buf| match x {
-            HalfOperand::Half(h, _) if copied => HalfOperand::Half(h, buf),
-            x => x,
-        };
-        let (x, y) = (reread(x, cx, &xs[..]), reread(y, cy, &ys[..]));
+        let dst = dst as *mut u16;
+        let (x, y) = (apart(x, dst, n, &mut xs), apart(y, dst, n, &mut ys));
         // SAFETY: `n` writable 16-bit elements at `dst` (the stored positions of an output
         // the kernel alone writes and does not load), no longer read through the operands.
-        let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u16, n) };
+        let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };
         kiln_interp::binary_round_pack_block(op, to, x, y, out);
         return;
     }
@@ -288,4 +270,24 @@ pub(super) extern "C" fn kiln_half_binary_block(
     // operands.
     let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };
     kiln_interp::binary_round_block(op, to, x, y, out);
+}
+
+/// `x`, or — when `x` is a row overlapping the `n` 16-bit elements at `dst` — a copy of that
+/// row in `buf`, so nothing the call reads is written through `dst`.
+fn apart<'a>(
+    x: HalfOperand<'a>,
+    dst: *const u16,
+    n: usize,
+    buf: &'a mut Vec<u16>,
+) -> HalfOperand<'a> {
+    let (lo, hi) = (dst as usize, dst as usize + 2 * n);
+    match x {
+        HalfOperand::Half(h, s)
+            if (s.as_ptr() as usize) < hi && lo < s.as_ptr() as usize + 2 * s.len() =>
+        {
+            buf.extend_from_slice(s);
+            HalfOperand::Half(h, buf)
+        }
+        x => x,
+    }
 }

@@ -249,7 +249,7 @@ pub fn staged_nodes(
         // bits into the stored buffer itself (its block is the store's positions).
         let only_stored = binary.is_some()
             && k.stores.iter().filter(|st| st.value == n).count() == 1
-            && !k.nodes.iter().any(|m| operands(&m.kind).contains(&n));
+            && users[n].is_empty();
         let store = k
             .stores
             .iter()

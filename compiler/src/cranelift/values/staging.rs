@@ -342,21 +342,17 @@ impl ValueEmitter<'_> {
             },
         };
         // Kept in its store's positions: the call writes the 16-bit bits there.
-        let packed = matches!(self.staged[n], Some(Staged { block: Block::Store(i), .. })
-            if half_of(buf_dtype(self.p, k.stores[i].buf)) == Some(bin.op.to));
-        if !packed
-            && matches!(
-                self.staged[n],
-                Some(Staged {
-                    block: Block::Store(_),
-                    ..
-                })
-            )
-        {
-            return Err(format!(
-                "v{n} is stored to a buffer not of its 16-bit format"
-            ));
-        }
+        let packed = match self.staged[n].map(|s| s.block) {
+            Some(Block::Store(i)) if half_of(buf_dtype(p, k.stores[i].buf)) == Some(bin.op.to) => {
+                true
+            }
+            Some(Block::Store(_)) => {
+                return Err(format!(
+                    "v{n} is stored to a buffer not of its 16-bit format"
+                ))
+            }
+            _ => false,
+        };
         let code = half_binary_code(bin.op, kind(bin.lhs)?, kind(bin.rhs)?, packed)
             .ok_or_else(|| format!("v{n}'s op has no half_binary code"))?;
         let rows = self.window_rows[n];

@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 /// Header of every payload; bump the digit when the layout changes, or when the code for
 /// the same kernel IR gets faster or safer (5: column reductions in tiles; 6: stack
 /// probes; 8: a host-table entry for shifted scalar block math; 9: one for a binary op
-/// rounded to 16 bits), so entries compiled before
+/// rounded to 16 bits; A: one for a float sum's accumulation), so entries compiled before
 /// are compiled again instead of reused.
-const MAGIC: &[u8] = b"KILNCPU9";
+const MAGIC: &[u8] = b"KILNCPUA";
 
 #[derive(Serialize, Deserialize)]
 struct Payload {

@@ -40,6 +40,7 @@ mod scalar;
 mod scatter;
 mod shape;
 mod sorting;
+mod sums;
 mod window;
 mod xla_elementwise;
 #[cfg(target_arch = "x86_64")]
@@ -64,6 +65,7 @@ pub use hw::{
 pub use planned::PlannedOp;
 pub use reduce::canonical_reduce_ref;
 pub use run::{last_uses, LastUse, RunStats};
+pub use sums::{sum_into_lanes, sum_row, SumRow};
 
 use kiln_ir::typecheck::infer;
 use kiln_ir::{Op, Tensor, TensorType, UnaryOp};

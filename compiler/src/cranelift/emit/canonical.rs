@@ -3,12 +3,13 @@
 //! partials and their combination; host extremum calls for rows of a float max or min.
 
 use super::{Emitter, Source};
+use crate::cranelift::host::SumCode;
 use crate::cranelift::lanes::Lanes;
-use crate::cranelift::plan::WINDOW;
+use crate::cranelift::plan::{HostSum, WINDOW};
 use crate::kernel::{CHUNK, LANES, TREE};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+    types, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::Variable;
 use kiln_ir::ReduceKind;
@@ -253,6 +254,11 @@ impl Emitter<'_, '_, '_> {
             Some(b) => b,
             None => self.b.ins().iconst(types::I64, 0),
         };
+        if let (Source::Dag { vars, .. }, Some(sum)) = (src, self.ve.host_sum) {
+            if !matches!(sum, HostSum::Block(_)) {
+                return self.host_row_sum(sum, len, vars, base);
+            }
+        }
         let (naccs, lanes) = if vector {
             (LANES / self.ve.width as usize, Lanes::Vector)
         } else {
@@ -293,19 +299,31 @@ impl Emitter<'_, '_, '_> {
             s.ve.set_step(None);
             Ok(())
         };
+        // A staged summand's whole windows folded into the lanes by host calls: the lanes
+        // live in a stack block meanwhile.
+        let lanes_block = match self.ve.host_sum {
+            Some(HostSum::Block(h)) if windows > 0 => Some((h, self.spill_lanes(&accs, step)?)),
+            _ => None,
+        };
         if windows > 0 {
             self.counted_loop(windows, |s, w| {
                 let j0 = s.b.ins().imul_imm_s(w, WINDOW as i64);
                 let j0 = s.b.ins().iadd(j0, base);
                 s.stage_source(src, j0, WINDOW, vector)?;
-                s.counted_loop(per_window, |s, blk| {
-                    let jb = s.b.ins().imul_imm_s(blk, LANES as i64);
-                    let jb = s.b.ins().iadd(jb, j0);
-                    acc(s, jb)
-                })?;
+                match lanes_block {
+                    Some((h, slot)) => s.fold_window(h, slot)?,
+                    None => s.counted_loop(per_window, |s, blk| {
+                        let jb = s.b.ins().imul_imm_s(blk, LANES as i64);
+                        let jb = s.b.ins().iadd(jb, j0);
+                        acc(s, jb)
+                    })?,
+                }
                 s.ve.end_window();
                 Ok(())
             })?;
+        }
+        if let Some((_, slot)) = lanes_block {
+            self.reload_lanes(&accs, step, slot);
         }
         let r0 = self.b.ins().iadd_imm_s(base, (windows * WINDOW) as i64);
         let rest = rest_blocks * LANES + len % LANES;
@@ -376,5 +394,94 @@ impl Emitter<'_, '_, '_> {
             }
             Ok(p[0])
         }
+    }
+    /// A chunk's sum by one host call ([`HostSum::Row`], [`HostSum::ShiftedSquare`]): the
+    /// `len` summands from sequence position `base` of the row at `vars`.
+    fn host_row_sum(
+        &mut self,
+        sum: HostSum,
+        len: usize,
+        vars: &[Value],
+        base: Value,
+    ) -> Result<Value, String> {
+        let call = self.ve.calls.sum.ok_or("a host sum without its import")?;
+        let mut at = vars.to_vec();
+        let last = at.len() - 1;
+        at[last] = base;
+        let (x, code, c) = match sum {
+            HostSum::Row(x) => {
+                let code = SumCode::row(self.ve.dtype(x))
+                    .ok_or_else(|| format!("a host sum of v{x}'s row, not of floats"))?;
+                (x, code, None)
+            }
+            HostSum::ShiftedSquare { x, c } => (x, SumCode::ShiftedSquare, Some(c)),
+            HostSum::Block(n) => return Err(format!("v{n}'s block summed as a row")),
+        };
+        let row = self
+            .ve
+            .unit_stride_address(self.b, x, &at)?
+            .ok_or_else(|| format!("a host sum of v{x}, not a unit-stride load"))?;
+        self.ve.reset();
+        let c = match c {
+            Some(c) => self.ve.node(self.b, c, &at, Lanes::One)?,
+            None => self.b.ins().f32const(0.0),
+        };
+        self.ve.reset();
+        let code = self.b.ins().iconst(types::I32, code as i64);
+        let acc = self.b.ins().iconst(types::I64, 0);
+        let n = self.b.ins().iconst(types::I64, len as i64);
+        let r = call.call(self.b, false, &[code, row, c, acc, n]);
+        r.first()
+            .copied()
+            .ok_or_else(|| "the host sum returned nothing".into())
+    }
+
+    /// Stores the lane accumulators `accs` (`step` lanes each, lane `l` of the canonical
+    /// order at element `l`) into a new stack block of 32 `f32`s; returns it.
+    fn spill_lanes(&mut self, accs: &[Variable], step: usize) -> Result<StackSlot, String> {
+        if accs.len() * step != LANES {
+            return Err(format!("{} accumulators of {step} lanes", accs.len()));
+        }
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (LANES * 4) as u32,
+            4,
+        ));
+        for (a, &acc) in accs.iter().enumerate() {
+            let v = self.b.use_var(acc);
+            self.b
+                .ins()
+                .stack_store(types::I64, v, slot, (a * step * 4) as i32);
+        }
+        Ok(slot)
+    }
+
+    /// Loads the lane accumulators back from [`Emitter::spill_lanes`]' block.
+    fn reload_lanes(&mut self, accs: &[Variable], step: usize, slot: StackSlot) {
+        for (a, &acc) in accs.iter().enumerate() {
+            let cur = self.b.use_var(acc);
+            let t = self.b.func.dfg.value_type(cur);
+            let v = self
+                .b
+                .ins()
+                .stack_load(types::I64, t, slot, (a * step * 4) as i32);
+            self.b.def_var(acc, v);
+        }
+    }
+
+    /// Folds staged node `h`'s block (this window's [`WINDOW`] summands) into the lanes at
+    /// `slot` with one host call ([`HostSum::Block`]).
+    fn fold_window(&mut self, h: usize, slot: StackSlot) -> Result<(), String> {
+        let call = self.ve.calls.sum.ok_or("a host sum without its import")?;
+        let block = self
+            .ve
+            .ready_block(h)
+            .ok_or_else(|| format!("v{h}'s block is not ready for the host sum"))?;
+        let code = self.b.ins().iconst(types::I32, SumCode::IntoLanes as i64);
+        let c = self.b.ins().f32const(0.0);
+        let lanes = self.b.ins().stack_addr(types::I64, slot, 0);
+        let n = self.b.ins().iconst(types::I64, WINDOW as i64);
+        call.call(self.b, false, &[code, block, c, lanes, n]);
+        Ok(())
     }
 }

@@ -9,12 +9,14 @@
 //! functions' addresses change from process to process.
 
 mod half;
+mod sums;
 
 pub use half::{
     half_binary, half_binary_code, half_rounding, held, kernel_has_half_binary, pack_f16_op,
     round_half_op, sixteen_lane_calls, staged_f16_load, widen_f16_op, HalfBinary,
     HalfBinaryOperand,
 };
+pub use sums::{kernel_has_host_sum, SumCode};
 
 use crate::kernel::{Kernel, NodeKind, Program};
 use cranelift_codegen::ir::{
@@ -39,6 +41,7 @@ pub(super) struct HostTable {
     shifted_scalar_f32: extern "C" fn(u32, *const f32, f32, f32, *mut f32, i64),
     shifted_scalar_f64: extern "C" fn(u32, *const f64, f64, f64, *mut f64, i64),
     half_binary: extern "C" fn(u32, *const f32, *const f32, f32, *mut f32, i64),
+    sum: extern "C" fn(u32, *const u8, f32, *mut f32, i64) -> f32,
 }
 
 /// The table of `W512 = false`: block math runs on the interpreter's 256-bit build.
@@ -65,6 +68,7 @@ const fn host_table<const W512: bool>() -> HostTable {
         shifted_scalar_f32: kiln_shifted_scalar_block_f32::<W512>,
         shifted_scalar_f64: kiln_shifted_scalar_block_f64::<W512>,
         half_binary: half::kiln_half_binary_block,
+        sum: sums::kiln_sum::<W512>,
     }
 }
 
@@ -375,6 +379,10 @@ pub struct HostCalls {
     /// op ([`kernel_has_half_binary`]). `f32` only (both function slots are the one
     /// function).
     pub half_binary: Option<HostFns>,
+    /// A float sum's accumulation (`fn(code, src, c, acc, n) -> sum`, by `code`: a
+    /// [`SumCode`]), when wide math is on and the plan sums a row, a shifted square or a
+    /// staged block so. `f32` only (both function slots are the one function).
+    pub sum: Option<HostFns>,
 }
 
 /// Whether kernel `k` computes a float `rem`: a call to [`kiln_fmodf`]/[`kiln_fmod`],
@@ -511,6 +519,8 @@ pub struct HostImports {
     pub shifted_scalar: bool,
     /// One binary op and its 16-bit rounding ([`HostCalls::half_binary`]).
     pub half_binary: bool,
+    /// A float sum's accumulation ([`HostCalls::sum`]).
+    pub sum: bool,
 }
 
 impl HostImports {
@@ -524,6 +534,7 @@ impl HostImports {
             (self.extremum, "extremum"),
             (self.shifted_scalar, "shifted_scalar"),
             (self.half_binary, "half_binary"),
+            (self.sum, "sum"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -547,6 +558,7 @@ pub fn import(
         extremum,
         shifted_scalar,
         half_binary,
+        sum,
     } = imports;
     if imports == HostImports::default() {
         return HostCalls::default();
@@ -586,6 +598,20 @@ pub fn import(
     let with_value_f32 = [types::I32, types::I64, types::F32, types::I64, types::I64];
     let mut with_value_f64 = with_value_f32;
     with_value_f64[2] = types::F64;
+    // One `f32` function at table field `field`, in both slots.
+    let single = |b: &mut FunctionBuilder, field: i32, params: &[Type], ret: Option<Type>| {
+        let mut sig = Signature::new(call_conv);
+        sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        sig.returns.extend(ret.map(AbiParam::new));
+        let sig = b.import_signature(sig);
+        let ptr = b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), table, field * 8);
+        HostFns {
+            sigs: (sig, sig),
+            ptrs: (ptr, ptr),
+        }
+    };
     HostCalls {
         fmod: fmod.then(|| {
             pair(
@@ -617,8 +643,7 @@ pub fn import(
             pair(b, 10, [&f32s, &f64s], [None; 2])
         }),
         half_binary: half_binary.then(|| {
-            // (code, a, b, value, dst, n): one `f32` function, at field 12, in both slots.
-            let mut sig = Signature::new(call_conv);
+            // (code, a, b, value, dst, n).
             let params = [
                 types::I32,
                 types::I64,
@@ -627,15 +652,12 @@ pub fn import(
                 types::I64,
                 types::I64,
             ];
-            sig.params.extend(params.map(AbiParam::new));
-            let sig = b.import_signature(sig);
-            let ptr = b
-                .ins()
-                .load(types::I64, MemFlagsData::trusted(), table, 12 * 8);
-            HostFns {
-                sigs: (sig, sig),
-                ptrs: (ptr, ptr),
-            }
+            single(b, 12, &params, None)
+        }),
+        // (code, src, c, acc, n) -> sum.
+        sum: sum.then(|| {
+            let params = [types::I32, types::I64, types::F32, types::I64, types::I64];
+            single(b, 13, &params, Some(types::F32))
         }),
     }
 }

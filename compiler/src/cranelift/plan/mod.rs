@@ -12,6 +12,7 @@
 //! parts it reads), or anything the kernel-IR passes already fixed.
 
 mod staging;
+mod sums;
 mod vector_form;
 
 use super::host::HostImports;
@@ -21,6 +22,7 @@ use kiln_ir::DType;
 use std::fmt;
 
 pub use staging::{Pins, StagedBinary, StagedBlock, StagedNode, StagedSource, WINDOW};
+pub use sums::{HostSum, HOST_SUM_MIN_LEN};
 pub use vector_form::lane_dtype;
 
 /// What the target offers a kernel, fixed for a whole compile.
@@ -51,6 +53,8 @@ pub struct KernelPlan {
     /// Whether the reduction is one host extremum call per kept point (a float max or min
     /// of a row read with unit stride; see `host::host_extremum`).
     pub extremum: bool,
+    /// How a float sum's accumulation runs in host calls, if it does ([`HostSum`]).
+    pub host_sum: Option<HostSum>,
     /// The host functions the function imports.
     pub calls: HostImports,
     /// Nodes computed once per row, outside the loop over one variable.
@@ -126,6 +130,7 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
         form: LoopForm::Point,
         vector_acc: false,
         extremum: false,
+        host_sum: None,
         calls,
         pinned: None,
         staged: Vec::new(),
@@ -167,7 +172,15 @@ pub fn plan_kernel(p: &Program, k: &Kernel, part: Part, facts: TargetFacts) -> K
     }
     if matches!(plan.form, LoopForm::Reduce | LoopForm::Partials { .. }) && red.len > 0 {
         plan.pinned = Some(staging::pins(k, rank, vector));
-        plan.staged = staging::staged_nodes(k, &calls, &[red.value], rank, vector, false);
+        // A row the host sum reads needs nothing staged; a staged summand's block it folds.
+        plan.host_sum = calls.sum.then(|| sums::row_sum(k, rank)).flatten();
+        if plan.host_sum.is_none() {
+            plan.staged = staging::staged_nodes(k, &calls, &[red.value], rank, vector, false);
+            plan.host_sum = calls
+                .sum
+                .then(|| sums::block_sum(k, &plan.staged))
+                .flatten();
+        }
     }
     only_used_shifted_scalar(k, plan)
 }
@@ -182,6 +195,7 @@ fn only_used_shifted_scalar(k: &Kernel, mut plan: KernelPlan) -> KernelPlan {
         .iter()
         .any(|s| s.shift.is_some() && matches!(k.nodes[s.node].kind, NodeKind::Binary(..)));
     plan.calls.half_binary = plan.staged.iter().any(|s| s.binary.is_some());
+    plan.calls.sum = plan.host_sum.is_some();
     plan
 }
 
@@ -190,8 +204,9 @@ fn only_used_shifted_scalar(k: &Kernel, mut plan: KernelPlan) -> KernelPlan {
 /// one of its nodes can use, and the extremum for a long float max or min.
 fn host_imports(k: &Kernel, facts: TargetFacts) -> HostImports {
     use super::host::{
-        host_extremum, host_windows, kernel_has_float_rem, kernel_has_half_binary, kernel_has_math,
-        kernel_has_scalar_op, kernel_has_shifted_math, kernel_has_shifted_scalar,
+        host_extremum, host_windows, kernel_has_float_rem, kernel_has_half_binary,
+        kernel_has_host_sum, kernel_has_math, kernel_has_scalar_op, kernel_has_shifted_math,
+        kernel_has_shifted_scalar,
     };
     let wide = facts.block_math && host_windows(k);
     HostImports {
@@ -202,6 +217,7 @@ fn host_imports(k: &Kernel, facts: TargetFacts) -> HostImports {
         extremum: wide && host_extremum(k),
         shifted_scalar: wide && kernel_has_shifted_scalar(k),
         half_binary: wide && facts.sixteen_lanes && kernel_has_half_binary(k),
+        sum: wide && kernel_has_host_sum(k),
     }
 }
 
@@ -239,6 +255,12 @@ impl fmt::Display for KernelPlan {
         }
         if self.extremum {
             f.write_str(" extremum")?;
+        }
+        match self.host_sum {
+            Some(HostSum::Row(x)) => write!(f, " sum=row({x})")?,
+            Some(HostSum::ShiftedSquare { x, c }) => write!(f, " sum=square({x},{c})")?,
+            Some(HostSum::Block(n)) => write!(f, " sum=block({n})")?,
+            None => {}
         }
         let calls = self.calls.names();
         if !calls.is_empty() {

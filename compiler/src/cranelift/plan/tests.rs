@@ -69,7 +69,7 @@ fn softmax_rows_stage_their_math_and_pin_the_row_values() {
         [
             "vector=4 form=reduce acc=vector extremum calls=[extremum]",
             "vector=4 form=rows calls=[math,shifted] staged=[3] pinned@1=[1]",
-            "vector=4 form=reduce acc=vector",
+            "vector=4 form=reduce acc=vector sum=row(0) calls=[sum]",
             "vector=4 form=rows calls=[scalar] staged=[2] pinned@1=[1]",
         ]
     );
@@ -137,9 +137,9 @@ fn layer_norm_normalises_in_one_shifted_call_per_window() {
     assert_eq!(
         texts(LAYER_NORM, FULL),
         [
-            "vector=4 form=reduce acc=vector",
+            "vector=4 form=reduce acc=vector sum=row(0) calls=[sum]",
             // `d * d` varies along the row: emitted, and nothing imported for it.
-            "vector=4 form=reduce acc=vector pinned@1=[1,3]",
+            "vector=4 form=reduce acc=vector sum=square(0,3) calls=[sum] pinned@1=[1,3]",
             "vector=4 form=rows calls=[shifted_scalar] staged=[6] pinned@1=[1,3,5]",
         ]
     );
@@ -241,7 +241,7 @@ fn reductions_of_math_stage_through_stack_blocks_while_they_fit() {
     let p = &plans(&chain(2, "f32"), FULL)[0];
     assert_eq!(
         p.to_string(),
-        "vector=4 form=reduce acc=vector calls=[math] staged=[1,2]"
+        "vector=4 form=reduce acc=vector sum=block(2) calls=[math,sum] staged=[1,2]"
     );
     // The first reads the input directly; the second reads the first's block.
     let stack = StagedBlock::Stack {
@@ -311,7 +311,7 @@ kernel @k0 space=[] reduce_sum(i0 < 100000) of v0 {
         texts(&src.replace("DT", "f32"), FULL),
         [
             "vector=4 form=combine slot=2 acc=vector",
-            "vector=4 form=partials slot=2 acc=vector",
+            "vector=4 form=partials slot=2 acc=vector sum=row(0) calls=[sum]",
         ]
     );
     // The combination reloads `f64` partials one lane at a time.
@@ -661,5 +661,67 @@ kernel @k0 space=[6,1024] {
     assert_eq!(
         texts(&stored, FULL),
         ["vector=4 form=rows calls=[math,scalar,half_binary] staged=[3,4] half_binary=[4] pinned@1=[1]"]
+    );
+}
+
+#[test]
+fn sums_run_in_host_calls_where_the_summand_allows() {
+    // One reduction over rows of `len`, of the nodes `body` (inputs: a row of `dt`, a value
+    // per row), summing `value`.
+    let sum = |dt: &str, len: usize, body: &str, kind: &str| {
+        let n = body.lines().count();
+        format!(
+            "program @c\n  inputs ({dt}[4,{len}], f32[4])\n  outputs (f32[4])\n  temps ()\n\
+             kernel @k0 space=[4] {kind}(i1 < {len}) of v{last} {{\n\
+             \x20 v0 = load in0[(i0*{len} + i1)] : {dt}\n{body}\
+             \x20 v{n1} = reduce_result : f32\n  store out0, v{n1}\n}}\n",
+            last = n,
+            n1 = n + 1,
+        )
+    };
+    let plan = |src: String, facts| texts(&src, facts).remove(0);
+    let widen = "  v1 = convert v0 : f32\n";
+    let square = "  v1 = load in1[i0] : f32\n  v2 = sub v0, v1 : f32\n  v3 = mul v2, v2 : f32\n";
+    // A row of f32s, of 16-bit floats widened, a shifted square: one call per chunk, and
+    // nothing staged (an f16 row is not widened into a block first).
+    for (dt, body, want) in [
+        ("f32", "  v1 = abs v0 : f32\n", None),
+        ("bf16", widen, Some("sum=row(0)")),
+        ("f16", widen, Some("sum=row(0)")),
+        ("f32", square, Some("sum=square(0,1)")),
+    ] {
+        let text = plan(sum(dt, 1024, body, "reduce_sum"), FULL);
+        match want {
+            Some(w) => assert!(text.contains(w) && !text.contains("staged"), "{text}"),
+            None => assert!(!text.contains("sum="), "{text}"),
+        }
+    }
+    // Not: rows shorter than a call pays for, targets without block math, a product of two
+    // different differences, a max, f64 sums.
+    let mixed = "  v1 = load in1[i0] : f32\n  v2 = sub v0, v1 : f32\n  v3 = add v0, v1 : f32\n  \
+                 v4 = sub v3, v1 : f32\n  v5 = mul v2, v4 : f32\n";
+    for text in [
+        plan(sum("bf16", 200, widen, "reduce_sum"), FULL),
+        plan(sum("bf16", 1024, widen, "reduce_sum"), PLAIN),
+        plan(sum("f32", 1024, mixed, "reduce_sum"), FULL),
+        plan(sum("bf16", 1024, widen, "reduce_max"), FULL),
+    ] {
+        assert!(!text.contains("sum"), "{text}");
+    }
+    let f64_row = "program @c\n  inputs (f64[4,1024])\n  outputs (f64[4])\n  temps ()\n\
+                   kernel @k0 space=[4] reduce_sum(i1 < 1024) of v0 {\n  \
+                   v0 = load in0[(i0*1024 + i1)] : f64\n  v1 = reduce_result : f64\n  \
+                   store out0, v1\n}\n";
+    assert!(!texts(f64_row, FULL)[0].contains("sum"));
+    // A staged summand (a bf16 variance's rounded square, computed by `half_binary`
+    // calls): one call per window folds its block into the lanes.
+    let variance =
+        "  v1 = load in1[i0] : f32\n  v2 = convert v0 : f32\n  v3 = sub v2, v1 : f32\n  \
+                    v4 = convert v3 : bf16\n  v5 = convert v4 : f32\n  v6 = mul v5, v5 : f32\n  \
+                    v7 = convert v6 : bf16\n  v8 = convert v7 : f32\n";
+    let text = plan(sum("bf16", 1024, variance, "reduce_sum"), FULL);
+    assert!(
+        text.contains("sum=block(7) calls=[math,half_binary,sum]"),
+        "{text}"
     );
 }

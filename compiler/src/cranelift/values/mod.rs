@@ -13,7 +13,7 @@ mod staging;
 use super::arith::{float_min_max, MinMax};
 use super::host::HostCalls;
 use super::lanes::{select, Lanes};
-use crate::cranelift::plan::{KernelPlan, StagedBinary};
+use crate::cranelift::plan::{HostSum, KernelPlan, StagedBinary};
 use crate::kernel::analysis::{buffer_slot, kernel_buffers, point_position};
 use crate::kernel::half::half_of;
 use crate::kernel::{buf_dtype, BufRef, IExpr, Kernel, NodeKind, Program};
@@ -103,6 +103,8 @@ pub struct ValueEmitter<'a> {
     /// reduction's innermost kept coordinate, whose sequence variable comes after it
     /// (see `emit::Emitter::columns`).
     pub vector_var: Option<usize>,
+    /// How the reduction's sum runs in host calls, as the plan says.
+    pub host_sum: Option<HostSum>,
 }
 
 /// How a staged node's window of values is kept.
@@ -185,6 +187,7 @@ impl<'a> ValueEmitter<'a> {
             window: None,
             width: plan.vector.unwrap_or(4),
             vector_var: None,
+            host_sum: plan.host_sum,
         };
         ve.prepare_random(b)?;
         Ok(ve)

@@ -152,6 +152,14 @@ impl ValueEmitter<'_> {
         self.direct_operand(n) || self.staged_operand(n).is_ok_and(|a| self.ready[a])
     }
 
+    /// The address of staged node `n`'s block in the current window, once it holds the
+    /// window's values.
+    pub fn ready_block(&self, n: usize) -> Option<Value> {
+        self.ready[n]
+            .then(|| self.window_addrs[n].map(|(block, _)| block))
+            .flatten()
+    }
+
     /// The node staged node `n`'s block math reads (see [`Staged::operand`]).
     pub(super) fn staged_operand(&self, n: usize) -> Result<usize, String> {
         self.staged[n]

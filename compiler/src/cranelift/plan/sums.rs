@@ -1,0 +1,84 @@
+//! Which float sums run their accumulation in host calls ([`HostSum`]) instead of the
+//! emitted four-lane loop: the interpreter's canonical-order sum (`kiln_interp::sum_row`,
+//! `kiln_interp::sum_into_lanes`) on its 256-bit build, the same order and so the same bits.
+
+use super::staging::{StagedBlock, StagedNode};
+use crate::cranelift::host::held;
+use crate::kernel::analysis::loop_variant;
+use crate::kernel::analysis::RandomNodes;
+use crate::kernel::{Kernel, NodeKind};
+use kiln_ir::{BinaryOp, DType, ReduceKind};
+
+/// How a sum's summands reach a host call (`host::HostCalls::sum`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostSum {
+    /// The summand is this load, with unit stride along the sequence: its `f32`s, or the
+    /// exact widenings of its 16-bit floats. One call per chunk reads the row.
+    Row(usize),
+    /// The summand is `(x - c) * (x - c)` (a variance's), `x` an `f32` load with unit stride
+    /// along the sequence and `c` one value per row. One call per chunk reads `x`'s row.
+    ShiftedSquare {
+        /// The load.
+        x: usize,
+        /// The value subtracted.
+        c: usize,
+    },
+    /// The summand is held in this staged node's block: one call per window folds the block
+    /// into the 32 lane accumulators.
+    Block(usize),
+}
+
+/// The shortest sequence summed by host calls: a call costs about as much as a few dozen
+/// elements of the emitted loop (the same threshold as the host extremum's).
+pub const HOST_SUM_MIN_LEN: usize = 256;
+
+/// The [`HostSum`] of kernel `k`'s reduction over its sequence variable `var`, before
+/// staging (a row the call reads needs no staged node): an `f32` sum of at least
+/// [`HOST_SUM_MIN_LEN`] elements whose summand is a row or a shifted square.
+pub fn row_sum(k: &Kernel, var: usize) -> Option<HostSum> {
+    let red = k.reduce.as_ref()?;
+    if red.kind != ReduceKind::Sum || red.len < HOST_SUM_MIN_LEN {
+        return None;
+    }
+    let value = red.value;
+    if k.nodes[value].dtype != DType::F32 {
+        return None;
+    }
+    let unit_row = |x: usize, dtypes: &[DType]| {
+        matches!(&k.nodes[x].kind,
+            NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1))
+            && dtypes.contains(&k.nodes[x].dtype)
+    };
+    let h = held(k, value);
+    if unit_row(h, &[DType::F32, DType::F16, DType::Bf16]) {
+        return Some(HostSum::Row(h));
+    }
+    let NodeKind::Binary(BinaryOp::Mul, a, a2) = k.nodes[value].kind else {
+        return None;
+    };
+    let NodeKind::Binary(BinaryOp::Sub, x, c) = k.nodes[a].kind else {
+        return None;
+    };
+    let variant = loop_variant(&k.nodes, &|w| w == var, RandomNodes::Variant);
+    let f32s = [a, x, c].iter().all(|&n| k.nodes[n].dtype == DType::F32);
+    (a == a2 && f32s && unit_row(x, &[DType::F32]) && !variant[c])
+        .then_some(HostSum::ShiftedSquare { x, c })
+}
+
+/// The [`HostSum`] of kernel `k`'s reduction once `staged` is known: an `f32` sum of at
+/// least [`HOST_SUM_MIN_LEN`] elements whose summand is held in a staged node's stack block
+/// (a softmax's `exp`, a 16-bit variance's rounded square).
+pub fn block_sum(k: &Kernel, staged: &[StagedNode]) -> Option<HostSum> {
+    let red = k.reduce.as_ref()?;
+    if red.kind != ReduceKind::Sum
+        || red.len < HOST_SUM_MIN_LEN
+        || k.nodes[red.value].dtype != DType::F32
+    {
+        return None;
+    }
+    let h = held(k, red.value);
+    staged
+        .iter()
+        .any(|s| s.node == h && matches!(s.block, StagedBlock::Stack { bytes } if bytes as usize == super::WINDOW * 4))
+        .then_some(HostSum::Block(h))
+}

@@ -1,13 +1,13 @@
 //! Scheduling of one kernel function, decided before any Cranelift code exists: a
 //! [`KernelPlan`] says whether the kernel has a vector form and at which width, which loop
-//! nest runs it, whether a reduction accumulates in vectors or is one host call, which host
+//! nest runs it, whether a reduction accumulates in vectors or in host calls, which host
 //! functions it imports, which nodes are computed once per row instead of per element
 //! (pinned), and which are staged through block-math windows. [`crate::cranelift::emit`]
 //! renders a plan and decides none of this; `TF_CPP_VMODULE=cpu_compiler=2` logs each plan
 //! (its [`Display`](std::fmt::Display) form).
 //!
 //! Files: this one (the plan and the loop form), `vector_form` (which kernels vectorise),
-//! `staging` (pinned and staged nodes). What it does not decide: how work is split into
+//! `staging` (pinned and staged nodes), `sums` (which sums accumulate in host calls). What it does not decide: how work is split into
 //! tasks and row blocks ([`crate::cranelift::schedule`], whose column tiles and function
 //! parts it reads), or anything the kernel-IR passes already fixed.
 

@@ -3,7 +3,7 @@
 //! instead of the emitted four-lane one — the same order, so the same bits. What it sums is
 //! the plan's decision (`crate::cranelift::plan::HostSum`); `code` says which form.
 
-use crate::kernel::{Kernel, NodeKind};
+use crate::kernel::Kernel;
 use kiln_ir::{DType, ReduceKind};
 use kiln_math::float16::Half;
 
@@ -51,7 +51,6 @@ pub fn kernel_has_host_sum(k: &Kernel) -> bool {
         r.kind == ReduceKind::Sum
             && r.len >= crate::cranelift::plan::HOST_SUM_MIN_LEN
             && k.nodes.get(r.value).is_some_and(|n| n.dtype == DType::F32)
-            && !matches!(k.nodes[r.value].kind, NodeKind::ReduceResult)
     })
 }
 
@@ -104,18 +103,17 @@ unsafe fn slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
     }
 }
 
-/// The format a [`SumCode`] row of `h` reads.
-#[cfg(test)]
-fn half_code(h: Half) -> SumCode {
-    match h {
-        Half::Bf16 => SumCode::Bf16Row,
-        Half::F16 => SumCode::F16Row,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The code of a row of `h`s.
+    fn half_code(h: Half) -> SumCode {
+        match h {
+            Half::Bf16 => SumCode::Bf16Row,
+            Half::F16 => SumCode::F16Row,
+        }
+    }
 
     #[test]
     fn every_code_reaches_its_sum() {

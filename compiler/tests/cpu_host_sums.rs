@@ -1,20 +1,28 @@
 //! Float sums whose accumulation runs in host calls (`plan::HostSum`): rows of `f32`s and
 //! of 16-bit floats, a variance's shifted squares, a staged summand's blocks, a long full
-//! sum's chunks. Compiled == interpreter bit for bit over row lengths around the vector
-//! blocks (32) and the chunk (4096), at several thread counts, with and without block
-//! math, on values whose sums depend on the order, with an infinity and a NaN in some rows.
+//! sum's chunks. Each case first checks that its plan takes the host path (where the CPU
+//! has block math), then that compiled == interpreter bit for bit over row lengths around
+//! the vector blocks (32) and the chunk (4096), at several thread counts, with and without
+//! block math. The values span a few binades of both signs (wide enough that no sum is
+//! exact, narrow enough that no handful of terms dominates it), so another order of the
+//! additions rounds differently, and the sums are `f32` (a 16-bit result would round most
+//! order errors away); two rows of five hold an infinity and a NaN.
 
 mod common;
 use common::*;
+use kiln_compiler::cpu::{compile_cluster, plan_lines, CpuOptions};
 use kiln_ir::{Buffer, DType, Tensor};
 
 /// Row lengths: the shortest summed by calls, ragged tails, whole blocks, one chunk, more.
 const LENGTHS: [usize; 8] = [256, 257, 300, 1024, 1029, 4096, 4100, 9000];
 
-/// `shape` of `dt` filled with values over forty binades of both signs (any other order of
-/// the additions would round differently); row 0 holds an infinity and row 1 a NaN (a
-/// signalling one for 16-bit formats) after its first 64 elements.
-fn values(dt: DType, shape: &[usize], seed: u64) -> Tensor {
+/// Rows per input: rows 0 and 1 hold an infinity and a NaN, the others only finite values.
+const ROWS: usize = 5;
+
+/// `shape` of `dt`: values `m · 2^e` with `m` in [-0.5, 0.5) and `e` in `[-span, span)`;
+/// when there are several rows of more than 64,
+/// row 0 holds an infinity and row 1 a NaN (a signalling one for 16-bit formats).
+fn values(dt: DType, shape: &[usize], span: i32, seed: u64) -> Tensor {
     let n: usize = shape.iter().product();
     let row = shape.last().copied().unwrap_or(1);
     let mut r = Rng(seed | 1);
@@ -22,10 +30,11 @@ fn values(dt: DType, shape: &[usize], seed: u64) -> Tensor {
         .map(|_| {
             let v = r.next();
             let m = (v >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-            m * 2f32.powi((v % 40) as i32 - 20)
+            m * 2f32.powi((v % (2 * span as u64)) as i32 - span)
         })
         .collect();
-    if n > row && row > 64 {
+    let specials = n > row && row > 64;
+    if specials {
         xs[70] = f32::INFINITY;
         xs[row + 90] = f32::from_bits(0x7fa0_0001);
     }
@@ -44,19 +53,36 @@ fn values(dt: DType, shape: &[usize], seed: u64) -> Tensor {
     Tensor::new(shape.to_vec(), data).expect("sizes match")
 }
 
-fn check(src: &str, inputs: &[Tensor]) {
-    check_with_inputs(&cluster(src), inputs);
+/// Checks that a kernel of `src` sums by host calls (`sum=` followed by `form`) where the
+/// CPU has block math, then compiled == interpreter.
+fn check(src: &str, form: &str, inputs: &[Tensor]) {
+    let c = cluster(src);
+    let opts = CpuOptions::default();
+    if opts.block_math() {
+        let exe = compile_cluster(&c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let plans = plan_lines(&exe, &opts).expect("plans");
+        assert!(
+            plans.iter().any(|l| l.contains(&format!("sum={form}"))),
+            "no sum={form} in {plans:#?}\n{src}"
+        );
+    }
+    check_with_inputs(&c, inputs);
 }
 
 #[test]
 fn row_sums_of_every_float_format() {
-    for dt in [DType::F32, DType::Bf16, DType::F16] {
+    for (dt, span) in [(DType::F32, 4), (DType::Bf16, 6), (DType::F16, 5)] {
         for (i, &n) in LENGTHS.iter().enumerate() {
             let src = format!(
-                "func @f(%x: {dt}[3,{n}]) -> {dt}[3] {{\n  %s = reduce_sum %x, axes=[1] : {dt}[3]\n  \
-                 return %s\n}}\n"
+                "func @f(%x: {dt}[{ROWS},{n}]) -> (f32[{ROWS}], {dt}[{ROWS}]) {{
+  %w = convert %x : f32[{ROWS},{n}]
+  %s = reduce_sum %w, axes=[1] : f32[{ROWS}]
+  %h = reduce_sum %x, axes=[1] : {dt}[{ROWS}]
+  return %s, %h
+}}
+"
             );
-            check(&src, &[values(dt, &[3, n], i as u64)]);
+            check(&src, "row", &[values(dt, &[ROWS, n], span, i as u64)]);
         }
     }
 }
@@ -66,65 +92,75 @@ fn variances_sum_shifted_squares() {
     for (i, &n) in LENGTHS.iter().enumerate() {
         let inv = 1.0 / n as f64;
         let src = format!(
-            "func @f(%x: f32[3,{n}]) -> (f32[3], f32[3,{n}]) {{
-  %s = reduce_sum %x, axes=[1] : f32[3]
-  %k = constant {inv:e} : f32[3]
-  %mean = mul %s, %k : f32[3]
-  %mb = broadcast_in_dim %mean, dims=[0] : f32[3,{n}]
-  %d = sub %x, %mb : f32[3,{n}]
-  %d2 = mul %d, %d : f32[3,{n}]
-  %ss = reduce_sum %d2, axes=[1] : f32[3]
-  %var = mul %ss, %k : f32[3]
-  %eps = constant 1e-5 : f32[3]
-  %ve = add %var, %eps : f32[3]
-  %r = rsqrt %ve : f32[3]
-  %rb = broadcast_in_dim %r, dims=[0] : f32[3,{n}]
-  %y = mul %d, %rb : f32[3,{n}]
+            "func @f(%x: f32[{ROWS},{n}]) -> (f32[{ROWS}], f32[{ROWS},{n}]) {{
+  %s = reduce_sum %x, axes=[1] : f32[{ROWS}]
+  %k = constant {inv:e} : f32[{ROWS}]
+  %mean = mul %s, %k : f32[{ROWS}]
+  %mb = broadcast_in_dim %mean, dims=[0] : f32[{ROWS},{n}]
+  %d = sub %x, %mb : f32[{ROWS},{n}]
+  %d2 = mul %d, %d : f32[{ROWS},{n}]
+  %ss = reduce_sum %d2, axes=[1] : f32[{ROWS}]
+  %var = mul %ss, %k : f32[{ROWS}]
+  %eps = constant 1e-5 : f32[{ROWS}]
+  %ve = add %var, %eps : f32[{ROWS}]
+  %r = rsqrt %ve : f32[{ROWS}]
+  %rb = broadcast_in_dim %r, dims=[0] : f32[{ROWS},{n}]
+  %y = mul %d, %rb : f32[{ROWS},{n}]
   return %var, %y
 }}
 "
         );
-        check(&src, &[values(DType::F32, &[3, n], 10 + i as u64)]);
+        check(
+            &src,
+            "square",
+            &[values(DType::F32, &[ROWS, n], 4, 10 + i as u64)],
+        );
     }
 }
 
 #[test]
 fn staged_summands_fold_into_the_lanes() {
     for (i, &n) in LENGTHS.iter().enumerate() {
-        // An `f32` sum of a staged `exp`.
+        // An `f32` sum of a staged `exp` (arguments in [-2, 2)).
         let exp_sum = format!(
-            "func @f(%x: f32[3,{n}]) -> f32[3] {{\n  %e = exp %x : f32[3,{n}]\n  \
-             %s = reduce_sum %e, axes=[1] : f32[3]\n  return %s\n}}\n"
+            "func @f(%x: f32[{ROWS},{n}]) -> f32[{ROWS}] {{\n  %e = exp %x : f32[{ROWS},{n}]\n  \
+             %s = reduce_sum %e, axes=[1] : f32[{ROWS}]\n  return %s\n}}\n"
         );
-        check(&exp_sum, &[values(DType::F32, &[3, n], 20 + i as u64)]);
-        // A 16-bit variance: each square rounded (a `half_binary` call where the CPU has
-        // sixteen lanes), the rounded squares summed.
-        for dt in [DType::Bf16, DType::F16] {
+        check(
+            &exp_sum,
+            "block",
+            &[values(DType::F32, &[ROWS, n], 2, 20 + i as u64)],
+        );
+        // A 16-bit variance: each difference and square rounded (by `half_binary` calls
+        // where the CPU has sixteen lanes), the rounded squares summed in `f32`.
+        for (dt, span) in [(DType::Bf16, 4), (DType::F16, 3)] {
             let src = format!(
-                "func @f(%x: {dt}[3,{n}], %m: {dt}[3]) -> {dt}[3] {{
-  %mb = broadcast_in_dim %m, dims=[0] : {dt}[3,{n}]
-  %d = sub %x, %mb : {dt}[3,{n}]
-  %d2 = mul %d, %d : {dt}[3,{n}]
-  %ss = reduce_sum %d2, axes=[1] : {dt}[3]
+                "func @f(%x: {dt}[{ROWS},{n}], %m: {dt}[{ROWS}]) -> f32[{ROWS}] {{
+  %mb = broadcast_in_dim %m, dims=[0] : {dt}[{ROWS},{n}]
+  %d = sub %x, %mb : {dt}[{ROWS},{n}]
+  %d2 = mul %d, %d : {dt}[{ROWS},{n}]
+  %w = convert %d2 : f32[{ROWS},{n}]
+  %ss = reduce_sum %w, axes=[1] : f32[{ROWS}]
   return %ss
 }}
 "
             );
-            let m = values(dt, &[3], 40 + i as u64);
-            check(&src, &[values(dt, &[3, n], 30 + i as u64), m]);
+            let x = values(dt, &[ROWS, n], span, 30 + i as u64);
+            let m = values(dt, &[ROWS], 2, 40 + i as u64);
+            check(&src, "block", &[x, m]);
         }
     }
 }
 
 #[test]
 fn long_full_sums_split_into_chunk_calls() {
-    for dt in [DType::F32, DType::Bf16, DType::F16] {
+    for (dt, span) in [(DType::F32, 4), (DType::Bf16, 6), (DType::F16, 4)] {
         for (i, n) in [4097usize, 100_003].into_iter().enumerate() {
             let src = format!(
-                "func @f(%x: {dt}[{n}]) -> {dt}[] {{\n  %s = reduce_sum %x, axes=[0] : {dt}[]\n  \
-                 return %s\n}}\n"
+                "func @f(%x: {dt}[{n}]) -> f32[] {{\n  %w = convert %x : f32[{n}]\n  \
+                 %s = reduce_sum %w, axes=[0] : f32[]\n  return %s\n}}\n"
             );
-            check(&src, &[values(dt, &[n], 50 + i as u64)]);
+            check(&src, "row", &[values(dt, &[n], span, 50 + i as u64)]);
         }
     }
 }

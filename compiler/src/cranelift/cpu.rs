@@ -77,6 +77,31 @@ pub fn compile_cluster(
     compile_program(program, opts)
 }
 
+/// What the target offers kernels compiled with `opts` (`vector`: 128-bit vector code).
+fn target_facts(opts: &CpuOptions, vector: bool) -> TargetFacts {
+    TargetFacts {
+        vector,
+        block_math: opts.block_math(),
+        sixteen_lanes: opts.block_math() && super::host::sixteen_lane_calls(),
+    }
+}
+
+/// The plan of each kernel function of `exe` compiled with `opts` on this CPU, one line
+/// each (`cluster_0_k0: vector=4 form=reduce ...`, as `TF_CPP_VMODULE=cpu_compiler=2` logs
+/// them): what its code does, for tests and tools.
+pub fn plan_lines(exe: &CpuExecutable, opts: &CpuOptions) -> Result<Vec<String>, CpuCompileError> {
+    let (_, vector) = make_isa(opts).map_err(CpuCompileError::Failed)?;
+    let facts = target_facts(opts, vector);
+    let p = exe.program();
+    Ok(function_list(p)
+        .into_iter()
+        .map(|(i, part)| {
+            let plan = plan_kernel(p, &p.kernels[i], part, facts);
+            format!("{}: {plan}", function_name(p, i, part))
+        })
+        .collect())
+}
+
 /// Compiles an already lowered program.
 pub fn compile_program(
     program: Program,
@@ -116,11 +141,7 @@ pub fn compile_program(
         )));
     }
     let (isa, vector_ok) = make_isa(opts).map_err(failed)?;
-    let facts = TargetFacts {
-        vector: vector_ok,
-        block_math: opts.block_math(),
-        sixteen_lanes: opts.block_math() && super::host::sixteen_lane_calls(),
-    };
+    let facts = target_facts(opts, vector_ok);
     let mut module = new_module(isa);
     let sig = kernel_signature(module.isa().default_call_conv());
     let list = function_list(&program);

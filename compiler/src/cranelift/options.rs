@@ -32,7 +32,7 @@ pub struct CpuOptions {
 impl CpuOptions {
     /// Whether code compiled with these options here calls block math: asked for, and the
     /// interpreter's build of it runs 256 bits wide on this CPU (only then does it pay).
-    pub(super) fn block_math(&self) -> bool {
+    pub fn block_math(&self) -> bool {
         self.wide_math && kiln_interp::wide_simd()
     }
 }

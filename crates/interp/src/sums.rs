@@ -5,8 +5,8 @@
 //!
 //! Each is the canonical order itself — element `i` into lane `i mod 32` in index order,
 //! then the fixed tree; chunks of [`CHUNK`] reduced so and their partials combined the same
-//! way — on the interpreter's vector build (the 32 lanes are four 256-bit or two 512-bit
-//! accumulators), so a kernel's emitted four-lane loop and these calls give the same bits.
+//! way — on 256-bit vectors where the CPU has AVX2 (the 32 lanes are four accumulators), so
+//! a kernel's emitted four-lane loop and these calls give the same bits.
 //! The summand is computed exactly as the kernel's nodes compute it: the widening is exact,
 //! and `(x - c)²` is the IEEE subtraction, then the IEEE product (never fused).
 

@@ -4,8 +4,7 @@
 
 use super::staging::{StagedBlock, StagedNode};
 use crate::cranelift::host::held;
-use crate::kernel::analysis::loop_variant;
-use crate::kernel::analysis::RandomNodes;
+use crate::kernel::analysis::{loop_variant, RandomNodes};
 use crate::kernel::{Kernel, NodeKind};
 use kiln_ir::{BinaryOp, DType, ReduceKind};
 
@@ -77,8 +76,12 @@ pub fn block_sum(k: &Kernel, staged: &[StagedNode]) -> Option<HostSum> {
         return None;
     }
     let h = held(k, red.value);
+    let f32_block = |b: StagedBlock| match b {
+        StagedBlock::Stack { bytes } => bytes as usize == super::WINDOW * 4,
+        StagedBlock::Store(_) => false,
+    };
     staged
         .iter()
-        .any(|s| s.node == h && matches!(s.block, StagedBlock::Stack { bytes } if bytes as usize == super::WINDOW * 4))
+        .any(|s| s.node == h && f32_block(s.block))
         .then_some(HostSum::Block(h))
 }

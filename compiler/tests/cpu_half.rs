@@ -325,7 +325,9 @@ fn binary_roundings_read_rows_blocks_and_values() {
     // Each rounded `x op y` is one block-math call (`half_binary`) reading a 16-bit input
     // row, an earlier result's block or one value per row (the broadcast `%r`, on either
     // side): every op, both formats, rows with window and vector tails, special values
-    // against special values.
+    // against special values. Which NaN an op on two NaNs returns is not promised
+    // (docs/determinism.md; an optimised build of the interpreter may commute `x * y`), so
+    // NaNs compare as NaNs here.
     for dt in [DType::F16, DType::Bf16] {
         for n in [24, 511, 517, 1029] {
             let src = format!(
@@ -340,8 +342,8 @@ fn binary_roundings_read_rows_blocks_and_values() {
 }}"
             );
             let s = specials(dt);
-            check_exact(
-                &src,
+            check_with_inputs(
+                &cluster(&src),
                 &[
                     tensor(dt, &[3, n], &rotated(&s, n)),
                     tensor(dt, &[3, n], &rotated(&s, 5)),

@@ -395,6 +395,7 @@ impl Emitter<'_, '_, '_> {
             Ok(p[0])
         }
     }
+
     /// A chunk's sum by one host call ([`HostSum::Row`], [`HostSum::ShiftedSquare`]): the
     /// `len` summands from sequence position `base` of the row at `vars`.
     fn host_row_sum(

@@ -83,10 +83,7 @@ fn summand(row: SumRow, i: usize) -> f32 {
 /// block holding an infinity or a NaN).
 #[cfg(target_arch = "x86_64")]
 fn vector_blocks(p: &mut [f32; LANES], row: SumRow, i0: usize, blocks: usize) -> usize {
-    if blocks == 0
-        || !std::arch::is_x86_feature_detected!("avx2")
-        || !std::arch::is_x86_feature_detected!("f16c")
-    {
+    if blocks == 0 || !avx2_f16c() {
         return 0;
     }
     let end = i0 + blocks * LANES;
@@ -107,16 +104,18 @@ fn vector_blocks(p: &mut [f32; LANES], row: SumRow, i0: usize, blocks: usize) ->
     }
 }
 
+/// Whether the CPU runs the [`avx2`] loops (AVX2 and F16C).
+#[cfg(target_arch = "x86_64")]
+fn avx2_f16c() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c")
+}
+
 /// The canonical sum of a row of `n ≤ CHUNK` summands when `n` is a positive multiple of 32
 /// and every block is folded on AVX2 ([`vector_blocks`]' conditions), the tree in vectors
 /// too; `None` otherwise.
 #[cfg(target_arch = "x86_64")]
 fn whole_blocks(row: SumRow, n: usize) -> Option<f32> {
-    if n == 0
-        || !n.is_multiple_of(LANES)
-        || !std::arch::is_x86_feature_detected!("avx2")
-        || !std::arch::is_x86_feature_detected!("f16c")
-    {
+    if n == 0 || !n.is_multiple_of(LANES) || !avx2_f16c() {
         return None;
     }
     let blocks = n / LANES;

@@ -117,23 +117,15 @@ mod tests {
 
     #[test]
     fn every_code_reaches_its_sum() {
+        // A row sum through the host function: `code` over `n` elements at `src`.
+        let row = |code: SumCode, src: *const u8, c: f32, n: i64| {
+            kiln_sum::<false>(code as u32, src, c, std::ptr::null_mut(), n)
+        };
         let xs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.37).sin()).collect();
         let want = kiln_interp::sum_row(kiln_interp::SumRow::F32(&xs));
-        let got = kiln_sum::<false>(
-            SumCode::F32Row as u32,
-            xs.as_ptr().cast(),
-            0.0,
-            std::ptr::null_mut(),
-            300,
-        );
+        let got = row(SumCode::F32Row, xs.as_ptr().cast(), 0.0, 300);
         assert_eq!(got.to_bits(), want.to_bits());
-        let sq = kiln_sum::<false>(
-            SumCode::ShiftedSquare as u32,
-            xs.as_ptr().cast(),
-            0.5,
-            std::ptr::null_mut(),
-            300,
-        );
+        let sq = row(SumCode::ShiftedSquare, xs.as_ptr().cast(), 0.5, 300);
         let want = kiln_interp::sum_row(kiln_interp::SumRow::ShiftedSquare(&xs, 0.5));
         assert_eq!(sq.to_bits(), want.to_bits());
         for h in [Half::Bf16, Half::F16] {

@@ -22,6 +22,7 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 mod small;
+mod transpose;
 
 /// Granularity of the output split: matrixmultiply's own row blocking (and a multiple of
 /// its microkernel's width), so tiles do not cut its blocks.
@@ -247,6 +248,41 @@ struct Matrices<'a, T: Clone> {
     col_stride: usize,
 }
 
+impl<T: Copy + Send + Sync> Matrices<'_, T> {
+    /// A copy with each matrix transposed in memory (the same matrices): row-major ones
+    /// (unit column stride) become column-major, column-major ones (unit row stride)
+    /// row-major.
+    fn flipped(&self) -> Matrices<'static, T> {
+        let (rows, cols) = (self.rows, self.cols);
+        let one = |bi: usize| {
+            let src = &self.data[bi * self.batch_stride..];
+            if self.col_stride == 1 {
+                transpose::transposed(src, rows, cols, self.row_stride)
+            } else {
+                transpose::transposed(src, cols, rows, self.col_stride)
+            }
+        };
+        let data = match self.batch {
+            1 => one(0),
+            _ => (0..self.batch).flat_map(one).collect(),
+        };
+        let (row_stride, col_stride) = if self.col_stride == 1 {
+            (1, rows)
+        } else {
+            (cols, 1)
+        };
+        Matrices {
+            data: Cow::Owned(data),
+            batch: self.batch,
+            rows,
+            cols,
+            batch_stride: rows * cols,
+            row_stride,
+            col_stride,
+        }
+    }
+}
+
 fn free_dims(rank: usize, batch: &[usize], contract: &[usize]) -> Vec<usize> {
     (0..rank)
         .filter(|i| !batch.contains(i) && !contract.contains(i))
@@ -289,6 +325,26 @@ fn product<T: Gemm>(a: &Matrices<'_, T>, b: &Matrices<'_, T>, out: &mut [T]) {
     if out.is_empty() || k == 0 {
         return; // an empty contraction is a sum of nothing: zeros
     }
+    // Operands `matrixmultiply` would pack element by element are copied once into the
+    // layout it packs with `memcpy` (see `transpose`); small products read them in place.
+    let (a_copy, b_copy);
+    let (a, b) = if small::is_small(m, k, n) {
+        (a, b)
+    } else {
+        let a = if a.col_stride == 1 && a.row_stride != 1 && m > 1 && k > 1 {
+            a_copy = a.flipped();
+            &a_copy
+        } else {
+            a
+        };
+        let b = if b.row_stride == 1 && b.col_stride != 1 && n > 1 && k > 1 {
+            b_copy = b.flipped();
+            &b_copy
+        } else {
+            b
+        };
+        (a, b)
+    };
     let out_ptr = OutPtr(out.as_mut_ptr());
     let call = |t: &Tile| {
         let a_off = t.batch * a.batch_stride + t.row * a.row_stride;
@@ -420,6 +476,87 @@ mod tests {
             kiln_ir::collapse_axes(&[5, 1], &[1, 1], &[1, 0]),
             Some((5, 1))
         );
+    }
+
+    /// Products large enough to take `matrixmultiply`, in all four layouts of their
+    /// operands (so each operand is copied transposed in one of them), batched or not,
+    /// give the bits of one `matrixmultiply` call on the operands as they are, at one and
+    /// at three threads (tiles).
+    #[test]
+    fn copied_operands_give_the_library_bits() {
+        fn check<T: Gemm + Default + Copy + Send + Sync + std::fmt::Debug>(
+            to: impl Fn(f64) -> T,
+            bits: impl Fn(T) -> u64,
+        ) {
+            let mut rng = kiln_testkit::Rng(71);
+            for (batch, m, k, n) in [(1, 70, 300, 90), (1, 64, 784, 130), (2, 33, 520, 17)] {
+                for layout in 0..4 {
+                    // Values over many binades, none special: a different order shows.
+                    let mut val = || {
+                        let e = rng.below(24) as i32 - 12;
+                        let x = (rng.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                        to(x * 2f64.powi(e))
+                    };
+                    let x: Vec<T> = (0..batch * m * k).map(|_| val()).collect();
+                    let y: Vec<T> = (0..batch * k * n).map(|_| val()).collect();
+                    let (rsa, csa) = if layout & 1 == 0 { (k, 1) } else { (1, m) };
+                    let (rsb, csb) = if layout & 2 == 0 { (n, 1) } else { (1, k) };
+                    let a = Matrices {
+                        data: Cow::Borrowed(&x[..]),
+                        batch,
+                        rows: m,
+                        cols: k,
+                        batch_stride: m * k,
+                        row_stride: rsa,
+                        col_stride: csa,
+                    };
+                    let b = Matrices {
+                        data: Cow::Borrowed(&y[..]),
+                        batch,
+                        rows: k,
+                        cols: n,
+                        batch_stride: k * n,
+                        row_stride: rsb,
+                        col_stride: csb,
+                    };
+                    let mut want = vec![T::default(); batch * m * n];
+                    for bi in 0..batch {
+                        // SAFETY: dense operands of the sizes the strides address.
+                        unsafe {
+                            T::library_gemm(
+                                (m, k, n),
+                                x[bi * m * k..].as_ptr(),
+                                rsa as isize,
+                                csa as isize,
+                                y[bi * k * n..].as_ptr(),
+                                rsb as isize,
+                                csb as isize,
+                                want[bi * m * n..].as_mut_ptr(),
+                                n as isize,
+                            )
+                        };
+                    }
+                    for threads in [1, 3] {
+                        let pool = rayon::ThreadPoolBuilder::new()
+                            .num_threads(threads)
+                            .build()
+                            .unwrap();
+                        let mut got = vec![T::default(); batch * m * n];
+                        pool.install(|| product(&a, &b, &mut got));
+                        for (e, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                            assert_eq!(
+                                bits(g),
+                                bits(w),
+                                "{batch}x{m}x{k}x{n} layout {layout}, {threads} threads, \
+                                 element {e}: {g:?} vs {w:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        check(|v| v as f32, |v| v.to_bits() as u64);
+        check(|v| v, f64::to_bits);
     }
 
     #[test]

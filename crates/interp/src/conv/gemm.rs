@@ -20,6 +20,7 @@ use super::Plan;
 use crate::dot::{Gemm, OutPtr, BLOCK};
 use crate::hw::zeroed;
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// The most bytes one task's gathered windows take (a few tiles stay in L2/L3 at once).
 const SCRATCH_BYTES: usize = 1 << 20;
@@ -50,16 +51,17 @@ pub(super) fn rows<T: Gemm>(p: &Plan, x: &[T], w: &[T]) -> Vec<T> {
     if out.is_empty() || k == 0 {
         return out; // a sum of nothing: zeros
     }
-    let kernel = kernel_matrices(p, w, groups, n);
+    let kernel = KernelMatrices::new(p, w, groups, n);
     let out_ptr = OutPtr(out.as_mut_ptr());
     let tasks = tasks(groups, m, n, k, std::mem::size_of::<T>());
     let run = |scratch: &mut Scratch<T>, t: &Task| {
         let (lists, counter, pos, a) = scratch_parts(scratch, p);
         gather_windows(p, x, t, k, n, lists, counter, pos, a);
-        let b = &kernel[t.group * k * n + t.col..];
+        let b = kernel.from(t.group, t.col);
         let c_off = t.row * p.features + t.group * n + t.col;
         // SAFETY: `a` holds `t.rows × k` elements (row stride k), `b` is the group's
-        // `k × n` kernel matrix (row stride n) from column `t.col`, `t.col + t.cols <= n`;
+        // `k × n` kernel matrix (row stride `kernel.row_stride`, in bounds of the kernel
+        // operand or of its copy) from column `t.col`, `t.col + t.cols <= n`;
         // the output block (rows `t.row..t.row + t.rows` of `m`, columns
         // `group·n + col..+cols` of `features`, row stride `features`) lies inside `out`,
         // and tasks write disjoint blocks, so no element is written twice and nothing reads
@@ -71,7 +73,7 @@ pub(super) fn rows<T: Gemm>(p: &Plan, x: &[T], w: &[T]) -> Vec<T> {
                 k as isize,
                 1,
                 b.as_ptr(),
-                n as isize,
+                kernel.row_stride as isize,
                 1,
                 out_ptr.get().add(c_off),
                 p.features as isize,
@@ -121,20 +123,58 @@ fn scratch_parts<'s, T>(s: &'s mut Scratch<T>, p: &Plan) -> Parts<'s, T> {
     (&mut s.list, &mut s.counter, &mut s.pos, &mut s.a)
 }
 
-/// The kernel of each group as a row-major `[window·C/G, O/G]` matrix (reversal applied),
-/// the groups one after the other.
-fn kernel_matrices<T: Gemm>(p: &Plan, w: &[T], groups: usize, n: usize) -> Vec<T> {
-    let d = &p.c.dims;
-    let (ro, ri) = (p.rhs_strides[d.rhs_output], p.rhs_strides[d.rhs_input]);
-    let mut m = Vec::with_capacity(groups * p.kernel_offsets.len() * p.group_inputs * n);
-    for q in 0..groups {
-        for &off in &p.kernel_offsets {
-            for i in 0..p.group_inputs {
-                m.extend((0..n).map(|j| w[(q * n + j) * ro + i * ri + off]));
+/// The kernel of each group as a row-major `[window·C/G, O/G]` matrix (reversal applied):
+/// in place when the operand is already laid out so (TensorFlow's and Keras' `HWIO`
+/// kernels: output features innermost, each window element's `C/G × O` block after the
+/// previous one), else copied, the groups one after the other. Either way the GEMM gets the
+/// same values at the same positions, so the bits do not depend on which.
+pub(super) struct KernelMatrices<'a, T: Clone> {
+    pub(super) data: Cow<'a, [T]>,
+    /// Elements between rows `l` and `l + 1` of a group's matrix.
+    row_stride: usize,
+    /// Elements between group `q`'s matrix and group `q + 1`'s.
+    group_stride: usize,
+}
+
+impl<'a, T: Gemm> KernelMatrices<'a, T> {
+    pub(super) fn new(p: &Plan, w: &'a [T], groups: usize, n: usize) -> KernelMatrices<'a, T> {
+        let d = &p.c.dims;
+        let (ro, ri) = (p.rhs_strides[d.rhs_output], p.rhs_strides[d.rhs_input]);
+        let cg = p.group_inputs;
+        // Element (tap, i, j) of group q is at `(q·n + j)·ro + i·ri + offset(tap)`: row
+        // `l = tap·cg + i` is at `l·ri` when every tap's offset is `tap·cg·ri`.
+        let in_place = ro == 1
+            && p.kernel_offsets
+                .iter()
+                .enumerate()
+                .all(|(tap, &off)| off == tap * cg * ri);
+        if in_place {
+            return KernelMatrices {
+                data: Cow::Borrowed(w),
+                row_stride: ri,
+                group_stride: n,
+            };
+        }
+        let k = p.kernel_offsets.len() * cg;
+        let mut m = Vec::with_capacity(groups * k * n);
+        for q in 0..groups {
+            for &off in &p.kernel_offsets {
+                for i in 0..cg {
+                    m.extend((0..n).map(|j| w[(q * n + j) * ro + i * ri + off]));
+                }
             }
         }
+        KernelMatrices {
+            data: Cow::Owned(m),
+            row_stride: n,
+            group_stride: k * n,
+        }
     }
-    m
+
+    /// Group `group`'s matrix from column `col` on.
+    fn from(&self, group: usize, col: usize) -> &[T] {
+        &self.data[group * self.group_stride + col..]
+    }
 }
 
 /// Fills `a` with the task's `t.rows × k` window matrix: row `r` is output row `t.row + r`

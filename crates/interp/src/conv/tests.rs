@@ -265,3 +265,86 @@ fn bits_do_not_depend_on_the_thread_count() {
         }
     }
 }
+
+#[test]
+fn kernels_read_in_place_give_the_bits_of_copied_ones() {
+    // One convolution with its kernel as HWIO (read in place by the GEMM) and as OIHW (copied
+    // into the GEMM's layout): the same values at the same positions of the GEMM's operand,
+    // so the same bits, at 1 and 3 threads. Special values included.
+    let mut rng = Rng(17);
+    let hwio = ConvDims::from_roles(&[0, 3, 1, 2], &[2, 3, 0, 1], &[0, 3, 1, 2]).expect("roles");
+    let oihw = ConvDims::from_roles(&[0, 3, 1, 2], &[1, 0, 2, 3], &[0, 3, 1, 2]).expect("roles");
+    for (size, k, cin, cout, groups, stride, reversal) in [
+        (9, 3, 4, 8, 1, 1, false),
+        (7, 1, 64, 96, 1, 1, false),
+        (8, 3, 8, 12, 2, 2, false),
+        (5, 5, 3, 5, 1, 1, false),
+        (6, 3, 4, 6, 1, 1, true),
+        (30, 3, 16, 40, 1, 1, false),
+    ] {
+        let wd = WindowDim {
+            stride,
+            low: (k / 2) as i64,
+            high: (k / 2) as i64,
+            reversal,
+            ..WindowDim::new(k)
+        };
+        let conv = |dims: &ConvDims| Convolution {
+            dims: dims.clone(),
+            window: vec![wd.clone(), wd.clone()],
+            feature_groups: groups,
+            batch_groups: 1,
+        };
+        let (c_hwio, c_oihw) = (conv(&hwio), conv(&oihw));
+        let cg = cin / groups;
+        let xt = TensorType::new(DType::F32, [2, size, size, cin]);
+        let wt = TensorType::new(DType::F32, [k, k, cg, cout]);
+        let x = random_tensor(&xt, &mut rng);
+        let w = random_tensor(&wt, &mut rng);
+        let Buffer::F32(wv) = w.data() else {
+            unreachable!("f32 kernel")
+        };
+        // OIHW[o, i, h, v] = HWIO[h, v, i, o].
+        let mut permuted = vec![0f32; wv.len()];
+        for h in 0..k {
+            for v in 0..k {
+                for i in 0..cg {
+                    for o in 0..cout {
+                        permuted[((o * cg + i) * k + h) * k + v] =
+                            wv[((h * k + v) * cg + i) * cout + o];
+                    }
+                }
+            }
+        }
+        let w2 = Tensor::new(vec![cout, cg, k, k], Buffer::F32(permuted.into())).expect("size");
+        let op = Op::Convolution(Box::new(c_hwio.clone()));
+        let out = typecheck::infer(&op, &[&xt, &wt], None)
+            .expect("typed")
+            .shape;
+        let plan = |w: &Tensor, c| super::Plan::new(x.shape(), w.shape(), c, &out);
+        let reads_in_place = |w: &Tensor, c| {
+            let p = plan(w, c);
+            let Buffer::F32(v) = w.data() else {
+                unreachable!("f32 kernel")
+            };
+            let n = p.features / groups;
+            matches!(
+                super::gemm::KernelMatrices::new(&p, v.as_slice(), groups, n).data,
+                std::borrow::Cow::Borrowed(_)
+            )
+        };
+        assert_eq!(reads_in_place(&w, &c_hwio), !reversal, "HWIO {size} {k}");
+        assert!(!reads_in_place(&w2, &c_oihw), "OIHW {size} {k}");
+        let want = on_threads(1, || convolution(&x, &w2, &c_oihw, &out)).expect("runs");
+        let want = Tensor::new(out.clone(), want).expect("sizes");
+        for threads in [1, 3] {
+            let got = on_threads(threads, || convolution(&x, &w, &c_hwio, &out)).expect("runs");
+            let got = Tensor::new(out.clone(), got).expect("sizes");
+            assert_eq!(
+                first_difference(&[got], std::slice::from_ref(&want)),
+                None,
+                "{size} {k} {cin}->{cout} groups {groups} at {threads} threads"
+            );
+        }
+    }
+}

@@ -74,7 +74,7 @@ pub(crate) fn convolution(
     c: &Convolution,
     out_shape: &[usize],
 ) -> Result<Buffer, String> {
-    fn fast<T: MulAdd + crate::dot::Gemm>(
+    fn fast<T: MulAdd + crate::dot::Gemm + Send + Sync>(
         lhs: &Tensor,
         rhs: &Tensor,
         c: &Convolution,
@@ -85,6 +85,8 @@ pub(crate) fn convolution(
         let plan = Plan::new(lhs.shape(), rhs.shape(), c, out_shape);
         let rows = if depthwise::applies(&plan) {
             depthwise::rows(&plan, x, w)
+        } else if let Some(rows) = gemm::pointwise(&plan, x, w) {
+            rows
         } else {
             gemm::rows(&plan, x, w)
         };

@@ -238,7 +238,7 @@ impl Layout {
 }
 
 /// An operand seen as `[batch, rows, cols]` with element strides.
-struct Matrices<'a, T: Clone> {
+pub(crate) struct Matrices<'a, T: Clone> {
     data: Cow<'a, [T]>,
     batch: usize,
     rows: usize,
@@ -246,6 +246,31 @@ struct Matrices<'a, T: Clone> {
     batch_stride: usize,
     row_stride: usize,
     col_stride: usize,
+}
+
+impl<'a, T: Clone> Matrices<'a, T> {
+    /// One `rows × cols` matrix of `data`, element (i, l) at `i·row_stride + l·col_stride`
+    /// (every such index must be in bounds: [`product`] reads them unchecked).
+    pub(crate) fn one(
+        data: &'a [T],
+        (rows, cols): (usize, usize),
+        (row_stride, col_stride): (usize, usize),
+    ) -> Matrices<'a, T> {
+        assert!(
+            rows == 0
+                || cols == 0
+                || (rows - 1) * row_stride + (cols - 1) * col_stride < data.len()
+        );
+        Matrices {
+            data: Cow::Borrowed(data),
+            batch: 1,
+            rows,
+            cols,
+            batch_stride: 0,
+            row_stride,
+            col_stride,
+        }
+    }
 }
 
 impl<T: Copy + Send + Sync> Matrices<'_, T> {
@@ -320,7 +345,7 @@ fn dot_into<T: Gemm + Default>(
 }
 
 /// The products of `a`'s and `b`'s matrices into `out` (zeroed, `batch·m·n` elements).
-fn product<T: Gemm>(a: &Matrices<'_, T>, b: &Matrices<'_, T>, out: &mut [T]) {
+pub(crate) fn product<T: Gemm>(a: &Matrices<'_, T>, b: &Matrices<'_, T>, out: &mut [T]) {
     let (batch, m, k, n) = (a.batch, a.rows, a.cols, b.cols);
     if out.is_empty() || k == 0 {
         return; // an empty contraction is a sum of nothing: zeros

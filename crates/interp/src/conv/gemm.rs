@@ -17,7 +17,7 @@
 //! depthwise ones (`depthwise.rs`, where a GEMM would have one output column).
 
 use super::Plan;
-use crate::dot::{Gemm, OutPtr, BLOCK};
+use crate::dot::{Gemm, Matrices, OutPtr, BLOCK};
 use crate::hw::zeroed;
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -89,6 +89,45 @@ pub(super) fn rows<T: Gemm>(p: &Plan, x: &[T], w: &[T]) -> Vec<T> {
         tasks.par_iter().for_each_init(Scratch::default, run);
     }
     out
+}
+
+/// A 1×1 convolution — every window dimension of size 1 with stride 1 and no padding or
+/// dilation, one group — whose output positions are evenly spaced rows of the input (an
+/// `NHWC` operand): the product of the input read in place as `[positions, C]` and the
+/// kernel, through `dot.rs` (no window gathering). `None` for any other convolution.
+///
+/// **Bits:** [`rows`] would multiply the same `[positions, C]` matrix (its window matrix of
+/// a 1×1 window is the input's rows) by the same kernel matrix with the same GEMM, whose
+/// result does not depend on the split into calls.
+pub(super) fn pointwise<T: Gemm + Send + Sync>(p: &Plan, x: &[T], w: &[T]) -> Option<Vec<T>> {
+    let c = p.c;
+    let one_by_one = c.window.iter().all(|wd| {
+        wd.size == 1 && wd.stride == 1 && wd.low == 0 && wd.high == 0 && wd.lhs_dilate == 1
+    });
+    if !one_by_one || c.feature_groups != 1 || c.batch_groups != 1 {
+        return None;
+    }
+    let d = &c.dims;
+    // The output rows (batch, then the spatial positions in window order) as one stride of
+    // the input; the positions are the input's spatial sizes here.
+    let shape: Vec<usize> = std::iter::once(p.batch)
+        .chain(p.positions.iter().copied())
+        .collect();
+    let strides: Vec<usize> = std::iter::once(p.lhs_strides[d.lhs_batch])
+        .chain(d.lhs_spatial.iter().map(|&i| p.lhs_strides[i]))
+        .collect();
+    let axes: Vec<usize> = (0..shape.len()).collect();
+    let (m, row_stride) = kiln_ir::collapse_axes(&shape, &strides, &axes)?;
+    let (k, n) = (p.group_inputs, p.features);
+    let mut out = zeroed(m * n);
+    if out.is_empty() || k == 0 {
+        return Some(out); // a sum of nothing: zeros
+    }
+    let a = Matrices::one(x, (m, k), (row_stride, p.lhs_strides[d.lhs_feature]));
+    let kernel = KernelMatrices::new(p, w, 1, n);
+    let b = Matrices::one(&kernel.data, (k, n), (kernel.row_stride, 1));
+    crate::dot::product(&a, &b, &mut out);
+    Some(out)
 }
 
 /// Per-task scratch: the gathered window matrix and the tap walker's buffers.

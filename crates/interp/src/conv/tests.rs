@@ -348,3 +348,66 @@ fn kernels_read_in_place_give_the_bits_of_copied_ones() {
         }
     }
 }
+
+#[test]
+fn pointwise_convolutions_are_products_with_the_window_paths_bits() {
+    // 1×1 convolutions over NHWC inputs run as one product on the input in place; their
+    // bits are the window path's (HWIO and OIHW kernels, 1 and 3 threads, special values).
+    // NCHW inputs (positions not evenly spaced rows), strides, padding and groups are left
+    // to the window path.
+    let mut rng = Rng(23);
+    let nhwc_hwio =
+        ConvDims::from_roles(&[0, 3, 1, 2], &[2, 3, 0, 1], &[0, 3, 1, 2]).expect("roles");
+    let nhwc_oihw =
+        ConvDims::from_roles(&[0, 3, 1, 2], &[1, 0, 2, 3], &[0, 3, 1, 2]).expect("roles");
+    let nchw = ConvDims::from_roles(&[0, 1, 2, 3], &[1, 0, 2, 3], &[0, 1, 2, 3]).expect("roles");
+    let cases = [
+        // (dims, lhs shape, rhs shape, stride, low padding, groups, takes the product)
+        (&nhwc_hwio, [2, 7, 7, 64], [1, 1, 64, 96], 1, 0, 1, true),
+        (&nhwc_hwio, [1, 9, 5, 3], [1, 1, 3, 5], 1, 0, 1, true),
+        (&nhwc_hwio, [3, 14, 14, 320], [1, 1, 320, 40], 1, 0, 1, true),
+        (&nhwc_oihw, [2, 8, 8, 24], [144, 24, 1, 1], 1, 0, 1, true),
+        (&nchw, [2, 6, 8, 8], [12, 6, 1, 1], 1, 0, 1, false),
+        (&nchw, [2, 1, 8, 8], [12, 1, 1, 1], 1, 0, 1, true),
+        (&nhwc_hwio, [2, 8, 8, 16], [1, 1, 16, 32], 2, 0, 1, false),
+        (&nhwc_hwio, [2, 8, 8, 16], [1, 1, 16, 32], 1, 1, 1, false),
+        (&nhwc_hwio, [2, 8, 8, 16], [1, 1, 8, 32], 1, 0, 2, false),
+    ];
+    for (dims, xs, ws, stride, low, groups, product) in cases {
+        let wd = WindowDim {
+            stride,
+            low,
+            ..WindowDim::new(1)
+        };
+        let c = Convolution {
+            dims: dims.clone(),
+            window: vec![wd.clone(), wd],
+            feature_groups: groups,
+            batch_groups: 1,
+        };
+        let (xt, wt) = (
+            TensorType::new(DType::F32, xs),
+            TensorType::new(DType::F32, ws),
+        );
+        let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None)
+            .expect("typed")
+            .shape;
+        let (x, w) = (random_tensor(&xt, &mut rng), random_tensor(&wt, &mut rng));
+        let (Buffer::F32(xv), Buffer::F32(wv)) = (x.data(), w.data()) else {
+            unreachable!("f32 operands")
+        };
+        let plan = super::Plan::new(x.shape(), w.shape(), &c, &out);
+        let want = on_threads(1, || super::gemm::rows(&plan, xv, wv));
+        for threads in [1, 3] {
+            let got = on_threads(threads, || super::gemm::pointwise(&plan, xv, wv));
+            assert_eq!(got.is_some(), product, "{xs:?} {ws:?}");
+            let Some(got) = got else { continue };
+            let t = |v: Vec<f32>| Tensor::new(vec![v.len()], Buffer::F32(v.into())).expect("size");
+            assert_eq!(
+                first_difference(&[t(got)], &[t(want.clone())]),
+                None,
+                "{xs:?} {ws:?} at {threads} threads"
+            );
+        }
+    }
+}

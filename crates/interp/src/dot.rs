@@ -22,7 +22,13 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 mod small;
-mod transpose;
+pub(crate) mod transpose;
+
+/// Whether [`Gemm::gemm`] runs an `m×k · k×n` product through `matrixmultiply`, which packs
+/// its operands (a left operand is then best column-major: see [`transpose`]).
+pub(crate) fn packs(m: usize, k: usize, n: usize) -> bool {
+    !small::is_small(m, k, n)
+}
 
 /// Granularity of the output split: matrixmultiply's own row blocking (and a multiple of
 /// its microkernel's width), so tiles do not cut its blocks.
@@ -353,7 +359,7 @@ pub(crate) fn product<T: Gemm>(a: &Matrices<'_, T>, b: &Matrices<'_, T>, out: &m
     // Operands `matrixmultiply` would pack element by element are copied once into the
     // layout it packs with `memcpy` (see `transpose`); small products read them in place.
     let (a_copy, b_copy);
-    let (a, b) = if small::is_small(m, k, n) {
+    let (a, b) = if !packs(m, k, n) {
         (a, b)
     } else {
         let a = if a.col_stride == 1 && a.row_stride != 1 && m > 1 && k > 1 {

@@ -17,7 +17,7 @@
 //! depthwise ones (`depthwise.rs`, where a GEMM would have one output column).
 
 use super::Plan;
-use crate::dot::{Gemm, Matrices, OutPtr, BLOCK};
+use crate::dot::{transpose, Gemm, Matrices, OutPtr, BLOCK};
 use crate::hw::zeroed;
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -55,11 +55,19 @@ pub(super) fn rows<T: Gemm>(p: &Plan, x: &[T], w: &[T]) -> Vec<T> {
     let out_ptr = OutPtr(out.as_mut_ptr());
     let tasks = tasks(groups, m, n, k, std::mem::size_of::<T>());
     let run = |scratch: &mut Scratch<T>, t: &Task| {
-        let (lists, counter, pos, a) = scratch_parts(scratch, p);
+        let (lists, counter, pos, a, at) = scratch_parts(scratch, p);
         gather_windows(p, x, t, k, n, lists, counter, pos, a);
+        // A window matrix the GEMM packs is handed over column-major (a copy its packing
+        // reads with `memcpy`, see `dot/transpose.rs`); the same values, so the same bits.
+        let (a, (rsa, csa)) = if crate::dot::packs(t.rows, k, t.cols) && t.rows > 1 && k > 1 {
+            transpose::transpose_into(a, t.rows, k, k, at);
+            (&at[..], (1, t.rows))
+        } else {
+            (&a[..], (k, 1))
+        };
         let b = kernel.from(t.group, t.col);
         let c_off = t.row * p.features + t.group * n + t.col;
-        // SAFETY: `a` holds `t.rows × k` elements (row stride k), `b` is the group's
+        // SAFETY: `a` holds `t.rows × k` elements (strides `rsa`, `csa`), `b` is the group's
         // `k × n` kernel matrix (row stride `kernel.row_stride`, in bounds of the kernel
         // operand or of its copy) from column `t.col`, `t.col + t.cols <= n`;
         // the output block (rows `t.row..t.row + t.rows` of `m`, columns
@@ -70,8 +78,8 @@ pub(super) fn rows<T: Gemm>(p: &Plan, x: &[T], w: &[T]) -> Vec<T> {
             T::gemm(
                 (t.rows, k, t.cols),
                 a.as_ptr(),
-                k as isize,
-                1,
+                rsa as isize,
+                csa as isize,
                 b.as_ptr(),
                 kernel.row_stride as isize,
                 1,
@@ -133,6 +141,8 @@ pub(super) fn pointwise<T: Gemm + Send + Sync>(p: &Plan, x: &[T], w: &[T]) -> Op
 /// Per-task scratch: the gathered window matrix and the tap walker's buffers.
 struct Scratch<T> {
     a: Vec<T>,
+    /// `a` column-major, when the GEMM packs it.
+    at: Vec<T>,
     list: Vec<(usize, usize)>,
     counter: Vec<usize>,
     pos: Vec<usize>,
@@ -142,6 +152,7 @@ impl<T> Default for Scratch<T> {
     fn default() -> Self {
         Scratch {
             a: Vec::new(),
+            at: Vec::new(),
             list: Vec::new(),
             counter: Vec::new(),
             pos: Vec::new(),
@@ -154,12 +165,13 @@ type Parts<'s, T> = (
     &'s mut [usize],
     &'s mut [usize],
     &'s mut Vec<T>,
+    &'s mut Vec<T>,
 );
 
 fn scratch_parts<'s, T>(s: &'s mut Scratch<T>, p: &Plan) -> Parts<'s, T> {
     s.counter.resize(p.positions.len(), 0);
     s.pos.resize(p.positions.len(), 0);
-    (&mut s.list, &mut s.counter, &mut s.pos, &mut s.a)
+    (&mut s.list, &mut s.counter, &mut s.pos, &mut s.a, &mut s.at)
 }
 
 /// The kernel of each group as a row-major `[window·C/G, O/G]` matrix (reversal applied):

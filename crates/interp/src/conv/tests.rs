@@ -411,3 +411,77 @@ fn pointwise_convolutions_are_products_with_the_window_paths_bits() {
         }
     }
 }
+
+#[test]
+fn window_matrices_copied_for_packing_keep_the_gemm_bits() {
+    // A 3×3 'SAME' convolution large enough for `matrixmultiply` (its window matrices are
+    // handed over column-major) against one library GEMM on the row-major window matrix
+    // built here, at 1 and 3 threads.
+    use crate::dot::Gemm;
+    let mut rng = Rng(29);
+    let (b, h, wd, cin, cout) = (2, 12, 10, 16, 24);
+    let dims = ConvDims::from_roles(&[0, 3, 1, 2], &[2, 3, 0, 1], &[0, 3, 1, 2]).expect("roles");
+    let window = WindowDim {
+        low: 1,
+        high: 1,
+        ..WindowDim::new(3)
+    };
+    let c = Convolution {
+        dims,
+        window: vec![window.clone(), window],
+        feature_groups: 1,
+        batch_groups: 1,
+    };
+    let (xt, wt) = (
+        TensorType::new(DType::F32, [b, h, wd, cin]),
+        TensorType::new(DType::F32, [3, 3, cin, cout]),
+    );
+    let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None)
+        .expect("typed")
+        .shape;
+    let (x, w) = (
+        finite_values(random_tensor(&xt, &mut rng)),
+        finite_values(random_tensor(&wt, &mut rng)),
+    );
+    let (Buffer::F32(xv), Buffer::F32(wv)) = (x.data(), w.data()) else {
+        unreachable!("f32 operands")
+    };
+    let (m, k) = (b * h * wd, 9 * cin);
+    assert!(crate::dot::packs(m, k, cout));
+    let mut a = vec![0f32; m * k];
+    for (r, row) in a.chunks_exact_mut(k).enumerate() {
+        let (bi, y, xi) = (r / (h * wd), r / wd % h, r % wd);
+        for tap in 0..9 {
+            let (sy, sx) = (y + tap / 3, xi + tap % 3); // padded coordinates
+            if (1..=h).contains(&sy) && (1..=wd).contains(&sx) {
+                let src = ((bi * h + sy - 1) * wd + sx - 1) * cin;
+                row[tap * cin..(tap + 1) * cin].copy_from_slice(&xv[src..src + cin]);
+            }
+        }
+    }
+    let mut want = vec![0f32; m * cout];
+    // SAFETY: dense row-major operands of the sizes the strides address.
+    unsafe {
+        f32::library_gemm(
+            (m, k, cout),
+            a.as_ptr(),
+            k as isize,
+            1,
+            wv.as_ptr(),
+            cout as isize,
+            1,
+            want.as_mut_ptr(),
+            cout as isize,
+        )
+    };
+    let want = Tensor::new(out.clone(), Buffer::F32(want.into())).expect("sizes");
+    for threads in [1, 3] {
+        let got = on_threads(threads, || convolution(&x, &w, &c, &out)).expect("runs");
+        let got = Tensor::new(out.clone(), got).expect("sizes");
+        assert_eq!(
+            first_difference(&[got], std::slice::from_ref(&want)),
+            None,
+            "{threads} threads"
+        );
+    }
+}

@@ -55,6 +55,29 @@ pub(crate) fn transposed<T: Copy + Send + Sync>(
     data
 }
 
+/// [`transposed`] into `dst` (its contents replaced, its allocation reused), on this
+/// thread: a task's copy of its own operand.
+pub(crate) fn transpose_into<T: Copy>(
+    src: &[T],
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    dst: &mut Vec<T>,
+) {
+    let len = rows * cols;
+    dst.clear();
+    if len == 0 {
+        return;
+    }
+    assert!(src.len() >= (rows - 1) * rs + cols);
+    dst.reserve(len);
+    // SAFETY: as in `transposed`, one task for all rows; `dst` has capacity for `len`.
+    unsafe {
+        transpose_rows(src.as_ptr(), 0..rows, rows, cols, rs, dst.as_mut_ptr());
+        dst.set_len(len);
+    }
+}
+
 /// The rows `rows` of [`transposed`]'s copy: `dst[l·total + i] = src[i·rs + l]` for
 /// `i` in `rows`, `l < cols`, in 8×8 blocks of AVX shuffles where the CPU has AVX and the
 /// elements are 4 bytes, element by element otherwise and at the edges.
@@ -185,6 +208,9 @@ mod tests {
             let dst = transposed(&src, rows, cols, rs);
             let src64: Vec<u64> = (0..(rows * rs) as u64).collect();
             let ints = transposed(&src64, rows, cols, rs);
+            let mut reused = vec![7.0f32; 3];
+            transpose_into(&src, rows, cols, rs, &mut reused);
+            assert_eq!(reused, dst, "{rows}x{cols} into a reused vector");
             for i in 0..rows {
                 for l in 0..cols {
                     let want = (i * rs + l) as f32;

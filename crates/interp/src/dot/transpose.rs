@@ -24,7 +24,7 @@ const TASK_ROWS: usize = 64;
 /// in tasks of [`TASK_ROWS`] rows spread over the pool when there are several.
 ///
 /// Panics when `src` is too short (a caller's bug, never the user's input).
-pub(crate) fn transposed<T: Copy + Send + Sync>(
+pub(crate) fn transposed<T: Copy + Send + Sync + 'static>(
     src: &[T],
     rows: usize,
     cols: usize,
@@ -45,7 +45,12 @@ pub(crate) fn transposed<T: Copy + Send + Sync>(
         unsafe { transpose_rows(src.as_ptr(), r0..r1, rows, cols, rs, dst.get()) }
     };
     let starts = (0..rows).step_by(TASK_ROWS);
-    if rows > TASK_ROWS && rayon::current_num_threads() > 1 {
+    // Spread over the pool only from inside one: an op the interpreter runs on the calling
+    // thread (`runs_inline` in lib.rs) must not reach the global pool.
+    if rows > TASK_ROWS
+        && rayon::current_thread_index().is_some()
+        && rayon::current_num_threads() > 1
+    {
         starts.collect::<Vec<_>>().into_par_iter().for_each(task);
     } else {
         starts.for_each(task);
@@ -57,7 +62,7 @@ pub(crate) fn transposed<T: Copy + Send + Sync>(
 
 /// [`transposed`] into `dst` (its contents replaced, its allocation reused), on this
 /// thread: a task's copy of its own operand.
-pub(crate) fn transpose_into<T: Copy>(
+pub(crate) fn transpose_into<T: Copy + 'static>(
     src: &[T],
     rows: usize,
     cols: usize,
@@ -80,12 +85,12 @@ pub(crate) fn transpose_into<T: Copy>(
 
 /// The rows `rows` of [`transposed`]'s copy: `dst[l·total + i] = src[i·rs + l]` for
 /// `i` in `rows`, `l < cols`, in 8×8 blocks of AVX shuffles where the CPU has AVX and the
-/// elements are 4 bytes, element by element otherwise and at the edges.
+/// elements are `f32`s, element by element otherwise and at the edges.
 ///
 /// # Safety
 /// `src[i·rs + l]` is readable and `dst[l·total + i]` writable for those `i` and `l`, and
 /// nothing else accesses the written elements meanwhile.
-unsafe fn transpose_rows<T: Copy>(
+unsafe fn transpose_rows<T: Copy + 'static>(
     src: *const T,
     rows: std::ops::Range<usize>,
     total: usize,
@@ -93,12 +98,14 @@ unsafe fn transpose_rows<T: Copy>(
     rs: usize,
     dst: *mut T,
 ) {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut vector_rows = rows.start..rows.start;
     #[cfg(target_arch = "x86_64")]
-    if std::mem::size_of::<T>() == 4 && std::arch::is_x86_feature_detected!("avx") {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        && std::arch::is_x86_feature_detected!("avx")
+    {
         vector_rows.end = rows.start + rows.len() / 8 * 8;
-        // SAFETY: a sub-range of the caller's rows; a 4-byte `Copy` type moves as its bits
-        // (`f32` here); the CPU has AVX.
+        // SAFETY: a sub-range of the caller's rows; `T` is `f32`; the CPU has AVX.
         unsafe {
             transpose_avx(
                 src.cast::<f32>(),

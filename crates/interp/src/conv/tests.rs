@@ -96,6 +96,31 @@ fn finite_values(t: Tensor) -> Tensor {
     Tensor::new(t.shape().to_vec(), data).expect("same size")
 }
 
+/// A 2-D convolution with window `wd` in both spatial dimensions and no batch groups.
+fn conv2d(dims: &ConvDims, wd: &WindowDim, feature_groups: usize) -> Convolution {
+    Convolution {
+        dims: dims.clone(),
+        window: vec![wd.clone(), wd.clone()],
+        feature_groups,
+        batch_groups: 1,
+    }
+}
+
+/// `f32` operand types of shapes `xs` and `ws` and the shape of `c`'s result on them
+/// (`None` when the typing rule rejects them).
+fn f32_case(
+    c: &Convolution,
+    xs: &[usize],
+    ws: &[usize],
+) -> Option<(TensorType, TensorType, Vec<usize>)> {
+    let (xt, wt) = (
+        TensorType::new(DType::F32, xs.to_vec()),
+        TensorType::new(DType::F32, ws.to_vec()),
+    );
+    let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None).ok()?;
+    Some((xt, wt, out.shape))
+}
+
 fn abs(t: &Tensor) -> Tensor {
     let data = match t.data() {
         Buffer::F32(v) => Buffer::F32(v.iter().map(|x| x.abs()).collect()),
@@ -184,22 +209,15 @@ fn every_spatial_size_one_to_nine_with_odd_kernels() {
                         high: pad,
                         ..WindowDim::new(k)
                     };
-                    let c = Convolution {
-                        dims: dims.clone(),
-                        window: vec![wd.clone(), wd],
-                        feature_groups: groups,
-                        batch_groups: 1,
-                    };
-                    let xt = TensorType::new(DType::F32, [2, size, size, 4]);
-                    let wt = TensorType::new(DType::F32, [k, k, 4 / groups, 8]);
-                    let op = Op::Convolution(Box::new(c.clone()));
-                    let Ok(out) = typecheck::infer(&op, &[&xt, &wt], None) else {
+                    let c = conv2d(&dims, &wd, groups);
+                    let Some((xt, wt, out)) =
+                        f32_case(&c, &[2, size, size, 4], &[k, k, 4 / groups, 8])
+                    else {
                         continue;
                     };
                     let x = finite_values(random_tensor(&xt, &mut rng));
                     let w = finite_values(random_tensor(&wt, &mut rng));
-                    check(&c, &x, &w, &out.shape)
-                        .unwrap_or_else(|e| panic!("{size} {k} {stride}: {e}"));
+                    check(&c, &x, &w, &out).unwrap_or_else(|e| panic!("{size} {k} {stride}: {e}"));
                 }
             }
         }
@@ -238,22 +256,12 @@ fn bits_do_not_depend_on_the_thread_count() {
         (nchw, [2, 8, 20, 20], [16, 4, 5, 5], same(5, 1), 2),
     ];
     for (dims, xs, ws, wd, groups) in cases {
-        let c = Convolution {
-            dims,
-            window: vec![wd.clone(), wd],
-            feature_groups: groups,
-            batch_groups: 1,
-        };
-        let (xt, wt) = (
-            TensorType::new(DType::F32, xs),
-            TensorType::new(DType::F32, ws),
-        );
-        let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None)
-            .expect("typed");
+        let c = conv2d(&dims, &wd, groups);
+        let (xt, wt, out) = f32_case(&c, &xs, &ws).expect("typed");
         let (x, w) = (random_tensor(&xt, &mut rng), random_tensor(&wt, &mut rng));
         let run = |threads| {
-            let b = on_threads(threads, || convolution(&x, &w, &c, &out.shape)).expect("runs");
-            Tensor::new(out.shape.clone(), b).expect("sizes")
+            let b = on_threads(threads, || convolution(&x, &w, &c, &out)).expect("runs");
+            Tensor::new(out.clone(), b).expect("sizes")
         };
         let one = run(1);
         for threads in [2, 7] {
@@ -289,16 +297,10 @@ fn kernels_read_in_place_give_the_bits_of_copied_ones() {
             reversal,
             ..WindowDim::new(k)
         };
-        let conv = |dims: &ConvDims| Convolution {
-            dims: dims.clone(),
-            window: vec![wd.clone(), wd.clone()],
-            feature_groups: groups,
-            batch_groups: 1,
-        };
-        let (c_hwio, c_oihw) = (conv(&hwio), conv(&oihw));
+        let (c_hwio, c_oihw) = (conv2d(&hwio, &wd, groups), conv2d(&oihw, &wd, groups));
         let cg = cin / groups;
-        let xt = TensorType::new(DType::F32, [2, size, size, cin]);
-        let wt = TensorType::new(DType::F32, [k, k, cg, cout]);
+        let (xt, wt, out) =
+            f32_case(&c_hwio, &[2, size, size, cin], &[k, k, cg, cout]).expect("typed");
         // Finite values: with infinities and NaNs most sums of a long window are NaN.
         let x = finite_values(random_tensor(&xt, &mut rng));
         let w = finite_values(random_tensor(&wt, &mut rng));
@@ -318,10 +320,6 @@ fn kernels_read_in_place_give_the_bits_of_copied_ones() {
             }
         }
         let w2 = Tensor::new(vec![cout, cg, k, k], Buffer::F32(permuted.into())).expect("size");
-        let op = Op::Convolution(Box::new(c_hwio.clone()));
-        let out = typecheck::infer(&op, &[&xt, &wt], None)
-            .expect("typed")
-            .shape;
         let plan = |w: &Tensor, c| super::Plan::new(x.shape(), w.shape(), c, &out);
         let reads_in_place = |w: &Tensor, c| {
             let p = plan(w, c);
@@ -380,19 +378,8 @@ fn pointwise_convolutions_are_products_with_the_window_paths_bits() {
             low,
             ..WindowDim::new(1)
         };
-        let c = Convolution {
-            dims: dims.clone(),
-            window: vec![wd.clone(), wd],
-            feature_groups: groups,
-            batch_groups: 1,
-        };
-        let (xt, wt) = (
-            TensorType::new(DType::F32, xs),
-            TensorType::new(DType::F32, ws),
-        );
-        let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None)
-            .expect("typed")
-            .shape;
+        let c = conv2d(dims, &wd, groups);
+        let (xt, wt, out) = f32_case(&c, &xs, &ws).expect("typed");
         let (x, w) = (
             finite_values(random_tensor(&xt, &mut rng)),
             finite_values(random_tensor(&wt, &mut rng)),
@@ -431,19 +418,8 @@ fn window_matrices_copied_for_packing_keep_the_gemm_bits() {
         high: 1,
         ..WindowDim::new(3)
     };
-    let c = Convolution {
-        dims,
-        window: vec![window.clone(), window],
-        feature_groups: 1,
-        batch_groups: 1,
-    };
-    let (xt, wt) = (
-        TensorType::new(DType::F32, [b, h, wd, cin]),
-        TensorType::new(DType::F32, [3, 3, cin, cout]),
-    );
-    let out = typecheck::infer(&Op::Convolution(Box::new(c.clone())), &[&xt, &wt], None)
-        .expect("typed")
-        .shape;
+    let c = conv2d(&dims, &window, 1);
+    let (xt, wt, out) = f32_case(&c, &[b, h, wd, cin], &[3, 3, cin, cout]).expect("typed");
     let (x, w) = (
         finite_values(random_tensor(&xt, &mut rng)),
         finite_values(random_tensor(&wt, &mut rng)),

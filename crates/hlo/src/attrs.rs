@@ -119,6 +119,7 @@ const INTS: &[&str] = &[
     "exponent_bits",
     "mantissa_bits",
     "channel_id",
+    "k",
 ];
 const BOOLS: &[&str] = &[
     "indices_are_sorted",

@@ -23,6 +23,7 @@ mod literal;
 mod movement;
 mod ops;
 mod parser;
+mod precision;
 mod reducer;
 mod region;
 mod sorting;

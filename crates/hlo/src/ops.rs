@@ -121,6 +121,8 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "reduce-window" => (&["window", "to_apply"], None),
         "select-and-scatter" => (&["window", "select", "scatter"], Some(3)),
         "sort" => (&["dimensions", "is_stable", "to_apply"], None),
+        "topk" => (&["k", "largest"], Some(1)),
+        "reduce-precision" => (&["exponent_bits", "mantissa_bits"], Some(1)),
         "dot" => (
             &[
                 "lhs_batch_dims",
@@ -379,6 +381,8 @@ impl Ctx<'_> {
             "gather" => self.gather(inst, &args),
             "scatter" => self.scatter(inst, &args),
             "sort" => self.sort(inst, &args),
+            "topk" => self.top_k(inst, &args),
+            "reduce-precision" => self.reduce_precision(inst, &args),
             "dot" => self.dot(inst, &args),
             "while" => self.while_loop(inst, args),
             "conditional" => self.conditional(inst, args),

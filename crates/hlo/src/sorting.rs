@@ -1,12 +1,13 @@
 //! `sort` and variadic `reduce` (JAX's argmax / argmin): the comparator or reducer is
 //! recognised by what it computes ([`crate::region`]) and each result of the HLO op
-//! becomes one Kiln instruction (`sort … output=j`, `reduce_argmax … output=j`).
+//! becomes one Kiln instruction (`sort … output=j`, `reduce_argmax … output=j`). `topk`
+//! (JAX's `lax.top_k`) becomes the sort and slices XLA's own `TopkDecomposer` writes.
 
 use crate::ast::Instruction;
 use crate::attrs::AttrValue;
 use crate::convert::{invalid, unsupported_op, Ctx, Lowered, Problem, Tree};
 use crate::region;
-use kiln_ir::Op;
+use kiln_ir::{CompareDir, DType, Op, SortOrder, TensorType};
 
 impl Ctx<'_> {
     /// The one computation named by `to_apply`.
@@ -87,6 +88,74 @@ impl Ctx<'_> {
                 let ty = kiln_ir::TensorType::new(dtype, kept.clone());
                 let tag = output.to_string();
                 Tree::Leaf(self.emit_tmp(inst, &tag, op, vals.clone(), ty))
+            })
+            .collect();
+        self.check_tree(inst, Tree::Tuple(outs))
+    }
+
+    /// `topk(x), k=K, largest=true|false`: the `K` largest (smallest) elements of each
+    /// line of `x` along its last dimension, in order, and their indices (`s32`) — as
+    /// XLA's `TopkDecomposer` lowers it: a stable sort of `(x, iota)` by `x` in IEEE total
+    /// order (`-NaN < -inf < … < -0 < +0 < … < inf < NaN`; descending for `largest`, so
+    /// equal values keep index order either way), then the first `K` of each line. XLA's
+    /// CPU runtime `TopK` orders the same way (its integer keys are the total order, ties
+    /// to the smaller index).
+    pub(crate) fn top_k(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
+        let x = self.leaf(inst, args, 0)?;
+        let xty = self.f.ty(x).clone();
+        let k = self.int_attr(inst, "k")?;
+        let largest = match inst.attr("largest").map(|a| &a.value) {
+            None => true,
+            Some(AttrValue::Bool(b)) => *b,
+            Some(_) => {
+                let msg = format!("topk %{} needs largest=true|false", inst.name);
+                return Err(invalid(inst.pos, msg));
+            }
+        };
+        let Some(&n) = xty.shape.last() else {
+            let msg = format!(
+                "topk %{} of a scalar (it needs a last dimension)",
+                inst.name
+            );
+            return Err(invalid(inst.pos, msg));
+        };
+        if k > n {
+            let msg = format!(
+                "topk %{}: k={k} is more than the {n} elements of the last dimension",
+                inst.name
+            );
+            return Err(invalid(inst.pos, msg));
+        }
+        let dim = xty.rank() - 1;
+        let iota_ty = xty.with_dtype(DType::I32);
+        let iota = self.emit_tmp(inst, "iota", Op::Iota { dim }, vec![], iota_ty.clone());
+        let dir = if largest {
+            CompareDir::Gt
+        } else {
+            CompareDir::Lt
+        };
+        let mut limit = xty.shape.clone();
+        limit[dim] = k;
+        let outs = [xty, iota_ty]
+            .into_iter()
+            .enumerate()
+            .map(|(output, ty)| {
+                let op = Op::Sort {
+                    dim,
+                    keys: 1,
+                    dir,
+                    order: SortOrder::Total,
+                    output,
+                };
+                let tag = format!("sorted{output}");
+                let sorted = self.emit_tmp(inst, &tag, op, vec![x, iota], ty.clone());
+                let slice = Op::Slice {
+                    start: vec![0; limit.len()],
+                    limit: limit.clone(),
+                    stride: vec![1; limit.len()],
+                };
+                let top = TensorType::new(ty.dtype, limit.clone());
+                Tree::Leaf(self.emit_tmp(inst, &output.to_string(), slice, vec![sorted], top))
             })
             .collect();
         self.check_tree(inst, Tree::Tuple(outs))

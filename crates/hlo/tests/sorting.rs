@@ -1,5 +1,6 @@
-//! JAX (and TensorFlow: `export_tf.py`) programs using `sort`, `argmax`/`argmin` (variadic `reduce`), shifts, bit counts,
-//! `bitcast-convert`, `tan`, `cbrt`, `atan2`, `round-nearest-afz`, `is-finite` and `clamp`
+//! JAX (and TensorFlow: `export_tf.py`) programs using `sort`, `topk`, `argmax`/`argmin`
+//! (variadic `reduce`), shifts, bit counts, `bitcast-convert`, `reduce-precision`, `tan`,
+//! `cbrt`, `atan2`, `round-nearest-afz`, `is-finite` and `clamp`
 //! (`tests/data/sorting/export.py`, committed output): each is imported,
 //! run on Kiln's interpreter with JAX's inputs and compared with JAX's outputs.
 //!
@@ -101,6 +102,54 @@ fn sort_and_argsort_match_jax_with_nans_and_signed_zeros() {
     check("argsort_cols", |_| 0);
     check("argsort_int_desc", |_| 0);
     check("lexsort_two_keys", |_| 0);
+}
+
+/// `lax.top_k` (HLO `topk`): the largest first in total order (NaN above +inf, -NaN below
+/// -inf, +0 above -0), ties in index order; floats with NaNs and ties, and integers.
+#[test]
+fn top_k_matches_jax_with_nans_ties_and_signed_zeros() {
+    check("top_k", |_| 0);
+    check("top_k_int", |_| 0);
+}
+
+/// `lax.reduce_precision` to eight (exponent, mantissa) formats of an `f32` (f16's, bf16's,
+/// small ones, no mantissa, wider than `f32`) and three of 16-bit operands, over signed
+/// zeros, infinities, NaN payloads of both signs, subnormals, the formats' range edges and
+/// rounding ties: bit for bit.
+#[test]
+fn reduce_precision_matches_jax_bit_for_bit() {
+    check("reduce_precision", |_| 0);
+    check("reduce_precision_half", |_| 0);
+}
+
+/// `topk` asking for more elements than a line has, and `reduce-precision` of an integer
+/// or to no exponent bits, are named with their place.
+#[test]
+fn bad_top_k_and_reduce_precision_are_named() {
+    let topk = "HloModule m\n\nENTRY e {\n  x = f32[2,3] parameter(0)\n  \
+                ROOT t = (f32[2,4], s32[2,4]) topk(x), k=4, largest=true\n}\n";
+    let err = kiln_hlo::import(topk, "t.hlo").unwrap_err().to_string();
+    assert!(
+        err.contains("k=4 is more than the 3 elements") && err.contains("t.hlo:5"),
+        "{err}"
+    );
+    let rp = |ty: &str, e: u32| {
+        format!(
+            "HloModule m\n\nENTRY e {{\n  x = {ty}[3] parameter(0)\n  \
+             ROOT r = {ty}[3] reduce-precision(x), exponent_bits={e}, mantissa_bits=2\n}}\n"
+        )
+    };
+    let err = kiln_hlo::import(&rp("s32", 5), "r.hlo")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("reduce-precision %r of i32") && err.contains("r.hlo:5"),
+        "{err}"
+    );
+    let err = kiln_hlo::import(&rp("f32", 0), "r.hlo")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("exponent_bits must be at least 1"), "{err}");
 }
 
 #[test]

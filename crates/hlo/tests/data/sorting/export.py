@@ -1,7 +1,7 @@
 """Exports the HLO text and reference outputs of the sorting / argmax / elementwise tests.
 
 Run from the repository root with JAX installed (any recent 0.x):
-    python crates/hlo/tests/data/sorting/export.py
+    python crates/hlo/tests/data/sorting/export.py [NAME ...]   # every case, or these
 Writes, next to this script, for each case NAME: NAME.hlo (JAX's printing style:
 `jax.jit(f).lower(*args).as_text(dialect='hlo')`) and NAME.ref with the inputs and JAX's
 outputs, one per line: `in|out DTYPE SHAPE VALUES` (SHAPE like `4,7` or `-` for a scalar;
@@ -27,6 +27,18 @@ u = rng.integers(0, 2**32, (8,), dtype=np.uint64).astype(np.uint32)
 f = np.concatenate([rng.uniform(-10, 10, 12), [0.5, -0.5, 1.5, -2.5, 0.0, -0.0, 1e30, -1e-30]]).astype(np.float32)
 g = np.concatenate([rng.uniform(-10, 10, 12), [1.0, -1.0, 0.0, -0.0, 0.0, 3.0, -1e30, 2.0]]).astype(np.float32)
 
+# reduce_precision: signed zeros, infinities, NaNs with payloads (quiet and signalling, both
+# signs), subnormals, the f16 range's edges (65504, 65520: rounds to inf; 2^-14 and below),
+# rounding ties and random values over many magnitudes.
+rp_bits = [0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fc12345, 0x7f800001,
+           0xffa00001, 0x00000001, 0x807fffff, 0x00800000, 0x38800000, 0x387fffff, 0x33800000,
+           0x477fe000, 0x477ff000, 0x477fefff, 0x7f7fffff, 0x3f808000, 0x3f818000, 0x3f80c000,
+           0x3f804000, 0x3fc00000, 0x40490fdb]
+rp = np.concatenate([np.array(rp_bits, np.uint32).view(np.float32),
+                     (rng.standard_normal(40) * 10.0 ** rng.integers(-30, 30, 40)).astype(np.float32)])
+rp_half = np.concatenate([np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, 1e-7, -3e-5, 6.1035e-5, 0.1, 1.0 + 2**-9, 3.0e38, 1e-39], np.float32),
+                          rng.standard_normal(24).astype(np.float32) * 100])
+
 cases = {
     "argmax_rows": (lambda a: jnp.argmax(a, axis=1), [x]),
     "argmin_cols": (lambda a: jnp.argmin(a, axis=0), [x]),
@@ -38,6 +50,10 @@ cases = {
     "shifts": (lambda a, b: (a << b, a >> b, jax.lax.shift_right_logical(a, b)), [words, shifts]),
     "bits_u32": (lambda a: (jax.lax.population_count(a), jax.lax.clz(a), a >> np.uint32(9), jax.lax.bitcast_convert_type((a >> np.uint32(9)) | np.uint32(0x3f800000), jnp.float32) - 1.0), [u]),
     "float_math": (lambda a, b: (jnp.arctan2(a, b), jnp.cbrt(a), jnp.tan(a), jax.lax.round(a, jax.lax.RoundingMethod.AWAY_FROM_ZERO), jnp.isfinite(a / b), jnp.clip(a, -1.0, 1.0), jax.lax.bitcast_convert_type(a, jnp.int32)), [f, g]),
+    "top_k": (lambda a: jax.lax.top_k(a, 3), [x]),
+    "top_k_int": (lambda a: jax.lax.top_k(a, 4), [ints]),
+    "reduce_precision": (lambda a: tuple(jax.lax.reduce_precision(a, e, m) for e, m in [(5, 10), (8, 7), (4, 3), (2, 0), (8, 0), (11, 30), (8, 23), (6, 1)]), [rp]),
+    "reduce_precision_half": (lambda a: (jax.lax.reduce_precision(a.astype(jnp.bfloat16), 5, 4).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 4, 3).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 5, 2).astype(jnp.float32)), [rp_half]),
     # jax.random.bits / uniform (shifts on u32) also need u64 (Threefry's counters): not
     # yet in Kiln, so not exported here.
 }
@@ -52,7 +68,10 @@ def line(kind, a):
     vals = " ".join(str(int(v)) for v in a.ravel())
     return "%s %s %s %s" % (kind, names[a.dtype], shape, vals)
 
+import sys
 for name, (fn, args) in cases.items():
+    if len(sys.argv) > 1 and name not in sys.argv[1:]:
+        continue
     text = jax.jit(fn).lower(*args).as_text(dialect="hlo")
     out = fn(*args)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]

@@ -194,6 +194,9 @@ impl Ctx<'_> {
         if let Some(b) = binary(op) {
             let (a, c) = (self.leaf(inst, &args, 0)?, self.leaf(inst, &args, 1)?);
             let ty = self.out_type(inst)?;
+            if b == BinaryOp::Div && self.divides_as_reciprocal(a, c, &ty) {
+                return self.reciprocal_product(inst, a, c, ty);
+            }
             return Ok(Tree::Leaf(self.emit(inst, Op::Binary(b), vec![a, c], ty)));
         }
         match op {
@@ -553,6 +556,52 @@ impl Ctx<'_> {
             inst,
             Op::DotGeneral(dims),
             vec![a, b],
+            ty,
+        )))
+    }
+
+    /// Whether XLA's algebraic simplifier turns the float division `a / c` into a product
+    /// by `1 / c`: when the divisor is a broadcast or a constant (`A / Broadcast(B) =>
+    /// A * Broadcast(1/B)`, `A / Const => A * (1/Const)`) and the dividend is not a
+    /// constant. XLA:CPU computes such divisions as those products — a softmax's or a
+    /// normalisation's division by its row sum — so its results differ from the correctly
+    /// rounded quotient by up to an ulp; the import computes what XLA computes (checked bit
+    /// for bit against jaxlib 0.10: `tests/sorting.rs`). An elementwise division of two
+    /// computed values stays a division, as in XLA.
+    fn divides_as_reciprocal(&self, a: Value, c: Value, ty: &TensorType) -> bool {
+        let op = |v: Value| self.f.def_inst(v).map(|i| &i.op);
+        ty.dtype.is_float()
+            && !matches!(op(a), Some(Op::Constant(_)))
+            && matches!(op(c), Some(Op::BroadcastInDim { .. } | Op::Constant(_)))
+    }
+
+    /// `a * (1 / c)`, the reciprocal computed (and rounded) in the result's type.
+    fn reciprocal_product(
+        &mut self,
+        inst: &Instruction,
+        a: Value,
+        c: Value,
+        ty: TensorType,
+    ) -> Lowered {
+        let one = match ty.dtype {
+            DType::F64 => Scalar::F64(1.0),
+            DType::F16 => Scalar::F16(kiln_ir::f16::ONE),
+            DType::Bf16 => Scalar::Bf16(kiln_ir::bf16::ONE),
+            _ => Scalar::F32(1.0),
+        };
+        let one = self.constant(inst, Tensor::splat(one, []));
+        let one = self.splat(inst, one, &ty);
+        let r = self.emit_tmp(
+            inst,
+            "recip",
+            Op::Binary(BinaryOp::Div),
+            vec![one, c],
+            ty.clone(),
+        );
+        Ok(Tree::Leaf(self.emit(
+            inst,
+            Op::Binary(BinaryOp::Mul),
+            vec![a, r],
             ty,
         )))
     }

@@ -122,6 +122,20 @@ fn reduce_precision_matches_jax_bit_for_bit() {
     check("reduce_precision_half", |_| 0);
 }
 
+/// Division as XLA:CPU computes it: by a broadcast (a softmax's row sum, a scalar) or a
+/// constant, a product by the reciprocal rounded in the element type (`f32`; `f16` in a
+/// softmax); by a computed array, the correctly rounded quotient. Bit for bit.
+#[test]
+fn division_by_broadcasts_and_constants_matches_jax_bit_for_bit() {
+    check("division_forms", |_| 0);
+    let text = std::fs::read_to_string(dir().join("division_forms.hlo")).unwrap();
+    let module = kiln_hlo::import(&text, "division_forms.hlo").unwrap();
+    let printed = kiln_ir::print_module(&module);
+    // Four divisions by a broadcast or a constant become products; `a / b` stays.
+    assert!(printed.matches(".recip = div").count() == 4, "{printed}");
+    assert!(printed.contains("= div %a.1, %b.1"), "{printed}");
+}
+
 /// `topk` asking for more elements than a line has, and `reduce-precision` of an integer
 /// or to no exponent bits, are named with their place.
 #[test]

@@ -39,6 +39,12 @@ rp = np.concatenate([np.array(rp_bits, np.uint32).view(np.float32),
 rp_half = np.concatenate([np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, 1e-7, -3e-5, 6.1035e-5, 0.1, 1.0 + 2**-9, 3.0e38, 1e-39], np.float32),
                           rng.standard_normal(24).astype(np.float32) * 100])
 
+# Division by a broadcast, a scalar, a constant (XLA:CPU multiplies by the reciprocal) and
+# by a computed array (a correctly rounded division).
+dv_a = rng.uniform(0.1, 10, (16, 33)).astype(np.float32)
+dv_c = rng.uniform(0.5, 9, (16, 1)).astype(np.float32)
+dv_b = rng.uniform(0.5, 9, (16, 33)).astype(np.float32)
+
 cases = {
     "argmax_rows": (lambda a: jnp.argmax(a, axis=1), [x]),
     "argmin_cols": (lambda a: jnp.argmin(a, axis=0), [x]),
@@ -54,9 +60,13 @@ cases = {
     "top_k_int": (lambda a: jax.lax.top_k(a, 4), [ints]),
     "reduce_precision": (lambda a: tuple(jax.lax.reduce_precision(a, e, m) for e, m in [(5, 10), (8, 7), (4, 3), (2, 0), (8, 0), (11, 30), (8, 23), (6, 1)]), [rp]),
     "reduce_precision_half": (lambda a: (jax.lax.reduce_precision(a.astype(jnp.bfloat16), 5, 4).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 4, 3).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 5, 2).astype(jnp.float32)), [rp_half]),
+    "division_forms": (lambda a, c, s, b: (a / c, a / s, a / 3.0, a / b, 1.0 / c, jax.nn.softmax(a.astype(jnp.float16), axis=1).astype(jnp.float32)), [dv_a, dv_c, np.float32(3.3), dv_b]),
     # jax.random.bits / uniform (shifts on u32) also need u64 (Threefry's counters): not
     # yet in Kiln, so not exported here.
 }
+
+JITTED = {"division_forms"}
+
 
 def line(kind, a):
     a = np.asarray(a)
@@ -73,7 +83,10 @@ for name, (fn, args) in cases.items():
     if len(sys.argv) > 1 and name not in sys.argv[1:]:
         continue
     text = jax.jit(fn).lower(*args).as_text(dialect="hlo")
-    out = fn(*args)
+    # The other cases' references are eager (op by op) results; a case in JITTED is
+    # compared with the compiled module's, where XLA's simplifier rewrites across ops
+    # (a division by a broadcast becomes a product by the reciprocal).
+    out = jax.jit(fn)(*args) if name in JITTED else fn(*args)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     with open(os.path.join(HERE, name + ".hlo"), "w") as fh:
         fh.write(text)

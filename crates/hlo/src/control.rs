@@ -137,6 +137,7 @@ impl Ctx<'_> {
             })
             .collect();
         let outer = std::mem::replace(&mut self.f, Func::new(label));
+        let outer_reciprocals = std::mem::take(&mut self.reciprocals);
         let params: Vec<Tree> = like
             .iter()
             .zip(&param_names)
@@ -144,6 +145,7 @@ impl Ctx<'_> {
             .collect();
         let root = self.computation(ci, params);
         let mut region = std::mem::replace(&mut self.f, outer);
+        self.reciprocals = outer_reciprocals;
         match root {
             Some(t) => {
                 let mut results = Vec::new();

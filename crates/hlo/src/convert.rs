@@ -74,6 +74,8 @@ pub(crate) struct Ctx<'m> {
     active: Vec<usize>,
     /// Next suffix to try per name, so that inlining a computation many times stays linear.
     suffix: HashMap<String, u32>,
+    /// The reciprocals `1 / c` of divisions imported as products (`ops.rs`), of `f`.
+    pub(crate) reciprocals: std::collections::HashSet<Value>,
 }
 
 /// Converts a parsed module.
@@ -85,6 +87,7 @@ pub(crate) fn convert_module(m: &HloModule, file: &str) -> Result<Module, HloErr
         problems: Vec::new(),
         active: Vec::new(),
         suffix: HashMap::new(),
+        reciprocals: Default::default(),
     };
     let params = cx.entry_params();
     if let Some(params) = params {

@@ -14,6 +14,7 @@
 
 pub mod ast;
 pub mod attrs;
+mod bf16_boundary;
 mod control;
 mod convert;
 mod error;

@@ -257,11 +257,18 @@ impl Ctx<'_> {
                     ty,
                 )))
             }
-            "convert" | "bitcast-convert" | "reshape" => {
+            "convert" => {
+                let a = self.leaf(inst, &args, 0)?;
+                let ty = self.out_type(inst)?;
+                if let Some(v) = self.bf16_result_in_f32(inst, a, &ty) {
+                    return Ok(Tree::Leaf(v));
+                }
+                Ok(Tree::Leaf(self.emit(inst, Op::Convert, vec![a], ty)))
+            }
+            "bitcast-convert" | "reshape" => {
                 let a = self.leaf(inst, &args, 0)?;
                 let ty = self.out_type(inst)?;
                 let kop = match op {
-                    "convert" => Op::Convert,
                     "bitcast-convert" => Op::BitcastConvert,
                     _ => Op::Reshape,
                 };
@@ -598,6 +605,7 @@ impl Ctx<'_> {
             vec![one, c],
             ty.clone(),
         );
+        self.reciprocals.insert(r);
         Ok(Tree::Leaf(self.emit(
             inst,
             Op::Binary(BinaryOp::Mul),

@@ -136,6 +136,19 @@ fn division_by_broadcasts_and_constants_matches_jax_bit_for_bit() {
     assert!(printed.contains("= div %a.1, %b.1"), "{printed}");
 }
 
+/// A `bf16` result converted to `f32`: XLA:CPU computes the op that produces it in `f32`
+/// (elementwise, `tanh`, `dot`, `convolution`, a division by a broadcast and by a
+/// constant), every other `bf16` op rounded; `f16` rounds every result. Bit for bit, but
+/// `tanh` (each side's own approximation) and the `f32` sums of `dot` and `convolution`
+/// (each side's own order) within a few `f32` ulps — a `bf16` rounding would be thousands.
+#[test]
+fn bf16_results_converted_to_f32_match_jax() {
+    check("bf16_boundary", |k| match k {
+        2..=4 => 8,
+        _ => 0,
+    });
+}
+
 /// `topk` asking for more elements than a line has, and `reduce-precision` of an integer
 /// or to no exponent bits, are named with their place.
 #[test]

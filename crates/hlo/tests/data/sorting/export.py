@@ -45,6 +45,32 @@ dv_a = rng.uniform(0.1, 10, (16, 33)).astype(np.float32)
 dv_c = rng.uniform(0.5, 9, (16, 1)).astype(np.float32)
 dv_b = rng.uniform(0.5, 9, (16, 33)).astype(np.float32)
 
+# bf16 results converted to f32 (XLA:CPU computes the last op in f32), and the same on f16
+# (rounded) and a bf16 result kept in bf16 (rounded).
+bb_x = rng.uniform(1, 2, (64,)).astype(np.float32)
+bb_y = (rng.uniform(1, 2, (64,)) * 1e-3).astype(np.float32)
+bb_z = rng.uniform(1, 2, (64,)).astype(np.float32)
+bb_a = rng.uniform(-1, 1, (8, 48)).astype(np.float32)
+bb_b = rng.uniform(-1, 1, (48, 5)).astype(np.float32)
+bb_img = rng.uniform(-1, 1, (1, 6, 6, 3)).astype(np.float32)
+bb_w = rng.uniform(-1, 1, (3, 3, 3, 4)).astype(np.float32)
+bb_c = rng.uniform(0.5, 9, (8, 1)).astype(np.float32)
+
+
+def bf16_boundary(x, y, z, a, b, img, w, c):
+    f32, h, bf = jnp.float32, jnp.float16, jnp.bfloat16
+    xb, yb, zb = x.astype(bf), y.astype(bf), z.astype(bf)
+    conv = jax.lax.conv_general_dilated(img.astype(bf), w.astype(bf), (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return ((xb + yb).astype(f32), (xb * yb * zb).astype(f32), jnp.tanh(xb * yb).astype(f32),
+            jnp.dot(a.astype(bf), b.astype(bf)).astype(f32), conv.astype(f32),
+            (a.astype(bf) / c.astype(bf)).astype(f32), (xb / 3.0).astype(f32),
+            (x.astype(h) + y.astype(h)).astype(f32), jnp.dot(a.astype(h), b.astype(h)).astype(f32),
+            ((xb + yb) * zb).astype(f32),
+            jax.lax.bitcast_convert_type((xb + yb) * zb, jnp.int16).astype(jnp.int32),
+            x.astype(bf).astype(f32))
+
+
 cases = {
     "argmax_rows": (lambda a: jnp.argmax(a, axis=1), [x]),
     "argmin_cols": (lambda a: jnp.argmin(a, axis=0), [x]),
@@ -61,11 +87,12 @@ cases = {
     "reduce_precision": (lambda a: tuple(jax.lax.reduce_precision(a, e, m) for e, m in [(5, 10), (8, 7), (4, 3), (2, 0), (8, 0), (11, 30), (8, 23), (6, 1)]), [rp]),
     "reduce_precision_half": (lambda a: (jax.lax.reduce_precision(a.astype(jnp.bfloat16), 5, 4).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 4, 3).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 5, 2).astype(jnp.float32)), [rp_half]),
     "division_forms": (lambda a, c, s, b: (a / c, a / s, a / 3.0, a / b, 1.0 / c, jax.nn.softmax(a.astype(jnp.float16), axis=1).astype(jnp.float32)), [dv_a, dv_c, np.float32(3.3), dv_b]),
+    "bf16_boundary": (bf16_boundary, [bb_x, bb_y, bb_z, bb_a, bb_b, bb_img, bb_w, bb_c]),
     # jax.random.bits / uniform (shifts on u32) also need u64 (Threefry's counters): not
     # yet in Kiln, so not exported here.
 }
 
-JITTED = {"division_forms"}
+JITTED = {"division_forms", "bf16_boundary"}
 
 
 def line(kind, a):

@@ -161,12 +161,23 @@ def test_stats_and_as_kir():
 
 
 def test_unsupported_op_names_itself():
-    f = kiln.jit(lambda x: jax.lax.top_k(x, 3)[0])
-    with pytest.raises(kiln.UnsupportedError, match=r"unsupported HLO op 'topk' at <<lambda>>:\d+:\d+"):
-        f(np.arange(8, dtype=np.float32))
+    # jnp.linalg.inv calls LAPACK through a custom-call, which Kiln does not run.
+    f = kiln.jit(lambda x: jnp.linalg.inv(x + 4 * jnp.eye(3)))
+    with pytest.raises(kiln.UnsupportedError,
+                       match=r"unsupported HLO op 'custom-call' \(target \"[^\"]+\"\) at <<lambda>>:\d+:\d+"):
+        f(np.ones((3, 3), dtype=np.float32))
     # fft converts to complex first: the dtype is what Kiln lacks, and is named.
     with pytest.raises(kiln.UnsupportedError, match="unsupported dtype 'c64'"):
         kiln.jit(jnp.fft.fft)(np.zeros(8, np.float32))
+
+
+def test_top_k_matches_jax():
+    x = np.array([[3.0, -1.0, 3.0, np.nan, 0.5], [-0.0, 0.0, 2.0, -np.inf, 2.0]], np.float32)
+    got = kiln.jit(lambda x: jax.lax.top_k(x, 3))(x)
+    want = jax.jit(lambda x: jax.lax.top_k(x, 3))(x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        assert np.asarray(g).tobytes() == np.asarray(w).tobytes()
 
 
 def test_float16_matches_jax():

@@ -518,7 +518,7 @@ pub static FLAGS: &[FlagSpec] = &[
         name: "xla_allow_excess_precision",
         variables: XLA,
         default: "false",
-        help: "`true`: `f16`/`bf16` values computed inside a program stay in `f32` between ops (pointwise ops, data movement, reductions, conversions) and are rounded to 16 bits only where they are stored or consumed in 16 bits (results, products, convolutions, loops, gathers, ...), as XLA:GPU's `simplify-fp-conversions` does: faster, and more precise, but no longer each op's 16-bit result. Compiled and fallback stay bit-identical either way. Kiln's default is `false`, XLA:CPU's behaviour (it rounds after every op; XLA's default `true` acts only on its GPU and oneDNN paths).",
+        help: "`true`: `f16`/`bf16` values computed inside a program stay in `f32` between ops (pointwise ops, data movement, reductions, conversions) and are rounded to 16 bits only where they are stored or consumed in 16 bits (results, products, convolutions, loops, gathers, ...), as XLA:GPU's `simplify-fp-conversions` does: faster, and more precise, but no longer each op's 16-bit result. Compiled and fallback stay bit-identical either way. Kiln's default is `false`, XLA:CPU's behaviour (it rounds after every op, but for a `bf16` op whose result is converted straight to `f32`, which XLA:CPU computes in `f32` and the HLO import does too: docs/ir.md; XLA's default `true` acts fully only on its GPU and oneDNN paths).",
         effect: Effect::Acts,
         linked: &[],
         access: Access::Bool {

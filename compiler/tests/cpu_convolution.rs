@@ -141,3 +141,212 @@ fn convolution_clusters_at_level_one_but_not_in_fusible_mode() {
         );
     }
 }
+
+fn list<T: ToString>(v: &[T]) -> String {
+    let s: Vec<String> = v.iter().map(T::to_string).collect();
+    format!("[{}]", s.join(", "))
+}
+
+fn dims(s: &[usize]) -> String {
+    list(s).trim_matches(['[', ']']).to_string()
+}
+
+fn permutation(r: &mut Rng, n: usize) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        p.swap(i, r.below(i + 1));
+    }
+    p
+}
+
+/// A random float convolution cluster as `.kir` text: 1–3 spatial dimensions of sizes 1–9,
+/// every layout, strides, padding (negative too), both dilations, reversal, feature groups
+/// (depthwise too) or batch groups, every float dtype, and around it what real models put
+/// there: a computed input, a bias along the output features, an activation, a per-channel
+/// scale and shift, the convolution itself as a second result, a reduction of the epilogue.
+/// `None` when the window has no position.
+fn random_convolution(r: &mut Rng, case: usize) -> Option<String> {
+    let k = [1, 2, 2, 3][r.below(4)];
+    let rank = k + 2;
+    let (lp, rp, op) = (
+        permutation(r, rank),
+        permutation(r, rank),
+        permutation(r, rank),
+    );
+    let dt = ["f32", "f64", "f16", "bf16", "f32", "f32"][case % 6];
+    let (mut fg, mut bg) = (1, 1);
+    match r.below(6) {
+        0 | 1 => {}
+        2 => fg = 2,
+        3 => fg = 3,
+        4 => fg = 0, // depthwise: one group per input feature
+        _ => bg = 2,
+    }
+    let per = 1 + r.below(3);
+    let cin = if fg == 0 { per } else { fg * per };
+    if fg == 0 {
+        fg = cin;
+    }
+    let cout = fg * bg * (1 + r.below(3));
+    let n = bg * (1 + r.below(3));
+    let mut xs = vec![0; rank];
+    let mut ws = vec![0; rank];
+    let mut os = vec![0; rank];
+    xs[lp[0]] = n;
+    xs[lp[1]] = cin;
+    ws[rp[0]] = cin / fg;
+    ws[rp[1]] = cout;
+    os[op[0]] = n / bg;
+    os[op[1]] = cout;
+    let mut text: [Vec<i64>; 7] = Default::default();
+    for s in 0..k {
+        let mut w = kiln_ir::WindowDim::new(1 + r.below(3));
+        w.stride = 1 + r.below(3);
+        w.low = r.below(4) as i64 - 1;
+        w.high = r.below(4) as i64 - 1;
+        w.lhs_dilate = 1 + usize::from(r.below(4) == 0);
+        w.rhs_dilate = 1 + usize::from(r.below(4) == 0);
+        w.reversal = r.below(4) == 0;
+        let size = 1 + r.below(9);
+        let o = w.output_size(size).ok()?;
+        if o == 0 {
+            return None;
+        }
+        xs[lp[2 + s]] = size;
+        ws[rp[2 + s]] = w.size;
+        os[op[2 + s]] = o;
+        for (t, v) in text.iter_mut().zip([
+            w.size as i64,
+            w.stride as i64,
+            w.low,
+            w.high,
+            w.lhs_dilate as i64,
+            w.rhs_dilate as i64,
+            i64::from(w.reversal),
+        ]) {
+            t.push(v);
+        }
+    }
+    let names = [
+        "size",
+        "stride",
+        "low",
+        "high",
+        "lhs_dilate",
+        "rhs_dilate",
+        "reversal",
+    ];
+    let window: Vec<String> = names
+        .iter()
+        .zip(&text)
+        .map(|(n, v)| format!("{n}={}", list(v)))
+        .collect();
+    let (x, w, o) = (
+        format!("{dt}[{}]", dims(&xs)),
+        format!("{dt}[{}]", dims(&ws)),
+        format!("{dt}[{}]", dims(&os)),
+    );
+    let mut body = Vec::new();
+    let mut params = vec![format!("%x: {x}"), format!("%w: {w}")];
+    let input = if r.below(3) == 0 {
+        body.push(format!("%xt = tanh %x : {x}"));
+        "%xt"
+    } else {
+        "%x"
+    };
+    body.push(format!(
+        "%c = convolution {input}, %w, lhs_dims={}, rhs_dims={}, out_dims={}, {}, feature_groups={fg}, batch_groups={bg} : {o}",
+        list(&lp),
+        list(&rp),
+        list(&op),
+        window.join(", ")
+    ));
+    let mut y = "%c".to_string();
+    let feature = |name: &str, body: &mut Vec<String>, params: &mut Vec<String>| {
+        params.push(format!("%{name}: {dt}[{cout}]"));
+        body.push(format!(
+            "%{name}b = broadcast_in_dim %{name}, dims=[{}] : {o}",
+            op[1]
+        ));
+    };
+    if r.below(2) == 0 {
+        feature("bias", &mut body, &mut params);
+        body.push(format!("%s = add {y}, %biasb : {o}"));
+        y = "%s".into();
+    }
+    match r.below(3) {
+        0 => {
+            body.push(format!("%z = constant 0.0 : {dt}[]"));
+            body.push(format!("%zb = broadcast_in_dim %z, dims=[] : {o}"));
+            body.push(format!("%a = max {y}, %zb : {o}"));
+            y = "%a".into();
+        }
+        1 => {
+            body.push(format!("%a = tanh {y} : {o}"));
+            y = "%a".into();
+        }
+        _ => {}
+    }
+    if r.below(3) == 0 {
+        feature("g", &mut body, &mut params);
+        feature("h", &mut body, &mut params);
+        body.push(format!("%m = mul {y}, %gb : {o}"));
+        body.push(format!("%bn = add %m, %hb : {o}"));
+        y = "%bn".into();
+    }
+    let mut results = vec![(y, o.clone())];
+    if r.below(4) == 0 && results[0].0 != "%c" {
+        results.push(("%c".into(), o.clone()));
+    }
+    if r.below(4) == 0 {
+        let axis = r.below(rank);
+        let reduced: Vec<usize> = (0..rank).filter(|&d| d != axis).map(|d| os[d]).collect();
+        let t = format!("{dt}[{}]", dims(&reduced));
+        body.push(format!(
+            "%r = reduce_sum {}, axes=[{axis}] : {t}",
+            results[0].0
+        ));
+        results.push(("%r".into(), t));
+    }
+    let (names, types): (Vec<String>, Vec<String>) = results.into_iter().unzip();
+    body.push(format!("return {}", names.join(", ")));
+    Some(format!(
+        "func @f({}) -> ({}) {{\n  {}\n}}",
+        params.join(", "),
+        types.join(", "),
+        body.join("\n  ")
+    ))
+}
+
+/// Compiled random convolutions with their epilogues equal the interpreter bit for bit
+/// (`check_cluster`: 1, 2, 7 threads, block math and emitted math, reloaded from bytes).
+/// `KILN_CONV_CASES` / `KILN_CONV_SEED` widen the campaign.
+#[test]
+fn random_convolutions_with_epilogues_match_the_interpreter() {
+    let cases: usize = std::env::var("KILN_CONV_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(96);
+    let seed: u64 = std::env::var("KILN_CONV_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0xc0_4e_38);
+    let mut r = Rng(seed | 1);
+    let mut checked = 0;
+    for case in 0..cases {
+        let Some(src) = random_convolution(&mut r, case) else {
+            continue;
+        };
+        let c = cluster(&src);
+        if case % 2 == 0 {
+            check_cluster_finite(&c, seed ^ case as u64);
+        } else {
+            check_cluster(&c, seed ^ case as u64);
+        }
+        checked += 1;
+    }
+    assert!(
+        checked * 2 >= cases,
+        "only {checked} of {cases} windows fit"
+    );
+}

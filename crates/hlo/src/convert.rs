@@ -76,6 +76,26 @@ pub(crate) struct Ctx<'m> {
     suffix: HashMap<String, u32>,
     /// The reciprocals `1 / c` of divisions imported as products (`ops.rs`), of `f`.
     pub(crate) reciprocals: std::collections::HashSet<Value>,
+    /// Whether a division by a computed broadcast becomes a product by its reciprocal, as
+    /// JAX's XLA:CPU computes it; TensorFlow's keeps it a division (`ops.rs`,
+    /// [`divides_by_broadcast_reciprocal`]).
+    pub(crate) broadcast_reciprocal: bool,
+}
+
+/// Whether the XLA that compiles `m` computes `A / Broadcast(B)` as `A * Broadcast(1/B)`.
+/// Measured on this machine: jaxlib 0.10's XLA:CPU does (`jax.jit(...).lower(...).compile()
+/// .as_text()` shows the product, and the results are its bits); TensorFlow 2.21's does not
+/// (`stage='optimized_hlo'` keeps the `divide`, the results are the quotient's bits). Both
+/// turn a division by a constant into a product. TensorFlow's HLO is recognised by what
+/// `tf.function(jit_compile=True)` prints: module names `a_inference_…` and operands printed
+/// with their types (JAX prints bare names).
+pub(crate) fn divides_by_broadcast_reciprocal(m: &HloModule) -> bool {
+    let typed_operands = m.computations.iter().any(|c| {
+        c.instructions
+            .iter()
+            .any(|i| i.operand_refs().iter().any(|o| o.shape.is_some()))
+    });
+    !(m.name.starts_with("a_inference_") || typed_operands)
 }
 
 /// Converts a parsed module.
@@ -88,6 +108,7 @@ pub(crate) fn convert_module(m: &HloModule, file: &str) -> Result<Module, HloErr
         active: Vec::new(),
         suffix: HashMap::new(),
         reciprocals: Default::default(),
+        broadcast_reciprocal: divides_by_broadcast_reciprocal(m),
     };
     let params = cx.entry_params();
     if let Some(params) = params {

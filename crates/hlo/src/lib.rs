@@ -27,6 +27,7 @@ mod parser;
 mod precision;
 mod reducer;
 mod region;
+mod rng;
 mod sorting;
 mod window;
 

@@ -123,6 +123,7 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "sort" => (&["dimensions", "is_stable", "to_apply"], None),
         "topk" => (&["k", "largest"], Some(1)),
         "reduce-precision" => (&["exponent_bits", "mantissa_bits"], Some(1)),
+        "rng-bit-generator" => (&["algorithm"], Some(1)),
         "dot" => (
             &[
                 "lhs_batch_dims",
@@ -393,6 +394,7 @@ impl Ctx<'_> {
             "sort" => self.sort(inst, &args),
             "topk" => self.top_k(inst, &args),
             "reduce-precision" => self.reduce_precision(inst, &args),
+            "rng-bit-generator" => self.rng_bit_generator(inst, &args),
             "dot" => self.dot(inst, &args),
             "while" => self.while_loop(inst, args),
             "conditional" => self.conditional(inst, args),
@@ -568,18 +570,29 @@ impl Ctx<'_> {
     }
 
     /// Whether XLA's algebraic simplifier turns the float division `a / c` into a product
-    /// by `1 / c`: when the divisor is a broadcast or a constant (`A / Broadcast(B) =>
-    /// A * Broadcast(1/B)`, `A / Const => A * (1/Const)`) and the dividend is not a
-    /// constant. XLA:CPU computes such divisions as those products — a softmax's or a
-    /// normalisation's division by its row sum — so its results differ from the correctly
-    /// rounded quotient by up to an ulp; the import computes what XLA computes (checked bit
-    /// for bit against jaxlib 0.10: `tests/sorting.rs`). An elementwise division of two
-    /// computed values stays a division, as in XLA.
+    /// by `1 / c`: when the divisor is a constant (`A / Const => A * (1/Const)`, a broadcast
+    /// constant included) and, in JAX's XLA, also a computed broadcast (`A / Broadcast(B)
+    /// => A * Broadcast(1/B)`; [`crate::convert::divides_by_broadcast_reciprocal`]), the
+    /// dividend not a constant. XLA:CPU computes such divisions as those products — in
+    /// JAX, a softmax's or a normalisation's division by its row sum — so its results differ
+    /// from the correctly rounded quotient by up to an ulp; the import computes what XLA
+    /// computes (checked bit for bit against jaxlib 0.10 and TensorFlow 2.21:
+    /// `tests/sorting.rs`). An elementwise division of two computed values stays a
+    /// division, as in XLA.
     fn divides_as_reciprocal(&self, a: Value, c: Value, ty: &TensorType) -> bool {
         let op = |v: Value| self.f.def_inst(v).map(|i| &i.op);
+        let constant = |v: Value| match op(v) {
+            Some(Op::Constant(_)) => true,
+            Some(Op::BroadcastInDim { .. }) => {
+                let src = self.f.def_inst(v).map(|i| i.args[0]);
+                src.is_some_and(|s| matches!(op(s), Some(Op::Constant(_))))
+            }
+            _ => false,
+        };
         ty.dtype.is_float()
             && !matches!(op(a), Some(Op::Constant(_)))
-            && matches!(op(c), Some(Op::BroadcastInDim { .. } | Op::Constant(_)))
+            && (constant(c)
+                || self.broadcast_reciprocal && matches!(op(c), Some(Op::BroadcastInDim { .. })))
     }
 
     /// `a * (1 / c)`, the reciprocal computed (and rounded) in the result's type.

@@ -32,6 +32,7 @@ fn tensor(line: &str) -> (String, Tensor) {
         "i32" => Buffer::I32(w.map(|v| v.parse().unwrap()).collect()),
         "i64" => Buffer::I64(w.map(|v| v.parse().unwrap()).collect()),
         "u32" => Buffer::U32(w.map(|v| v.parse().unwrap()).collect()),
+        "u64" => Buffer::U64(w.map(|v| v.parse().unwrap()).collect()),
         "bool" => Buffer::Bool(w.map(|v| v == "1").collect()),
         other => panic!("dtype {other}"),
     };
@@ -134,6 +135,61 @@ fn division_by_broadcasts_and_constants_matches_jax_bit_for_bit() {
     // Four divisions by a broadcast or a constant become products; `a / b` stays.
     assert!(printed.matches(".recip = div").count() == 4, "{printed}");
     assert!(printed.contains("= div %a.1, %b.1"), "{printed}");
+}
+
+/// TensorFlow's XLA:CPU (2.21) keeps a division by a computed broadcast a division — a
+/// row's scale, a scalar, a softmax's row sum, in `f32` and `f16` — and makes a division by
+/// a constant a product by its reciprocal, as JAX's does; Kiln recognises TensorFlow's
+/// printing and computes the same. Bit for bit but the `f32` softmax, whose `exp` is each
+/// side's own.
+#[test]
+fn division_forms_match_tensorflow_bit_for_bit() {
+    check("tf_division_forms", |k| if k == 5 { 4 } else { 0 });
+    let text = std::fs::read_to_string(dir().join("tf_division_forms.hlo")).unwrap();
+    let module = kiln_hlo::import(&text, "tf_division_forms.hlo").unwrap();
+    let printed = kiln_ir::print_module(&module);
+    // Only the division by the constant 3 becomes a product.
+    assert_eq!(printed.matches(".recip = div").count(), 1, "{printed}");
+}
+
+/// `rng-bit-generator` with Philox, as XLA expands it: JAX's `lax.rng_bit_generator` (a
+/// `u64[2]` state, its new state returned, the counter wrapping past 2^64, `rng_default`)
+/// and TensorFlow's stateless random ops (a `u64[3]` state; 32-bit words for `f32` and
+/// `uint32`, 64-bit ones for `int64`). Bit for bit.
+#[test]
+fn rng_bit_generator_matches_jax_and_tensorflow() {
+    check("rng_bit_generator", |_| 0);
+    check("tf_random_bits", |_| 0);
+}
+
+/// A `u64[3]` state `[key, counter_lo, counter_hi]` whose returned new state is used: the
+/// counter advances by the blocks drawn with the carry into its high half, and the words
+/// equal JAX's for the `u64[2]` state `[key, counter_lo]` when `counter_hi` is the key (XLA
+/// reads a two-word state's counter as `(counter_lo, key)`).
+#[test]
+fn rng_bit_generator_state_carries_into_the_high_word() {
+    let text = "HloModule m\n\nENTRY e {\n  s = u64[3] parameter(0)\n  \
+                ROOT r = (u64[3], u32[6]) rng-bit-generator(s), algorithm=rng_philox\n}\n";
+    let module = kiln_hlo::import(text, "r.hlo").unwrap_or_else(|e| panic!("{e}"));
+    // The second case of `rng_bit_generator.ref`: key 7 << 32 | 0x9e3779b9, counter
+    // 2^64 - 2, six words (two blocks).
+    let key = 7u64 << 32 | 0x9e37_79b9;
+    let state = Tensor::new(vec![3], Buffer::U64(vec![key, u64::MAX - 1, key].into())).unwrap();
+    let got = Interpreter::new(1)
+        .unwrap()
+        .run(module.entry().unwrap(), &[state])
+        .unwrap();
+    assert_eq!(got[0].data(), &Buffer::U64(vec![key, 0, key + 1].into()));
+    let refs = std::fs::read_to_string(dir().join("rng_bit_generator.ref")).unwrap();
+    let jax = refs.lines().map(tensor).nth(5).unwrap().1;
+    assert_eq!(got[1].data(), jax.data());
+    // A state of another type is named.
+    let bad = text.replace("u64[3]", "u32[3]");
+    let err = kiln_hlo::import(&bad, "r.hlo").unwrap_err().to_string();
+    assert!(
+        err.contains("the Philox state must be u64[3]") && err.contains("r.hlo:5"),
+        "{err}"
+    );
 }
 
 /// A `bf16` result converted to `f32`: XLA:CPU computes the op that produces it in `f32`

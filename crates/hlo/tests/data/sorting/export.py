@@ -88,11 +88,18 @@ cases = {
     "reduce_precision_half": (lambda a: (jax.lax.reduce_precision(a.astype(jnp.bfloat16), 5, 4).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 4, 3).astype(jnp.float32), jax.lax.reduce_precision(a.astype(jnp.float16), 5, 2).astype(jnp.float32)), [rp_half]),
     "division_forms": (lambda a, c, s, b: (a / c, a / s, a / 3.0, a / b, 1.0 / c, jax.nn.softmax(a.astype(jnp.float16), axis=1).astype(jnp.float32)), [dv_a, dv_c, np.float32(3.3), dv_b]),
     "bf16_boundary": (bf16_boundary, [bb_x, bb_y, bb_z, bb_a, bb_b, bb_img, bb_w, bb_c]),
+    # lax.rng_bit_generator (Philox, a u64[2] state [key, counter]): 15 and 6 words, the
+    # second key's counter wrapping past 2^64, rng_default (Philox on the CPU).
+    "rng_bit_generator": (lambda k, j: (
+        *jax.lax.rng_bit_generator(k, (3, 5), dtype=jnp.uint32, algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX),
+        *jax.lax.rng_bit_generator(j, (6,), dtype=jnp.uint32, algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX),
+        *jax.lax.rng_bit_generator(j, (2, 2), dtype=jnp.uint32, algorithm=jax.lax.RandomAlgorithm.RNG_DEFAULT)),
+        [np.array([1, 2, 3, 4], np.uint32), np.array([0x9e3779b9, 7, 0xfffffffe, 0xffffffff], np.uint32)]),
     # jax.random.bits / uniform (shifts on u32) also need u64 (Threefry's counters): not
     # yet in Kiln, so not exported here.
 }
 
-JITTED = {"division_forms", "bf16_boundary"}
+JITTED = {"division_forms", "bf16_boundary", "rng_bit_generator"}
 
 
 def line(kind, a):

@@ -104,8 +104,11 @@ fn collect(
         }
         (Literal::Elided(pos), _) => Err((
             *pos,
-            "the constant was printed without its values ('{...}'); print it in full \
-             (XLA's print_large_constants)"
+            "the constant was printed without its values ('{...}'); print it in full: \
+             JAX's `.as_hlo_text(print_large_constants=True)`; TensorFlow's \
+             `experimental_get_compiler_ir` cannot, so dump the module with \
+             XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text --xla_dump_large_constants' \
+             and import DIR/*.before_optimizations.txt"
                 .into(),
         )),
         (Literal::Tuple(_, pos), _) => Err((*pos, "tuple constants are not supported".into())),

@@ -5,6 +5,7 @@ and the framework's own outputs as .npy: the corpus that tests/tests/hlo_corpus.
     python tests/hlo/export.py                     # every framework importable here
     python tests/hlo/export.py jax                 # only the JAX/Flax programs
     python tests/hlo/export.py tf                  # only the Keras/TensorFlow programs
+    python tests/hlo/export.py tf NAME ...         # only these programs
 
 For each program NAME it writes the folder tests/hlo/corpus/NAME/ with model.hlo, in<k>.npy
 (the entry computation's parameters, in order) and ref<k>.npy (the ROOT tuple, flattened):
@@ -66,6 +67,8 @@ def export_jax():
     key = jax.random.PRNGKey(0)
 
     def export(name, fn, *args):
+        if ONLY and name not in ONLY:
+            return
         jitted = jax.jit(fn, keep_unused=True)
         hlo = jitted.lower(*args).compiler_ir("hlo").as_hlo_text()
         out = jitted(*args)
@@ -273,6 +276,8 @@ def export_tf():
         """`fn` takes a flat list of tensors; the HLO's parameters are that list."""
         args = [tf.convert_to_tensor(a) for a in args]
         jitted = tf.function(lambda *a: fn(list(a)), jit_compile=True)
+        if ONLY and name not in ONLY:
+            return
         hlo = jitted.experimental_get_compiler_ir(*args)(stage="hlo")
         out = tf.nest.flatten(jitted(*args))
         save(name, hlo, [a.numpy() for a in args], [o.numpy() for o in out])
@@ -357,9 +362,42 @@ def export_tf():
     tokens = np.array([[1, 5, 7, 7, 19, 0], [3, 3, 2, 11, 4, 8]], np.int32)
     export("keras_transformer", fn, values + [tokens])
 
+    # An MLP training step with dropout (training=True): Keras' seeded dropout draws its mask
+    # through TF's stateless random ops (`rng-bit-generator`, Philox) and advances its seed
+    # generator's state, returned with the new weights and the loss.
+    drop = keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dropout(0.3, seed=3),
+            keras.layers.Dense(4),
+        ]
+    )
+    nt, nn_ = len(drop.trainable_variables), len(drop.non_trainable_variables)
+
+    def dropout_step(a):
+        weights, state, x, y = a[:nt], a[nt : nt + nn_], a[nt + nn_], a[nt + nn_ + 1]
+        with tf.GradientTape() as tape:
+            tape.watch(weights)
+            logits, new_state = drop.stateless_call(weights, state, x, training=True)
+            loss = loss_fn(y, logits)
+        grads = tape.gradient(loss, weights)
+        return [w - 0.1 * g for w, g in zip(weights, grads)] + list(new_state) + [loss]
+
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    y = np.array([0, 3, 1, 2, 2, 0, 1, 3], np.int32)
+    values = [v.numpy() for v in drop.trainable_variables + drop.non_trainable_variables]
+    export("keras_dropout_sgd_step", dropout_step, values + [x, y])
+
+
+# Program names given after the framework (`python tests/hlo/export.py tf NAME…`): only
+# those are written (every model is still built, so the random initialisations stay the same).
+ONLY = set()
+
 
 def main():
-    which = sys.argv[1:] or ["jax", "tf"]
+    which = [a for a in sys.argv[1:] if a in ("jax", "tf")] or ["jax", "tf"]
+    ONLY.update(a for a in sys.argv[1:] if a not in ("jax", "tf"))
     for name in which:
         {"jax": export_jax, "tf": export_tf}[name]()
 

@@ -85,6 +85,11 @@ const PROGRAMS: &[(&str, f64, &str)] = &[
         1e-5,
         "attention, layer norms, exact gelu (erf)",
     ),
+    (
+        "keras_dropout_sgd_step",
+        1e-5,
+        "a gradient step through a dropout mask drawn by rng-bit-generator (Philox)",
+    ),
 ];
 
 /// Outputs whose value rounding decides, checked for type only, and why. In

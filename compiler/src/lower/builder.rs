@@ -272,7 +272,9 @@ impl<'a> KernelBuilder<'a> {
             | Op::CompareTotalOrder(_)
             | Op::BitcastConvert
             | Op::Sort { .. }
-            | Op::ArgReduce { .. } => {
+            | Op::ArgReduce { .. }
+            | Op::Cholesky { .. }
+            | Op::TriangularSolve(_) => {
                 return unsupported(
                     crate::lower::no_compiled_code(self.f, inst)
                         .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),

@@ -226,19 +226,19 @@ fn import_refuses_what_is_not_hlo() {
     );
 }
 
-const CHOLESKY: &str = "HloModule cholesky_test
+const UNSUPPORTED: &str = "HloModule rng_test
 
 ENTRY main {
   a = f32[3,3] parameter(0)
   unused = s32[2,1] parameter(1)
-  ROOT g = f32[3,3] cholesky(a), lower=true
+  ROOT g = f32[3,3] rng(a, a), distribution=rng_normal
 }
 ";
 
 #[test]
 fn an_unsupported_op_is_named_with_line_and_column() {
-    let p = write_temp("cholesky.hlo", CHOLESKY);
-    let want = format!("error: unsupported HLO op 'cholesky' at {p}:6:21 in %g\n");
+    let p = write_temp("rng.hlo", UNSUPPORTED);
+    let want = format!("error: unsupported HLO op 'rng' at {p}:6:21 in %g\n");
     for cmd in ["check", "run", "cluster", "import"] {
         let o = kiln(&[cmd, &p]);
         assert_eq!(o.status.code(), Some(1), "{cmd}");
@@ -246,23 +246,23 @@ fn an_unsupported_op_is_named_with_line_and_column() {
         assert_eq!(stdout(&o), "", "{cmd}");
     }
     // HLO is recognised by its header, not by the extension.
-    let txt = write_temp("cholesky.txt", CHOLESKY);
+    let txt = write_temp("rng.txt", UNSUPPORTED);
     let o = kiln(&["check", &txt]);
     assert_eq!(
         stderr(&o),
-        format!("error: unsupported HLO op 'cholesky' at {txt}:6:21 in %g\n")
+        format!("error: unsupported HLO op 'rng' at {txt}:6:21 in %g\n")
     );
     // Every independent unsupported op is listed, then their count.
     let p = write_temp(
         "two.hlo",
-        "HloModule two\n\nENTRY main {\n  a = f32[3] parameter(0)\n  b = f32[3] custom-call(a), custom_call_target=\"foo\"\n  c = f32[3] cholesky(a)\n  ROOT t = (f32[3], f32[3]) tuple(b, c)\n}\n",
+        "HloModule two\n\nENTRY main {\n  a = f32[3] parameter(0)\n  b = f32[3] custom-call(a), custom_call_target=\"foo\"\n  c = f32[3] rng(a, a), distribution=rng_uniform\n  ROOT t = (f32[3], f32[3]) tuple(b, c)\n}\n",
     );
     let o = kiln(&["check", &p]);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
         format!(
-            "error: unsupported HLO op 'custom-call' (target \"foo\") at {p}:5:14 in %b\nunsupported HLO op 'cholesky' at {p}:6:14 in %c\n{p}: 2 errors\n"
+            "error: unsupported HLO op 'custom-call' (target \"foo\") at {p}:5:14 in %b\nunsupported HLO op 'rng' at {p}:6:14 in %c\n{p}: 2 errors\n"
         )
     );
 }

@@ -128,6 +128,9 @@ const BOOLS: &[&str] = &[
     "constrain_layout",
     "use_global_device_ids",
     "largest",
+    "lower",
+    "left_side",
+    "unit_diagonal",
 ];
 const COMPUTATIONS: &[&str] = &[
     "to_apply",
@@ -150,6 +153,7 @@ const WORDS: &[&str] = &[
     "kind",
     "distribution",
     "fft_type",
+    "transpose_a",
 ];
 
 impl Parser<'_> {

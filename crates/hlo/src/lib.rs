@@ -20,6 +20,7 @@ mod convert;
 mod error;
 mod indexing;
 mod lexer;
+mod linalg;
 mod literal;
 mod movement;
 mod ops;

@@ -124,6 +124,11 @@ fn signature(opcode: &str) -> Option<(&'static [&'static str], Option<usize>)> {
         "topk" => (&["k", "largest"], Some(1)),
         "reduce-precision" => (&["exponent_bits", "mantissa_bits"], Some(1)),
         "rng-bit-generator" => (&["algorithm"], Some(1)),
+        "cholesky" => (&["lower"], Some(1)),
+        "triangular-solve" => (
+            &["left_side", "lower", "unit_diagonal", "transpose_a"],
+            Some(2),
+        ),
         "dot" => (
             &[
                 "lhs_batch_dims",
@@ -395,6 +400,8 @@ impl Ctx<'_> {
             "topk" => self.top_k(inst, &args),
             "reduce-precision" => self.reduce_precision(inst, &args),
             "rng-bit-generator" => self.rng_bit_generator(inst, &args),
+            "cholesky" => self.cholesky(inst, &args),
+            "triangular-solve" => self.triangular_solve(inst, &args),
             "dot" => self.dot(inst, &args),
             "while" => self.while_loop(inst, args),
             "conditional" => self.conditional(inst, args),

@@ -253,9 +253,9 @@ fn unsupported_ops_are_all_listed_with_their_place() {
     let text = entry(
         "  x = f32[4,4] parameter(0)\n  \
          i = s32[2,1] parameter(1)\n  \
-         g = f32[2,4] cholesky(x), lower=true\n  \
+         g = f32[2,4] rng(x, x), distribution=rng_uniform\n  \
          c = f32[4,4] custom-call(x), custom_call_target=\"MyKernel\"\n  \
-         s = f32[4,4] cholesky(x), lower=true\n  \
+         s = f32[4,4] rng(x, x), distribution=rng_uniform\n  \
          y = f32[2,4] add(g, g)\n  \
          ROOT t = (f32[2,4], f32[4,4], f32[4,4]) tuple(y, c, s)",
     );
@@ -266,9 +266,9 @@ fn unsupported_ops_are_all_listed_with_their_place() {
         .all(|d| d.kind == ErrorKind::Unsupported));
     assert_eq!(
         err.to_string(),
-        "unsupported HLO op 'cholesky' at model.hlo:6:16 in %g\n\
+        "unsupported HLO op 'rng' at model.hlo:6:16 in %g\n\
          unsupported HLO op 'custom-call' (target \"MyKernel\") at model.hlo:7:16 in %c\n\
-         unsupported HLO op 'cholesky' at model.hlo:8:16 in %s"
+         unsupported HLO op 'rng' at model.hlo:8:16 in %s"
     );
 }
 

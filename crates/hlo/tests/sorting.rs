@@ -56,8 +56,8 @@ fn ulps(a: f32, b: f32) -> u64 {
     }
 }
 
-/// Imports and runs `name`; compares output `k` within `tolerance(k)` ulps (0: bits).
-fn check(name: &str, tolerance: impl Fn(usize) -> u64) {
+/// Imports and runs `name`: Kiln's outputs and the framework's.
+fn run_case(name: &str) -> (Vec<Tensor>, Vec<Tensor>) {
     let text = std::fs::read_to_string(dir().join(format!("{name}.hlo"))).unwrap();
     let module = kiln_hlo::import(&text, &format!("{name}.hlo")).unwrap_or_else(|e| panic!("{e}"));
     let refs = std::fs::read_to_string(dir().join(format!("{name}.ref"))).unwrap();
@@ -73,6 +73,12 @@ fn check(name: &str, tolerance: impl Fn(usize) -> u64) {
         .run(module.entry().unwrap(), &inputs)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(got.len(), expected.len(), "{name}: number of outputs");
+    (got, expected)
+}
+
+/// Imports and runs `name`; compares output `k` within `tolerance(k)` ulps (0: bits).
+fn check(name: &str, tolerance: impl Fn(usize) -> u64) {
+    let (got, expected) = run_case(name);
     for (k, (g, w)) in got.iter().zip(&expected).enumerate() {
         assert_eq!(g.shape(), w.shape(), "{name} output {k}");
         match (g.data(), w.data()) {
@@ -190,6 +196,33 @@ fn rng_bit_generator_state_carries_into_the_high_word() {
         err.contains("the Philox state must be u64[3]") && err.contains("r.hlo:5"),
         "{err}"
     );
+}
+
+/// TensorFlow's `tf.linalg.cholesky`, `triangular_solve` (lower, upper, adjoint) and
+/// `cholesky_solve` on a batch of positive definite matrices, and a Gaussian process's log
+/// likelihood: XLA's `cholesky` and `triangular-solve`. Kiln sums each unknown in its one
+/// order, XLA's expanders in theirs: within a few `f32` ulps.
+#[test]
+fn cholesky_and_triangular_solves_match_tensorflow() {
+    // Each element within `rel * (|tf| + the output's largest |tf|)`: a solve's small
+    // elements are differences of large terms, so their ulps say little.
+    let (got, expected) = run_case("tf_cholesky_solve");
+    for (k, (g, w)) in got.iter().zip(&expected).enumerate() {
+        let (Buffer::F32(g), Buffer::F32(w)) = (g.data(), w.data()) else {
+            panic!("output {k} is f32");
+        };
+        let scale = w.iter().fold(0f32, |m, v| m.max(v.abs()));
+        for (i, (&a, &b)) in g.iter().zip(w.iter()).enumerate() {
+            let ok = (a - b).abs() <= 2e-6 * (b.abs() + scale);
+            assert!(ok, "output {k}[{i}]: kiln {a:e}, tensorflow {b:e}");
+        }
+    }
+    // The factor's diagonal is `t * rsqrt(t)`, as XLA computes it: its first element (no
+    // sum before it) is TensorFlow's bits.
+    let (Buffer::F32(g), Buffer::F32(w)) = (got[0].data(), expected[0].data()) else {
+        panic!("f32");
+    };
+    assert_eq!(g[0].to_bits(), w[0].to_bits());
 }
 
 /// A `bf16` result converted to `f32`: XLA:CPU computes the op that produces it in `f32`

@@ -30,6 +30,7 @@ mod gather;
 mod half_binary;
 mod half_block;
 mod hw;
+mod linalg;
 mod movement;
 mod par;
 mod planned;
@@ -243,7 +244,9 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
         | Op::ReduceWindow { .. }
         | Op::SelectAndScatter { .. }
         | Op::Sort { .. }
-        | Op::ArgReduce { .. } => true,
+        | Op::ArgReduce { .. }
+        | Op::Cholesky { .. }
+        | Op::TriangularSolve(_) => true,
         Op::Random { .. } => result.num_elements() <= 4096,
         Op::Convolution(c) => {
             // Multiply-adds: each output element sums the kernel's window times the
@@ -286,6 +289,8 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
             output,
         } => sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
         Op::ArgReduce { kind, axes, output } => sorting::arg_reduce(args, *kind, axes, *output)?,
+        Op::Cholesky { lower } => linalg::cholesky(args[0], *lower)?,
+        Op::TriangularSolve(o) => linalg::triangular_solve(args[0], args[1], o)?,
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
         Op::Convert => convert::convert(data(0), result.dtype)?,
         Op::BroadcastInDim { dims } => shape::broadcast_in_dim(args[0], dims, &result.shape)?,

@@ -12,6 +12,7 @@ pub mod elements;
 pub mod func;
 pub mod indexing;
 mod lex;
+pub mod linalg;
 mod movement;
 pub mod op;
 pub mod parse;
@@ -30,6 +31,7 @@ pub use func::{Func, Inst, InstId, Loc, Module, Value, ValueData, ValueDef};
 /// The element types of `f16` and `bf16` buffers (the `half` crate's).
 pub use half::{bf16, f16};
 pub use indexing::{GatherDims, ScatterCombine, ScatterDims};
+pub use linalg::TriangularSolve;
 pub use op::{
     ArgKind, BinaryOp, Cluster, CompareDir, DotDims, Op, OpCategory, RandomAlg, RandomDist,
     ReduceKind, SortOrder, UnaryOp,

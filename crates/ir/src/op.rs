@@ -38,6 +38,9 @@ pub enum OpCategory {
     /// Control flow with regions (`while`, `conditional`): runs its regions on the
     /// interpreter, never clustered itself.
     Control,
+    /// Matrix factorizations and solves (`cholesky`, `triangular_solve`): interpreted,
+    /// never clustered.
+    Linalg,
 }
 
 macro_rules! named_enum {
@@ -547,6 +550,18 @@ pub enum Op {
         /// One window dimension per operand dimension (no reversal).
         window: Vec<WindowDim>,
     },
+    /// `cholesky %a, lower=true|false`: XLA's `Cholesky` of each matrix `a[..., :, :]`
+    /// (batch dimensions first): the lower `L` with `a = L Lᵀ` read from `a`'s lower
+    /// triangle, or the upper `U` with `a = Uᵀ U` read from its upper one; the other
+    /// triangle of the result is zero (`crate::linalg`).
+    Cholesky {
+        /// Which triangle is read and written.
+        lower: bool,
+    },
+    /// `triangular_solve %a, %b, left_side=…, lower=…, unit_diagonal=…, transpose_a=…`:
+    /// XLA's `TriangularSolve`, `x` with `op(a) x = b` or `x op(a) = b` for the triangular
+    /// `a` (`crate::linalg`).
+    TriangularSolve(crate::linalg::TriangularSolve),
 }
 
 /// The region of a `cluster` instruction.
@@ -599,7 +614,10 @@ impl Op {
             | Op::Scatter { .. } => true,
             _ => !matches!(
                 self.category(),
-                OpCategory::Movement | OpCategory::Window | OpCategory::Control
+                OpCategory::Movement
+                    | OpCategory::Window
+                    | OpCategory::Control
+                    | OpCategory::Linalg
             ),
         }
     }
@@ -638,6 +656,8 @@ impl Op {
             Op::Convolution(_) => "convolution",
             Op::ReduceWindow { .. } => "reduce_window",
             Op::SelectAndScatter { .. } => "select_and_scatter",
+            Op::Cholesky { .. } => "cholesky",
+            Op::TriangularSolve(_) => "triangular_solve",
         }
     }
 
@@ -674,6 +694,7 @@ impl Op {
                 OpCategory::Window
             }
             Op::While(_) | Op::Conditional(_) => OpCategory::Control,
+            Op::Cholesky { .. } | Op::TriangularSolve(_) => OpCategory::Linalg,
         }
     }
 
@@ -692,7 +713,8 @@ impl Op {
             | Op::Reduce { .. }
             | Op::Random { .. }
             | Op::Reverse { .. }
-            | Op::BitcastConvert => Some(1),
+            | Op::BitcastConvert
+            | Op::Cholesky { .. } => Some(1),
             Op::Binary(_)
             | Op::Compare(_)
             | Op::CompareTotalOrder(_)
@@ -701,7 +723,8 @@ impl Op {
             | Op::DotGeneral(_)
             | Op::Gather(_)
             | Op::Convolution(_)
-            | Op::ReduceWindow { .. } => Some(2),
+            | Op::ReduceWindow { .. }
+            | Op::TriangularSolve(_) => Some(2),
             Op::Select | Op::Scatter { .. } | Op::SelectAndScatter { .. } => Some(3),
             Op::ArgReduce { .. } => Some(4),
             Op::Concat { .. }
@@ -743,6 +766,8 @@ pub fn all_op_names() -> Vec<&'static str> {
         "select_and_scatter",
         "bitcast_convert",
         "sort",
+        "cholesky",
+        "triangular_solve",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

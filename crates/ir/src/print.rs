@@ -204,6 +204,13 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
             vec![format!("axes={}", list(axes)), format!("output={output}")]
         }
         Op::Reverse { dims } => vec![format!("dims={}", list(dims))],
+        Op::Cholesky { lower } => vec![format!("lower={lower}")],
+        Op::TriangularSolve(o) => vec![
+            format!("left_side={}", o.left_side),
+            format!("lower={}", o.lower),
+            format!("unit_diagonal={}", o.unit_diagonal),
+            format!("transpose_a={}", o.transpose_a),
+        ],
         Op::DynamicSlice { sizes } => vec![format!("sizes={}", list(sizes))],
         Op::PadGeneral {
             low,

@@ -86,6 +86,8 @@ pub fn infer(
             output,
         } => crate::sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
         Op::ArgReduce { axes, output, .. } => crate::sorting::arg_reduce(args, axes, *output)?,
+        Op::Cholesky { .. } => crate::linalg::cholesky(args[0])?,
+        Op::TriangularSolve(o) => crate::linalg::triangular_solve(o, args[0], args[1])?,
         Op::Convert => {
             let ty = need_declared()?;
             if ty.shape != args[0].shape {

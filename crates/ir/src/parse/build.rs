@@ -149,6 +149,15 @@ pub(super) fn build_op(
                     output: a.int("output")?,
                 }
             }
+            "cholesky" => Op::Cholesky {
+                lower: a.flag("lower")?,
+            },
+            "triangular_solve" => Op::TriangularSolve(crate::TriangularSolve {
+                left_side: a.flag("left_side")?,
+                lower: a.flag("lower")?,
+                unit_diagonal: a.flag("unit_diagonal")?,
+                transpose_a: a.flag("transpose_a")?,
+            }),
             "reshape" => Op::Reshape,
             "broadcast_in_dim" => Op::BroadcastInDim {
                 dims: a.list("dims")?,
@@ -270,6 +279,15 @@ impl Attrs<'_> {
             )),
         }
     }
+    /// `key=true` or `key=false`.
+    fn flag(&mut self, key: &str) -> PResult<bool> {
+        match self.word(key)? {
+            (w, _) if w == "true" => Ok(true),
+            (w, _) if w == "false" => Ok(false),
+            (w, l) => Err((l, format!("'{key}={w}' must be true or false"))),
+        }
+    }
+
     fn word(&mut self, key: &str) -> PResult<(String, Loc)> {
         match self.take(key)? {
             (AttrVal::Word(w), l) => Ok((w, l)),

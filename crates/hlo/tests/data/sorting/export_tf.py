@@ -1,6 +1,6 @@
 """Exports TensorFlow's `tf.argmax` / `tf.argmin` under `jit_compile=True` (TF's own
 `minmax_func` reducer: `>=` / `<=` then the smaller index on ties, so a NaN loses to the
-element after it), `tf.math.top_k`, stateless random bits (`rng-bit-generator`), and divisions (TensorFlow's XLA:CPU keeps a division by
+element after it), `tf.math.top_k`, stateless random bits (`rng-bit-generator`), Cholesky factors and triangular solves, and divisions (TensorFlow's XLA:CPU keeps a division by
 a broadcast a division, where JAX's makes it a product by the reciprocal; both make a
 division by a constant one), in the format of export.py (`NAME.hlo`, `NAME.ref`). The
 references are the jitted function's results.
@@ -21,6 +21,8 @@ rng = np.random.default_rng(7)
 dv_a = rng.uniform(0.1, 10, (16, 33)).astype(np.float32)
 dv_c = rng.uniform(0.5, 9, (16, 1)).astype(np.float32)
 dv_b = rng.uniform(0.5, 9, (16, 33)).astype(np.float32)
+spd = rng.standard_normal((2, 5, 5)).astype(np.float32)
+spd = (spd @ np.transpose(spd, (0, 2, 1)) + 5 * np.eye(5, dtype=np.float32)).astype(np.float32)
 ints = np.array([[3, -7, 3, 9, 9], [0, 0, 0, 0, 0], [-2, 5, -9, 5, -9]], np.int32)
 
 cases = {
@@ -43,6 +45,18 @@ cases = {
         tf.random.stateless_uniform([2, 5], seed, minval=None, maxval=None, dtype=tf.uint32),
         tf.random.stateless_uniform([7], seed, minval=-(2**40), maxval=2**40, dtype=tf.int64)),
         [np.array([3, -4], np.int64)]),
+    # Cholesky and triangular solves (XLA's `cholesky`, `triangular-solve`): a batch of
+    # positive definite matrices, lower and upper, transposed, and a Gaussian process's
+    # log likelihood through `cholesky_solve`.
+    "tf_cholesky_solve": (lambda a, b: (
+        tf.linalg.cholesky(a),
+        tf.linalg.triangular_solve(tf.linalg.cholesky(a), b, lower=True),
+        tf.linalg.triangular_solve(tf.linalg.cholesky(a), b, lower=True, adjoint=True),
+        tf.linalg.triangular_solve(tf.linalg.matrix_transpose(tf.linalg.cholesky(a)), b, lower=False),
+        tf.linalg.cholesky_solve(tf.linalg.cholesky(a), b),
+        tf.reduce_sum(tf.linalg.triangular_solve(tf.linalg.cholesky(a), b) ** 2) / 2
+        + tf.reduce_sum(tf.math.log(tf.linalg.diag_part(tf.linalg.cholesky(a))))),
+        [spd, rng.standard_normal((2, 5, 3)).astype(np.float32)]),
 }
 
 

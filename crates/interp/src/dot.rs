@@ -88,6 +88,9 @@ pub(crate) trait Gemm: Elem {
     /// `fma(a, b, acc)` when `FUSED`, else `acc + a·b` rounded twice: one step of
     /// `matrixmultiply`'s microkernels (see [`small`]).
     fn multiply_add<const FUSED: bool>(a: Self, b: Self, acc: Self) -> Self;
+
+    /// `a + b`: a later K block's products added to C (see [`small`]).
+    fn add(a: Self, b: Self) -> Self;
 }
 
 macro_rules! impl_gemm {
@@ -115,6 +118,11 @@ macro_rules! impl_gemm {
                 } else {
                     acc + a * b
                 }
+            }
+
+            #[inline(always)]
+            fn add(a: $t, b: $t) -> $t {
+                a + b
             }
         }
     };

@@ -5,12 +5,13 @@
 //! at batch 2, `[2,3]×[3,6]`) costs more than the multiply-adds. Below [`SMALL_FLOPS`]
 //! multiply-adds a product runs here instead, on the operands where they are.
 //!
-//! **Bits:** for a product with `k ≤ `[`MAX_K`] (one of `matrixmultiply`'s K blocks), every
-//! microkernel of `matrixmultiply` 0.3 computes an output element as one accumulator that
-//! starts at `+0` and takes `a[i,l]·b[l,j]` for `l = 0, 1, …, k-1` in order — fused
-//! (`fma(a, b, acc)`) in the AVX-512 and the AVX2+FMA kernels, `acc + a·b` rounded twice in
-//! the AVX and portable ones — and then stores `1·acc`. This path computes exactly that
-//! chain, fused where `matrixmultiply` fuses ([`fuses`]), so a product gives the same bits
+//! **Bits:** within one of `matrixmultiply`'s K blocks ([`MAX_K`]), every microkernel of
+//! `matrixmultiply` 0.3 computes an output element as one accumulator that starts at `+0`
+//! and takes `a[i,l]·b[l,j]` for `l` in order — fused (`fma(a, b, acc)`) in the AVX-512 and
+//! the AVX2+FMA kernels, `acc + a·b` rounded twice in the AVX and portable ones — and then
+//! stores `1·acc` (the first block) or adds it to C (`1·acc + 1·c`, each later block). This
+//! path computes exactly those chains, fused where `matrixmultiply` fuses ([`fuses`]), block
+//! by block, so a product gives the same bits
 //! whichever path runs it (`tests` below compares them bit for bit); the design's promise
 //! for matrix products (deterministic per machine) is unchanged, and compiled clusters,
 //! which call the same GEMM, keep matching the fallback.
@@ -29,9 +30,18 @@ use super::Gemm;
 /// smaller) is far below this.
 pub(crate) const SMALL_FLOPS: usize = 1 << 15;
 
-/// The longest contraction the small path takes: `matrixmultiply`'s K block (`S_KC` and
-/// `D_KC`, 256 in its default build). A longer one is summed block by block there, each
-/// block's result added into C — a different order than one chain.
+/// Products with at most this many rows take the small path whatever their size: the
+/// packing of B (all of `k·n`) outweighs the few rows' multiply-adds. Measured by
+/// `small_gemm_crossover` (single thread, this 2-core EPYC): 1×512×128 5.7×, 4×512×128 3.8×,
+/// 4×128×512 4.0×, 8×1024×128 2.5× faster than `matrixmultiply`; at 16 rows 1.1–1.2×, at 32
+/// level. Such products are the 1×1 convolutions deep in a network on small images
+/// (DenseNet-121 at 32×32: maps of 4×4 and fewer positions by 128–1024 features).
+pub(crate) const SMALL_M: usize = 8;
+
+/// `matrixmultiply`'s K block (`S_KC` and `D_KC`, 256 in its default build): a longer
+/// contraction is summed block by block, the first block's chain stored into C and each
+/// later one's added to it; the small path does the same, so its bits stay
+/// `matrixmultiply`'s for any `k`.
 pub(crate) const MAX_K: usize = 256;
 
 /// Whether `matrixmultiply` runs a fused (FMA) microkernel on this CPU: its AVX-512 kernel
@@ -42,9 +52,10 @@ fn fuses() -> bool {
     crate::hw::wide_simd()
 }
 
-/// Whether a `m×k · k×n` product takes the small path.
+/// Whether a `m×k · k×n` product takes the small path: at most [`SMALL_M`] rows, or at
+/// most [`SMALL_FLOPS`] multiply-adds.
 pub(crate) fn is_small(m: usize, k: usize, n: usize) -> bool {
-    k <= MAX_K && m.saturating_mul(k).saturating_mul(n) <= SMALL_FLOPS
+    m <= SMALL_M || m.saturating_mul(k).saturating_mul(n) <= SMALL_FLOPS
 }
 
 /// `C = A·B` for an `m×k` A and a `k×n` B with arbitrary strides, C row-major with row
@@ -66,25 +77,33 @@ pub(crate) unsafe fn gemm<T: Gemm>(
     c: *mut T,
     rsc: isize,
 ) {
-    let p = Operands {
-        m,
-        k,
-        n,
-        a,
-        rsa,
-        csa,
-        b,
-        rsb,
-        csb,
-        c,
-        rsc,
-    };
-    if fuses() {
-        // SAFETY: forwarded from the caller's contract.
-        crate::hw::simd!(unsafe { p.run::<true>() })
-    } else {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { p.run::<false>() }
+    // `matrixmultiply`'s K blocks: the first block's chain is stored, each later one's is
+    // added to C (`1·acc + 1·c`, one rounding), so this is its order for any `k`.
+    for block in 0..k.div_ceil(MAX_K).max(1) {
+        let from = block * MAX_K;
+        let p = Operands {
+            m,
+            k: MAX_K.min(k - from),
+            n,
+            // SAFETY: element (0, from) of A and (from, 0) of B are in bounds when the block
+            // has an element (the caller's contract); for an empty `k` the offset is 0.
+            a: unsafe { a.offset(from as isize * csa) },
+            rsa,
+            csa,
+            b: unsafe { b.offset(from as isize * rsb) },
+            rsb,
+            csb,
+            c,
+            rsc,
+            accumulate: block > 0,
+        };
+        if fuses() {
+            // SAFETY: forwarded from the caller's contract.
+            crate::hw::simd!(unsafe { p.run::<true>() })
+        } else {
+            // SAFETY: forwarded from the caller's contract.
+            unsafe { p.run::<false>() }
+        }
     }
 }
 
@@ -102,6 +121,8 @@ struct Operands<T> {
     csb: isize,
     c: *mut T,
     rsc: isize,
+    /// Add the products to C (a later K block) instead of storing them.
+    accumulate: bool,
 }
 
 /// Rows of C one register block holds.
@@ -219,7 +240,13 @@ impl<T: Gemm> Operands<T> {
             let out = unsafe {
                 std::slice::from_raw_parts_mut(self.c.offset((i + ii as isize) * self.rsc + j), w)
             };
-            out.copy_from_slice(&row[..w]);
+            if self.accumulate {
+                for (o, &v) in out.iter_mut().zip(&row[..w]) {
+                    *o = T::add(v, *o);
+                }
+            } else {
+                out.copy_from_slice(&row[..w]);
+            }
         }
     }
 }
@@ -295,6 +322,10 @@ mod tests {
             (8, 128, 384),
             (5, 7, 3),
             (17, 256, 9),
+            // Several K blocks (256 each): the later ones added to C.
+            (3, 257, 5),
+            (5, 700, 33),
+            (16, 1024, 16),
             (3, 1, 40),
             (64, 64, 64),
             // Narrow last blocks that read whole rows of B (all but the last row).
@@ -348,10 +379,11 @@ mod tests {
     }
 
     #[test]
-    fn only_one_k_block_is_small() {
+    fn few_rows_or_few_multiply_adds_are_small() {
         assert!(is_small(1, MAX_K, 8));
-        assert!(!is_small(1, MAX_K + 1, 1));
-        assert!(is_small(8, 64, 32));
+        assert!(is_small(SMALL_M, 4 * MAX_K + 1, 1024));
+        assert!(!is_small(SMALL_M + 1, 1024, 128));
+        assert!(is_small(16, 64, 32));
         assert!(!is_small(64, 64, 64));
         assert!(!is_small(usize::MAX, 2, usize::MAX), "no overflow");
     }
@@ -374,6 +406,18 @@ mod tests {
             (64, 64, 64),
             (64, 128, 64),
             (128, 128, 128),
+            // Few rows, long contractions: 1×1 convolutions deep in a network on small
+            // images (DenseNet-121 at 32×32: 4×4, 2×2 and 1×1 maps of 128-1024 features).
+            (1, 512, 128),
+            (4, 512, 128),
+            (4, 1024, 32),
+            (4, 128, 512),
+            (8, 1024, 128),
+            (16, 512, 128),
+            (16, 1024, 128),
+            (32, 512, 128),
+            (64, 512, 128),
+            (64, 1024, 32),
         ] {
             let a: Vec<f32> = (0..m * k).map(|_| val()).collect();
             let b: Vec<f32> = (0..k * n).map(|_| val()).collect();

@@ -17,29 +17,23 @@ trait Real: Copy + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> 
     fn is_nan(self) -> bool;
 }
 
-impl Real for f32 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    const NAN: Self = f32::NAN;
-    fn sqrt(self) -> Self {
-        f32::sqrt(self)
-    }
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
+macro_rules! impl_real {
+    ($($t:ty),*) => {$(
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NAN: Self = <$t>::NAN;
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    )*};
 }
 
-impl Real for f64 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    const NAN: Self = f64::NAN;
-    fn sqrt(self) -> Self {
-        f64::sqrt(self)
-    }
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-}
+impl_real!(f32, f64);
 
 /// `cholesky`, as XLA's `CholeskyExpander` computes it (unblocked): per matrix, column by
 /// column, `t[i][j] = a[i][j] - Σₖ L[i][k] L[j][k]` (`k < j`, for `i >= j`) and
@@ -164,25 +158,21 @@ fn tri<T: Real>(a: &[T], m: usize, x: &mut [T], rows: usize, cols: usize, o: &Tr
     let t = |i: usize, j: usize| if transpose { read(j, i) } else { read(i, j) };
     let t_lower = o.lower != transpose;
     // Right-hand sides: the columns of `b` (left side) or its rows; element `i` of
-    // right-hand side `c` at `x[idx(c, i)]`.
-    let (count, idx): (usize, Box<dyn Fn(usize, usize) -> usize>) = if o.left_side {
-        (cols, Box::new(move |c, i| i * cols + c))
+    // right-hand side `c` at `x[c * base + i * step]`.
+    let (count, base, step) = if o.left_side {
+        (cols, 1, cols)
     } else {
-        (rows, Box::new(move |c, i| c * cols + i))
+        (rows, cols, 1)
     };
     for c in 0..count {
-        let order: Box<dyn Iterator<Item = usize>> = if t_lower {
-            Box::new(0..m)
-        } else {
-            Box::new((0..m).rev())
-        };
-        for i in order {
-            let mut s = x[idx(c, i)];
+        for s in 0..m {
+            let i = if t_lower { s } else { m - 1 - s };
+            let mut sum = x[c * base + i * step];
             let known = if t_lower { 0..i } else { i + 1..m };
             for k in known {
-                s = s - t(i, k) * x[idx(c, k)];
+                sum = sum - t(i, k) * x[c * base + k * step];
             }
-            x[idx(c, i)] = s / t(i, i);
+            x[c * base + i * step] = sum / t(i, i);
         }
     }
 }

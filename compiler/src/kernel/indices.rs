@@ -11,7 +11,7 @@
 //! expression at every point is unchanged), so no result changes.
 
 use super::collapse::remapped;
-use super::{range, IExpr, Kernel, Program};
+use super::{range, IExpr, Kernel, NodeKind, Program};
 
 /// `e` with every term that the loop ranges of `k` make redundant dropped.
 pub fn simplify(e: &IExpr, k: &Kernel) -> IExpr {
@@ -73,8 +73,32 @@ pub fn simplify_indices(p: &mut Program) -> bool {
             *k = s;
             changed = true;
         }
+        for i in 0..k.nodes.len() {
+            if let NodeKind::InRange { e, lo, hi } = &k.nodes[i].kind {
+                if let Some(x) = unclamped_range_test(e, *lo, *hi, k) {
+                    k.nodes[i].kind = NodeKind::InRange {
+                        e: x,
+                        lo: *lo,
+                        hi: *hi,
+                    };
+                    changed = true;
+                }
+            }
+        }
     }
     changed
+}
+
+/// `x` when the test `lo <= clamp(x, a, b) < hi` (`e`) is `lo <= x < hi` at every point of
+/// `k`: a value clamped up to `a` fails it as `x` does when `a < lo` (or `x` never lies
+/// below `a`), one clamped down to `b` when `hi <= b` (or `x` never exceeds `b`). A
+/// concatenation inside another tests the outer one's clamped coordinate.
+fn unclamped_range_test(e: &IExpr, lo: i64, hi: i64, k: &Kernel) -> Option<IExpr> {
+    let IExpr::Clamp(x, a, b) = e else {
+        return None;
+    };
+    let (xl, xh) = range(x, k)?;
+    ((*a < lo || xl >= *a) && (hi <= *b || xh <= *b)).then(|| x.as_ref().clone())
 }
 
 #[cfg(test)]
@@ -155,6 +179,82 @@ mod tests {
                 assert_eq!(eval(&before, i), eval(&want, i), "{before:?} at {i}");
             }
         }
+    }
+
+    /// `IExpr::clamp` of a clamp is one clamp (or a constant), with the same value as
+    /// the two applied in turn, for every pair of bounds overlapping or not.
+    #[test]
+    fn clamps_of_clamps_fold() {
+        let x = IExpr::sum(v(0), IExpr::Const(-20));
+        for (l, h) in [(0, 9), (-5, 3), (4, 40), (12, 12), (-30, -25), (30, 60)] {
+            for (lo, hi) in [(0, 9), (2, 5), (-3, 20), (9, 30), (-40, -28), (35, 35)] {
+                let folded = IExpr::clamp(IExpr::clamp(x.clone(), l, h), lo, hi);
+                assert!(folded.size() <= x.size() + 1, "{folded:?}");
+                for i in 0..60 {
+                    let want = (i - 20).clamp(l, h).clamp(lo, hi);
+                    assert_eq!(eval(&folded, i), want, "[{l},{h}] then [{lo},{hi}] at {i}");
+                }
+                // With a constant added between the two (a concat's piece in a concat).
+                let inner = IExpr::sum(IExpr::clamp(x.clone(), l, h), IExpr::Const(-7));
+                let folded = IExpr::clamp(inner, lo, hi);
+                assert!(folded.size() <= x.size() + 3, "{folded:?}");
+                for i in 0..60 {
+                    let want = ((i - 20).clamp(l, h) - 7).clamp(lo, hi);
+                    assert_eq!(eval(&folded, i), want, "[{l},{h}] - 7, [{lo},{hi}] at {i}");
+                }
+            }
+        }
+    }
+
+    /// A range test of a clamped coordinate tests the coordinate itself where that gives
+    /// the same answer at every point, and keeps the clamp where it does not.
+    #[test]
+    fn range_tests_of_clamps_drop_the_clamp_when_exact() {
+        let space = [40];
+        let test = |e: IExpr, lo: i64, hi: i64| {
+            let mut k = kernel(&space, IExpr::Const(0));
+            k.nodes.push(Node {
+                kind: NodeKind::InRange { e, lo, hi },
+                dtype: DType::Bool,
+            });
+            let before = k.clone();
+            let mut p = Program {
+                name: "p".into(),
+                inputs: vec![],
+                outputs: vec![],
+                temps: vec![],
+                consts: vec![],
+                kernels: vec![k],
+                dots: vec![],
+                fills: vec![],
+            };
+            simplify_indices(&mut p);
+            let (NodeKind::InRange { e: e0, .. }, NodeKind::InRange { e: e1, .. }) =
+                (&before.nodes[1].kind, &p.kernels[0].nodes[1].kind)
+            else {
+                unreachable!()
+            };
+            for i in 0..40 {
+                let t = |e: &IExpr| (lo..hi).contains(&eval(e, i));
+                assert_eq!(t(e0), t(e1), "{e0:?} vs {e1:?} at {i}");
+            }
+            !matches!(e1, IExpr::Clamp(..))
+        };
+        // A concat inside a concat: `clamp(i, 0, 31)` tested against [0, 24).
+        assert!(test(IExpr::clamp(v(0), 0, 31), 0, 24));
+        assert!(test(
+            IExpr::clamp(IExpr::sum(v(0), IExpr::Const(-8)), 0, 15),
+            2,
+            10
+        ));
+        // `i - 8` reaches below 0, where the clamp's 0 passes the test and `i - 8` fails.
+        assert!(!test(
+            IExpr::clamp(IExpr::sum(v(0), IExpr::Const(-8)), 0, 15),
+            0,
+            10
+        ));
+        // Clamped down to 31, which passes [0, 32); `i` up to 39 does not.
+        assert!(!test(IExpr::clamp(v(0), 0, 31), 0, 32));
     }
 
     /// `IExpr::sum` joins two digits of one number: `(i / 6 % 2)·6 + i % 6` is `i % 12`,

@@ -122,6 +122,11 @@ impl IExpr {
         match (a, b) {
             (IExpr::Const(0), e) | (e, IExpr::Const(0)) => e,
             (IExpr::Const(x), IExpr::Const(y)) => IExpr::Const(x + y),
+            // `clamp(x, l, h) + c` is `clamp(x + c, l + c, h + c)`, which a clamp around it
+            // folds into ([`IExpr::clamp`]): a concat's piece inside another concat.
+            (IExpr::Clamp(x, l, h), IExpr::Const(c)) | (IExpr::Const(c), IExpr::Clamp(x, l, h)) => {
+                IExpr::clamp(IExpr::sum(*x, IExpr::Const(c)), l + c, h + c)
+            }
             (a, b) => IExpr::Add(Box::new(a), Box::new(b)),
         }
     }
@@ -180,10 +185,16 @@ impl IExpr {
         }
     }
 
-    /// `a` clamped into `[lo, hi]`.
+    /// `a` clamped into `[lo, hi]`, folding constants and clamps of clamps: clamping into
+    /// `[l, h]` and then into `[lo, hi]` is clamping into their intersection when they
+    /// meet, and the nearer bound of `[lo, hi]` when they do not (a concat of concats
+    /// nests one clamp per level otherwise: DenseNet's 24th layer had 24).
     pub fn clamp(a: IExpr, lo: i64, hi: i64) -> IExpr {
         match a {
             IExpr::Const(x) => IExpr::Const(x.clamp(lo, hi)),
+            IExpr::Clamp(_, _, h) if h < lo => IExpr::Const(lo),
+            IExpr::Clamp(_, l, _) if l > hi => IExpr::Const(hi),
+            IExpr::Clamp(x, l, h) => IExpr::clamp(*x, lo.max(l), hi.min(h)),
             a => IExpr::Clamp(Box::new(a), lo, hi),
         }
     }

@@ -99,7 +99,11 @@ pub(crate) unsafe fn gemm<T: Gemm>(
             rsc,
             accumulate: block > 0,
         };
-        if fuses() {
+        if fuses() && std::mem::size_of::<T>() == 4 && crate::hw::widest_simd() {
+            // 512-bit registers: blocks twice as wide, as many multiply-adds per step.
+            // SAFETY: forwarded from the caller's contract.
+            crate::hw::with_512_bit_vectors(|| crate::hw::simd!(unsafe { p.run::<true>() }))
+        } else if fuses() {
             // SAFETY: forwarded from the caller's contract.
             crate::hw::simd!(unsafe { p.run::<true>() })
         } else {
@@ -164,6 +168,12 @@ impl<T: Gemm> Operands<T> {
         // inside the m×n output.
         unsafe {
             match (std::mem::size_of::<T>(), self.csb == 1) {
+                (4, true) if crate::hw::prefers_512_bit_vectors() => {
+                    self.blocks::<FUSED, true, 32>()
+                }
+                (4, false) if crate::hw::prefers_512_bit_vectors() => {
+                    self.blocks::<FUSED, false, 32>()
+                }
                 (4, true) => self.blocks::<FUSED, true, 16>(),
                 (4, false) => self.blocks::<FUSED, false, 16>(),
                 (_, true) => self.blocks::<FUSED, true, 8>(),
@@ -235,7 +245,11 @@ impl<T: Gemm> Operands<T> {
         };
         for l in 0..self.k as isize {
             if CONTIGUOUS {
-                prefetch(self.b.wrapping_offset((l + PREFETCH_ROWS) * self.rsb + j));
+                let ahead = self.b.wrapping_offset((l + PREFETCH_ROWS) * self.rsb + j);
+                prefetch(ahead);
+                if NR * std::mem::size_of::<T>() > 64 {
+                    prefetch(ahead.wrapping_add(64 / std::mem::size_of::<T>()));
+                }
             }
             // SAFETY (all accesses): elements (i..i+R, l) of A, (l, j..j+w) of B and the
             // block of C are in bounds by the caller's contract; for `l < whole_rows`,

@@ -141,7 +141,22 @@ pub(super) fn assemble(
             _ => kernel_tasks(k),
         })
         .collect();
-    let hops = program.dots.len()
+    let ty = |b: BufRef| match b {
+        BufRef::Input(i) => program.inputs.get(i).cloned(),
+        BufRef::Output(i) => program.outputs.get(i).cloned(),
+        BufRef::Temp(i) => program.temps.get(i).cloned(),
+        BufRef::Const(i) => program.consts.get(i).map(|c| c.ty()),
+    };
+    let parallel_dots = (program.dots.iter())
+        .filter(|d| match (ty(d.lhs), ty(d.rhs), program.temps.get(d.out)) {
+            (Some(a), Some(b), Some(out)) => {
+                let op = d.op.to_op();
+                kiln_interp::contraction_is_parallel(&op, &a.shape, b.num_elements(), out)
+            }
+            _ => false,
+        })
+        .count();
+    let hops = parallel_dots
         + match &pool {
             Some(_) => tasks.iter().filter(|t| t.len() > 1).count(),
             None => 0,

@@ -248,19 +248,39 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
         | Op::Cholesky { .. }
         | Op::TriangularSolve(_) => true,
         Op::Random { .. } => result.num_elements() <= 4096,
+        Op::Convolution(_) | Op::DotGeneral(_) => {
+            !contraction_is_parallel(op, args[0].shape(), args[1].data().len(), result)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a matrix product or convolution (`op`) with a left operand of shape `lhs`, a
+/// right one of `rhs_elements` elements and result type `result` runs on the pool's
+/// threads (enough multiply-adds), rather than on the calling thread; false for other ops.
+/// A caller that runs many such steps moves onto the pool once instead of handing each
+/// over (the compiled CPU executable).
+pub fn contraction_is_parallel(
+    op: &Op,
+    lhs: &[usize],
+    rhs_elements: usize,
+    result: &TensorType,
+) -> bool {
+    let flops = match op {
         Op::Convolution(c) => {
             // Multiply-adds: each output element sums the kernel's window times the
             // input features of its group.
             let features = result.shape.get(c.dims.out_feature).copied().unwrap_or(1);
-            let per_output = args[1].data().len() / features.max(1);
-            result.num_elements().saturating_mul(per_output) < dot::PAR_FLOPS
+            let per_output = rhs_elements / features.max(1);
+            result.num_elements().saturating_mul(per_output)
         }
         Op::DotGeneral(d) => {
-            let contracted: usize = d.lhs_contract.iter().map(|&i| args[0].shape()[i]).product();
-            result.num_elements().saturating_mul(contracted) < dot::PAR_FLOPS
+            let contracted: usize = d.lhs_contract.iter().map(|&i| lhs[i]).product();
+            result.num_elements().saturating_mul(contracted)
         }
-        _ => false,
-    }
+        _ => return false,
+    };
+    flops >= dot::PAR_FLOPS
 }
 
 /// Evaluates a well-typed op; the result buffer has `result`'s dtype and element count.

@@ -101,7 +101,12 @@ pub fn lower_cluster_with(c: &Cluster, opts: &LowerOptions) -> Result<Program, L
     }
     check_supported(f)?;
     let shared = shared_expensive_operands(f);
-    let reused = reused_expensive_values(f, &shared);
+    let mut reused = reused_expensive_values(f, &shared);
+    for v in shared_windows(f) {
+        if !shared.contains(&v) && !reused.contains(&v) {
+            reused.push(v);
+        }
+    }
     if reused.is_empty() {
         return lower_with(c, &shared);
     }
@@ -341,6 +346,23 @@ fn shared_expensive_operands(f: &Func) -> Vec<Value> {
         }
     }
     out
+}
+
+/// Window folds of more than one tap (pooling) read by more than one op: computed once into
+/// a scratch buffer rather than into every kernel that reaches them, as XLA keeps a
+/// `reduce-window` its own fusion's root when several consumers read it. DenseNet's dense
+/// block reads its max-pool through every layer's concatenation: inlined, each of six
+/// kernels recomputed its nine taps (with the batch norm and ReLU before them) per element.
+fn shared_windows(f: &Func) -> impl Iterator<Item = Value> + '_ {
+    let uses = f.use_counts();
+    f.insts.iter().filter_map(move |inst| match (&inst.op, inst.results.first()) {
+        (Op::ReduceWindow { window, .. }, Some(&r))
+            if builder::window_taps(window) > 1 && uses[r.0 as usize] > 1 =>
+        {
+            Some(r)
+        }
+        _ => None,
+    })
 }
 
 /// Pointwise values computed with expensive math that a `broadcast_in_dim` reuses (through

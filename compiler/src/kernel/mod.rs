@@ -127,6 +127,11 @@ impl IExpr {
             (IExpr::Clamp(x, l, h), IExpr::Const(c)) | (IExpr::Const(c), IExpr::Clamp(x, l, h)) => {
                 IExpr::clamp(IExpr::sum(*x, IExpr::Const(c)), l + c, h + c)
             }
+            // `(x + c) + d` is `x + (c + d)`.
+            (IExpr::Add(x, c), IExpr::Const(d)) if matches!(*c, IExpr::Const(_)) => {
+                let IExpr::Const(c) = *c else { unreachable!() };
+                IExpr::sum(*x, IExpr::Const(c + d))
+            }
             (a, b) => IExpr::Add(Box::new(a), Box::new(b)),
         }
     }

@@ -107,6 +107,8 @@ pub fn lower_cluster_with(c: &Cluster, opts: &LowerOptions) -> Result<Program, L
             reused.push(v);
         }
     }
+    let stop: Vec<Value> = shared.iter().chain(&reused).copied().collect();
+    reused.extend(shared_concats(f, &stop));
     if reused.is_empty() {
         return lower_with(c, &shared);
     }
@@ -355,15 +357,49 @@ fn shared_expensive_operands(f: &Func) -> Vec<Value> {
 /// kernels recomputed its nine taps (with the batch norm and ReLU before them) per element.
 fn shared_windows(f: &Func) -> impl Iterator<Item = Value> + '_ {
     let uses = f.use_counts();
-    f.insts.iter().filter_map(move |inst| match (&inst.op, inst.results.first()) {
-        (Op::ReduceWindow { window, .. }, Some(&r))
-            if builder::window_taps(window) > 1 && uses[r.0 as usize] > 1 =>
-        {
-            Some(r)
-        }
-        _ => None,
-    })
+    f.insts
+        .iter()
+        .filter_map(move |inst| match (&inst.op, inst.results.first()) {
+            (Op::ReduceWindow { window, .. }, Some(&r))
+                if builder::window_taps(window) > 1 && uses[r.0 as usize] > 1 =>
+            {
+                Some(r)
+            }
+            _ => None,
+        })
 }
+
+/// Concatenations read by more than one op whose pieces, counted through the
+/// concatenations they concatenate, number [`CONCAT_PIECES`] or more: computed into a
+/// scratch buffer, so every reader loads one value per element instead of selecting among
+/// every piece. A chain of concatenations that each grow the last by one piece (DenseNet's
+/// dense block, 24 layers deep) would otherwise have its readers test and load all the
+/// earlier pieces per element, work quadratic in its length. `stop`: values already in
+/// scratch buffers (one piece each).
+fn shared_concats(f: &Func, stop: &[Value]) -> Vec<Value> {
+    let uses = f.use_counts();
+    let mut pieces: HashMap<Value, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for inst in &f.insts {
+        let (Op::Concat { .. }, Some(&r)) = (&inst.op, inst.results.first()) else {
+            continue;
+        };
+        let n: usize = (inst.args.iter())
+            .map(|a| match stop.contains(a) || out.contains(a) {
+                true => 1,
+                false => pieces.get(a).copied().unwrap_or(1),
+            })
+            .sum();
+        pieces.insert(r, n);
+        if n >= CONCAT_PIECES && uses[r.0 as usize] > 1 && !stop.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// The fewest pieces of a concatenation [`shared_concats`] computes once.
+const CONCAT_PIECES: usize = 3;
 
 /// Pointwise values computed with expensive math that a `broadcast_in_dim` reuses (through
 /// reshapes), in definition order; not single elements, which every backend already

@@ -126,6 +126,19 @@ mod tests {
         }
     }
 
+    fn program(kernels: Vec<Kernel>) -> Program {
+        Program {
+            name: "p".into(),
+            inputs: vec![],
+            outputs: vec![],
+            temps: vec![],
+            consts: vec![],
+            kernels,
+            dots: vec![],
+            fills: vec![],
+        }
+    }
+
     fn v(i: usize) -> IExpr {
         IExpr::Var(i)
     }
@@ -218,16 +231,7 @@ mod tests {
                 dtype: DType::Bool,
             });
             let before = k.clone();
-            let mut p = Program {
-                name: "p".into(),
-                inputs: vec![],
-                outputs: vec![],
-                temps: vec![],
-                consts: vec![],
-                kernels: vec![k],
-                dots: vec![],
-                fills: vec![],
-            };
+            let mut p = program(vec![k]);
             simplify_indices(&mut p);
             let (NodeKind::InRange { e: e0, .. }, NodeKind::InRange { e: e1, .. }) =
                 (&before.nodes[1].kind, &p.kernels[0].nodes[1].kind)
@@ -293,16 +297,7 @@ mod tests {
 
     #[test]
     fn a_program_reports_whether_it_changed() {
-        let mut p = Program {
-            name: "p".into(),
-            inputs: vec![],
-            outputs: vec![],
-            temps: vec![],
-            consts: vec![],
-            kernels: vec![kernel(&[12], IExpr::clamp(v(0), 0, 11))],
-            dots: vec![],
-            fills: vec![],
-        };
+        let mut p = program(vec![kernel(&[12], IExpr::clamp(v(0), 0, 11))]);
         assert!(simplify_indices(&mut p));
         assert_eq!(p.kernels[0], kernel(&[12], v(0)));
         assert!(!simplify_indices(&mut p));

@@ -53,17 +53,28 @@ fn values(dt: DType, shape: &[usize], span: i32, seed: u64) -> Tensor {
     Tensor::new(shape.to_vec(), data).expect("sizes match")
 }
 
-/// Checks that a kernel of `src` sums by host calls (`sum=` followed by `form`) where the
-/// CPU has block math, then compiled == interpreter.
+/// Checks that a kernel of `src` sums by host calls (`sum=` followed by `form`, and in the
+/// same plan line each of `also`) where the CPU has block math, then compiled ==
+/// interpreter.
 fn check(src: &str, form: &str, inputs: &[Tensor]) {
+    check_plan(src, form, &[], inputs)
+}
+
+/// [`check`] with the plan line also holding each of `also` (each one starting with `!`:
+/// not holding the rest).
+fn check_plan(src: &str, form: &str, also: &[&str], inputs: &[Tensor]) {
     let c = cluster(src);
     let opts = CpuOptions::default();
     if opts.block_math() {
         let exe = compile_cluster(&c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
         let plans = plan_lines(&exe, &opts).expect("plans");
         assert!(
-            plans.iter().any(|l| l.contains(&format!("sum={form}"))),
-            "no sum={form} in {plans:#?}\n{src}"
+            plans.iter().any(|l| l.contains(&format!("sum={form}"))
+                && also.iter().all(|a| match a.strip_prefix('!') {
+                    Some(absent) => !l.contains(absent),
+                    None => l.contains(a),
+                })),
+            "no sum={form} with {also:?} in {plans:#?}\n{src}"
         );
     }
     check_with_inputs(&c, inputs);
@@ -119,6 +130,45 @@ fn variances_sum_shifted_squares() {
 }
 
 #[test]
+fn sixteen_bit_variances_sum_shifted_squares() {
+    for (i, &n) in LENGTHS.iter().enumerate() {
+        for (dt, span) in [(DType::Bf16, 4), (DType::F16, 3)] {
+            let x = values(dt, &[ROWS, n], span, 60 + i as u64);
+            let m = values(dt, &[ROWS], 2, 70 + i as u64);
+            // Every op's result 16-bit: the difference and the square each rounded.
+            let rounded = format!(
+                "func @f(%x: {dt}[{ROWS},{n}], %m: {dt}[{ROWS}]) -> f32[{ROWS}] {{
+  %mb = broadcast_in_dim %m, dims=[0] : {dt}[{ROWS},{n}]
+  %d = sub %x, %mb : {dt}[{ROWS},{n}]
+  %d2 = mul %d, %d : {dt}[{ROWS},{n}]
+  %w = convert %d2 : f32[{ROWS},{n}]
+  %ss = reduce_sum %w, axes=[1] : f32[{ROWS}]
+  return %ss
+}}
+"
+            );
+            let rounding = format!(",{dt})");
+            check_plan(&rounded, "square(", &[&rounding], &[x.clone(), m.clone()]);
+            // The row widened first, the rest in `f32` (excess precision's form).
+            let wide = format!(
+                "func @f(%x: {dt}[{ROWS},{n}], %m: {dt}[{ROWS}]) -> f32[{ROWS}] {{
+  %xw = convert %x : f32[{ROWS},{n}]
+  %mw = convert %m : f32[{ROWS}]
+  %mb = broadcast_in_dim %mw, dims=[0] : f32[{ROWS},{n}]
+  %d = sub %xw, %mb : f32[{ROWS},{n}]
+  %d2 = mul %d, %d : f32[{ROWS},{n}]
+  %ss = reduce_sum %d2, axes=[1] : f32[{ROWS}]
+  return %ss
+}}
+"
+            );
+            let unrounded = format!("!,{dt})");
+            check_plan(&wide, "square(", &[&unrounded], &[x, m]);
+        }
+    }
+}
+
+#[test]
 fn staged_summands_fold_into_the_lanes() {
     for (i, &n) in LENGTHS.iter().enumerate() {
         // An `f32` sum of a staged `exp` (arguments in [-2, 2)).
@@ -131,14 +181,16 @@ fn staged_summands_fold_into_the_lanes() {
             "block",
             &[values(DType::F32, &[ROWS, n], 2, 20 + i as u64)],
         );
-        // A 16-bit variance: each difference and square rounded (by `half_binary` calls
-        // where the CPU has sixteen lanes), the rounded squares summed in `f32`.
-        for (dt, span) in [(DType::Bf16, 4), (DType::F16, 3)] {
+        // A 16-bit variance whose difference is rounded to the other 16-bit format (by
+        // `half_binary` calls where the CPU has sixteen lanes): the rounded squares'
+        // blocks summed in `f32`.
+        for (dt, other, span) in [(DType::Bf16, DType::F16, 4), (DType::F16, DType::Bf16, 3)] {
             let src = format!(
                 "func @f(%x: {dt}[{ROWS},{n}], %m: {dt}[{ROWS}]) -> f32[{ROWS}] {{
   %mb = broadcast_in_dim %m, dims=[0] : {dt}[{ROWS},{n}]
   %d = sub %x, %mb : {dt}[{ROWS},{n}]
-  %d2 = mul %d, %d : {dt}[{ROWS},{n}]
+  %o = convert %d : {other}[{ROWS},{n}]
+  %d2 = mul %o, %o : {other}[{ROWS},{n}]
   %w = convert %d2 : f32[{ROWS},{n}]
   %ss = reduce_sum %w, axes=[1] : f32[{ROWS}]
   return %ss

@@ -415,7 +415,11 @@ impl Emitter<'_, '_, '_> {
                     .ok_or_else(|| format!("a host sum of v{x}'s row, not of floats"))?;
                 (x, code, None)
             }
-            HostSum::ShiftedSquare { x, c } => (x, SumCode::ShiftedSquare, Some(c)),
+            HostSum::ShiftedSquare { x, c, round } => {
+                let code = SumCode::shifted_square(self.ve.dtype(x), round)
+                    .ok_or_else(|| format!("a host sum of v{x}'s shifted squares"))?;
+                (x, code, Some(c))
+            }
             HostSum::Block(n) => return Err(format!("v{n}'s block summed as a row")),
         };
         let row = self

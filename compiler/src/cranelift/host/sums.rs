@@ -21,16 +21,29 @@ pub enum SumCode {
     ShiftedSquare = 3,
     /// `acc[i mod 32] += src[i]` over `n` `f32`s (a window of a canonical sum); returns 0.
     IntoLanes = 4,
+    /// ... of `(x - c) * (x - c)` over the exact widenings `x` of `n` `bf16`s at `src`.
+    Bf16ShiftedSquare = 5,
+    /// ... of the same over `f16`s.
+    F16ShiftedSquare = 6,
+    /// ... of `round(round(x - c)²)` over `n` `bf16`s `x` at `src`, each op's result
+    /// rounded to `bf16`.
+    Bf16RoundedShiftedSquare = 7,
+    /// ... of the same over `f16`s, rounded to `f16`.
+    F16RoundedShiftedSquare = 8,
 }
 
 impl SumCode {
     /// Every form, in code order.
-    const ALL: [SumCode; 5] = [
+    const ALL: [SumCode; 9] = [
         SumCode::F32Row,
         SumCode::Bf16Row,
         SumCode::F16Row,
         SumCode::ShiftedSquare,
         SumCode::IntoLanes,
+        SumCode::Bf16ShiftedSquare,
+        SumCode::F16ShiftedSquare,
+        SumCode::Bf16RoundedShiftedSquare,
+        SumCode::F16RoundedShiftedSquare,
     ];
 
     /// The row form for a load of dtype `dt`.
@@ -39,6 +52,18 @@ impl SumCode {
             DType::F32 => Some(SumCode::F32Row),
             DType::Bf16 => Some(SumCode::Bf16Row),
             DType::F16 => Some(SumCode::F16Row),
+            _ => None,
+        }
+    }
+
+    /// The shifted-square form for a load of dtype `dt`, each op rounded to `round`.
+    pub fn shifted_square(dt: DType, round: Option<Half>) -> Option<SumCode> {
+        match (dt, round) {
+            (DType::F32, None) => Some(SumCode::ShiftedSquare),
+            (DType::Bf16, None) => Some(SumCode::Bf16ShiftedSquare),
+            (DType::F16, None) => Some(SumCode::F16ShiftedSquare),
+            (DType::Bf16, Some(Half::Bf16)) => Some(SumCode::Bf16RoundedShiftedSquare),
+            (DType::F16, Some(Half::F16)) => Some(SumCode::F16RoundedShiftedSquare),
             _ => None,
         }
     }
@@ -80,6 +105,25 @@ fn sum(code: u32, src: *const u8, c: f32, acc: *mut f32, n: i64) -> Option<f32> 
         SumCode::Bf16Row => sum_row(SumRow::Half(Half::Bf16, u16s())),
         SumCode::F16Row => sum_row(SumRow::Half(Half::F16, u16s())),
         SumCode::ShiftedSquare => sum_row(SumRow::ShiftedSquare(f32s(), c)),
+        SumCode::Bf16ShiftedSquare
+        | SumCode::F16ShiftedSquare
+        | SumCode::Bf16RoundedShiftedSquare
+        | SumCode::F16RoundedShiftedSquare => {
+            let h = match code {
+                SumCode::Bf16ShiftedSquare | SumCode::Bf16RoundedShiftedSquare => Half::Bf16,
+                _ => Half::F16,
+            };
+            let rounded = matches!(
+                code,
+                SumCode::Bf16RoundedShiftedSquare | SumCode::F16RoundedShiftedSquare
+            );
+            sum_row(SumRow::HalfShiftedSquare {
+                h,
+                xs: u16s(),
+                c,
+                rounded,
+            })
+        }
         SumCode::IntoLanes if !acc.is_null() => {
             // SAFETY: `acc` is the caller's block of 32 `f32` lane accumulators, apart from
             // `src`.
@@ -139,7 +183,36 @@ mod tests {
                 300,
             );
             assert_eq!(got.to_bits(), want.to_bits(), "{h:?}");
+            // Its shifted squares, with and without each op's rounding.
+            for rounded in [false, true] {
+                let code = SumCode::shifted_square(
+                    match h {
+                        Half::Bf16 => DType::Bf16,
+                        Half::F16 => DType::F16,
+                    },
+                    rounded.then_some(h),
+                )
+                .expect("a 16-bit shifted square");
+                let row = kiln_interp::SumRow::HalfShiftedSquare {
+                    h,
+                    xs: &bits,
+                    c: 0.75,
+                    rounded,
+                };
+                let want = kiln_interp::sum_row(row);
+                let got = kiln_sum::<false>(
+                    code as u32,
+                    bits.as_ptr().cast(),
+                    0.75,
+                    std::ptr::null_mut(),
+                    300,
+                );
+                assert_eq!(got.to_bits(), want.to_bits(), "{h:?} {rounded}");
+            }
         }
+        // No form rounds to a format other than its row's, or an f32 row.
+        assert_eq!(SumCode::shifted_square(DType::Bf16, Some(Half::F16)), None);
+        assert_eq!(SumCode::shifted_square(DType::F32, Some(Half::Bf16)), None);
         let mut acc = [1.0f32; 32];
         let r = kiln_sum::<false>(
             SumCode::IntoLanes as u32,

@@ -3,10 +3,12 @@
 //! `kiln_interp::sum_into_lanes`) on its 256-bit build, the same order and so the same bits.
 
 use super::staging::{StagedBlock, StagedNode};
+use crate::cranelift::host::half_rounding;
 use crate::cranelift::host::held;
 use crate::kernel::analysis::{loop_variant, RandomNodes};
 use crate::kernel::{Kernel, NodeKind};
 use kiln_ir::{BinaryOp, DType, ReduceKind};
+use kiln_math::float16::Half;
 
 /// How a sum's summands reach a host call (`host::HostCalls::sum`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,13 +16,17 @@ pub enum HostSum {
     /// The summand is this load, with unit stride along the sequence: its `f32`s, or the
     /// exact widenings of its 16-bit floats. One call per chunk reads the row.
     Row(usize),
-    /// The summand is `(x - c) * (x - c)` (a variance's), `x` an `f32` load with unit stride
-    /// along the sequence and `c` one value per row. One call per chunk reads `x`'s row.
+    /// The summand is `(x - c) * (x - c)` (a variance's), `x` a float load with unit stride
+    /// along the sequence (an `f32` one, or the exact widening of a 16-bit one) and `c` one
+    /// value per row. One call per chunk reads `x`'s row.
     ShiftedSquare {
         /// The load.
         x: usize,
         /// The value subtracted.
         c: usize,
+        /// The 16-bit format the difference and then the square are each rounded to (a
+        /// 16-bit variance, every op's result rounded: `x` is a load of this format).
+        round: Option<Half>,
     },
     /// The summand is held in this staged node's block: one call per window folds the block
     /// into the 32 lane accumulators.
@@ -52,16 +58,43 @@ pub fn row_sum(k: &Kernel, var: usize) -> Option<HostSum> {
     if unit_row(h, &[DType::F32, DType::F16, DType::Bf16]) {
         return Some(HostSum::Row(h));
     }
-    let NodeKind::Binary(BinaryOp::Mul, a, a2) = k.nodes[value].kind else {
+    // A 16-bit variance's summand with every op rounded: `round(round(x - c)²)`, its `f32`.
+    let (square, round) = match half_rounding(k, h) {
+        Some(to) => match k.nodes[h].kind {
+            NodeKind::Convert(m) => (m, Some(to)),
+            _ => return None,
+        },
+        None => (value, None),
+    };
+    let NodeKind::Binary(BinaryOp::Mul, a, a2) = k.nodes[square].kind else {
         return None;
     };
-    let NodeKind::Binary(BinaryOp::Sub, x, c) = k.nodes[a].kind else {
+    if a != a2 || k.nodes[a].dtype != DType::F32 {
+        return None;
+    }
+    // The difference, rounded to the same format when the square is.
+    let diff = match round {
+        Some(to) => {
+            let d = held(k, a);
+            match k.nodes[d].kind {
+                NodeKind::Convert(m) if half_rounding(k, d) == Some(to) => m,
+                _ => return None,
+            }
+        }
+        None => a,
+    };
+    let NodeKind::Binary(BinaryOp::Sub, x, c) = k.nodes[diff].kind else {
         return None;
     };
     let variant = loop_variant(&k.nodes, &|w| w == var, RandomNodes::Variant);
-    let f32s = [a, x, c].iter().all(|&n| k.nodes[n].dtype == DType::F32);
-    (a == a2 && f32s && unit_row(x, &[DType::F32]) && !variant[c])
-        .then_some(HostSum::ShiftedSquare { x, c })
+    let x = held(k, x);
+    let row = match round {
+        Some(Half::Bf16) => unit_row(x, &[DType::Bf16]),
+        Some(Half::F16) => unit_row(x, &[DType::F16]),
+        None => unit_row(x, &[DType::F32, DType::F16, DType::Bf16]),
+    };
+    let f32s = [diff, c].iter().all(|&n| k.nodes[n].dtype == DType::F32);
+    (row && f32s && !variant[c]).then_some(HostSum::ShiftedSquare { x, c, round })
 }
 
 /// The [`HostSum`] of kernel `k`'s reduction once `staged` is known: an `f32` sum of at

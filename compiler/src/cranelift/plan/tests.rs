@@ -713,13 +713,32 @@ fn sums_run_in_host_calls_where_the_summand_allows() {
                    v0 = load in0[(i0*1024 + i1)] : f64\n  v1 = reduce_result : f64\n  \
                    store out0, v1\n}\n";
     assert!(!texts(f64_row, FULL)[0].contains("sum"));
-    // A staged summand (a bf16 variance's rounded square, computed by `half_binary`
-    // calls): one call per window folds its block into the lanes.
+    // A 16-bit variance's summand, the difference and the square each rounded: one call
+    // per chunk reads the row and rounds as the nodes do, nothing staged; without the
+    // roundings (excess precision) as well, and a rounding to another format is not it.
     let variance =
         "  v1 = load in1[i0] : f32\n  v2 = convert v0 : f32\n  v3 = sub v2, v1 : f32\n  \
                     v4 = convert v3 : bf16\n  v5 = convert v4 : f32\n  v6 = mul v5, v5 : f32\n  \
                     v7 = convert v6 : bf16\n  v8 = convert v7 : f32\n";
     let text = plan(sum("bf16", 1024, variance, "reduce_sum"), FULL);
+    // (`math` is imported for the kernel's roundings, as every kernel-wide import is.)
+    assert!(
+        text.contains("sum=square(0,1,bf16) calls=[math,sum]"),
+        "{text}"
+    );
+    assert!(!text.contains("staged"), "{text}");
+    let excess = "  v1 = load in1[i0] : f32\n  v2 = convert v0 : f32\n  v3 = sub v2, v1 : f32\n  \
+                  v4 = mul v3, v3 : f32\n";
+    for dt in ["bf16", "f16"] {
+        let text = plan(sum(dt, 1024, excess, "reduce_sum"), FULL);
+        assert!(text.contains("sum=square(0,1) calls="), "{dt}: {text}");
+    }
+    let other = variance.replace("v4 = convert v3 : bf16", "v4 = convert v3 : f16");
+    let text = plan(sum("bf16", 1024, &other, "reduce_sum"), FULL);
+    assert!(!text.contains("sum=square"), "{text}");
+    // A staged summand (the rounded square of a difference rounded to another format,
+    // computed by `half_binary` calls): one call per window folds its block into the lanes.
+    let text = plan(sum("bf16", 1024, &other, "reduce_sum"), FULL);
     assert!(
         text.contains("sum=block(7) calls=[math,half_binary,sum]"),
         "{text}"

@@ -1,17 +1,24 @@
 //! Canonical `f32` sums (design.md's Invariant 2, [`crate::reduce`]) for compiled kernels'
 //! host calls: a row of a buffer summed in one call (its `f32`s, the exact widenings of
-//! its 16-bit floats, or the squares of its differences from one value), and a block of
-//! summands folded into a caller's 32 lane accumulators.
+//! its 16-bit floats, or the squares of its differences from one value — of `f32`s, or of
+//! 16-bit floats with or without each op's rounding), and a block of summands folded into
+//! a caller's 32 lane accumulators.
 //!
 //! Each is the canonical order itself — element `i` into lane `i mod 32` in index order,
 //! then the fixed tree; chunks of [`CHUNK`] reduced so and their partials combined the same
-//! way — on 256-bit vectors where the CPU has AVX2 (the 32 lanes are four accumulators), so
-//! a kernel's emitted four-lane loop and these calls give the same bits.
+//! way — on 512-bit vectors where the CPU has AVX-512F, else 256-bit ones where it has AVX2
+//! (`simd`: the 32 lanes are two or four accumulators), so a kernel's emitted four-lane loop
+//! and these calls give the same bits. (Sixteen lanes whatever
+//! `--xla_cpu_prefer_vector_width` says, as the 16-bit roundings' `crate::half_binary`.)
 //! The summand is computed exactly as the kernel's nodes compute it: the widening is exact,
-//! and `(x - c)²` is the IEEE subtraction, then the IEEE product (never fused).
+//! and `(x - c)²` is the IEEE subtraction, then the IEEE product (never fused), each
+//! rounded to the 16-bit format by `kiln_math::float16`'s rule where the kernel rounds it.
 
 use crate::reduce::{CHUNK, LANES, TREE};
-use kiln_math::float16::{to_f32, Half};
+use kiln_math::float16::{round_f32, to_f32, Half};
+use simd::{vector_blocks, whole_blocks};
+
+mod simd;
 
 /// A row [`sum_row`] sums.
 #[derive(Debug, Clone, Copy)]
@@ -22,13 +29,27 @@ pub enum SumRow<'a> {
     Half(Half, &'a [u16]),
     /// `(x - c) * (x - c)` of each `x`, with this `c` (a variance's summand).
     ShiftedSquare(&'a [f32], f32),
+    /// `(x - c) * (x - c)` of the exact `f32` of each 16-bit float `x` of this format, with
+    /// this `c`: when `rounded`, the difference and then the square each rounded to the
+    /// format (a 16-bit variance's summand, every op's result 16-bit: XLA:CPU's rule and
+    /// Kiln's default), else both in `f32` (`--xla_allow_excess_precision`).
+    HalfShiftedSquare {
+        /// The format of `xs`, and of the roundings.
+        h: Half,
+        /// The 16-bit floats.
+        xs: &'a [u16],
+        /// The value subtracted.
+        c: f32,
+        /// Whether each op's result is rounded to `h`.
+        rounded: bool,
+    },
 }
 
 /// The canonical sum (identity `+0.0`) of the summands of `row`, in index order.
 pub fn sum_row(row: SumRow) -> f32 {
     let n = match row {
         SumRow::F32(xs) | SumRow::ShiftedSquare(xs, _) => xs.len(),
-        SumRow::Half(_, xs) => xs.len(),
+        SumRow::Half(_, xs) | SumRow::HalfShiftedSquare { xs, .. } => xs.len(),
     };
     if n <= CHUNK {
         if let Some(r) = whole_blocks(row, n) {
@@ -56,8 +77,7 @@ pub fn sum_into_lanes(acc: &mut [f32; LANES], xs: &[f32]) {
 }
 
 /// `p[(i - i0) mod 32] += summand(i)` for `i` in `i0..i1`, in index order: whole blocks of 32
-/// on 256-bit vectors where the CPU has AVX2 (four vectors hold the 32 lanes, lane `l` in
-/// vector `l / 8`), the rest one by one.
+/// in vectors (`simd`), the rest one by one.
 fn accumulate(p: &mut [f32; LANES], row: SumRow, i0: usize, i1: usize) {
     let done = i0 + vector_blocks(p, row, i0, (i1 - i0) / LANES) * LANES;
     for i in done..i1 {
@@ -75,173 +95,11 @@ fn summand(row: SumRow, i: usize) -> f32 {
             let d = xs[i] - c;
             d * d
         }
-    }
-}
-
-/// Folds up to `blocks` blocks of 32 summands of `row` from `i0` into `p` on AVX2; returns
-/// how many it folded (none without AVX2 and F16C; for an `f16` row, those before the first
-/// block holding an infinity or a NaN).
-#[cfg(target_arch = "x86_64")]
-fn vector_blocks(p: &mut [f32; LANES], row: SumRow, i0: usize, blocks: usize) -> usize {
-    if blocks == 0 || !avx2_f16c() {
-        return 0;
-    }
-    let end = i0 + blocks * LANES;
-    // SAFETY: AVX2 and F16C are present; every block read lies in `i0..end`, inside the row.
-    unsafe {
-        match row {
-            SumRow::F32(xs) => avx2::blocks::<0>(p, xs[i0..end].as_ptr().cast(), 0.0, blocks),
-            SumRow::ShiftedSquare(xs, c) => {
-                avx2::blocks::<1>(p, xs[i0..end].as_ptr().cast(), c, blocks)
-            }
-            SumRow::Half(Half::Bf16, xs) => {
-                avx2::blocks::<2>(p, xs[i0..end].as_ptr().cast(), 0.0, blocks)
-            }
-            SumRow::Half(Half::F16, xs) => {
-                avx2::blocks::<3>(p, xs[i0..end].as_ptr().cast(), 0.0, blocks)
-            }
+        SumRow::HalfShiftedSquare { h, xs, c, rounded } => {
+            let round = |v: f32| if rounded { round_f32(v, h) } else { v };
+            let d = round(to_f32(xs[i], h) - c);
+            round(d * d)
         }
-    }
-}
-
-/// Whether the CPU runs the [`avx2`] loops (AVX2 and F16C).
-#[cfg(target_arch = "x86_64")]
-fn avx2_f16c() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c")
-}
-
-/// The canonical sum of a row of `n ≤ CHUNK` summands when `n` is a positive multiple of 32
-/// and every block is folded on AVX2 ([`vector_blocks`]' conditions), the tree in vectors
-/// too; `None` otherwise.
-#[cfg(target_arch = "x86_64")]
-fn whole_blocks(row: SumRow, n: usize) -> Option<f32> {
-    if n == 0 || !n.is_multiple_of(LANES) || !avx2_f16c() {
-        return None;
-    }
-    let blocks = n / LANES;
-    // SAFETY: AVX2 and F16C are present; the row holds `n` summands.
-    unsafe {
-        match row {
-            SumRow::F32(xs) => avx2::chunk::<0>(xs.as_ptr().cast(), 0.0, blocks),
-            SumRow::ShiftedSquare(xs, c) => avx2::chunk::<1>(xs.as_ptr().cast(), c, blocks),
-            SumRow::Half(Half::Bf16, xs) => avx2::chunk::<2>(xs.as_ptr().cast(), 0.0, blocks),
-            SumRow::Half(Half::F16, xs) => avx2::chunk::<3>(xs.as_ptr().cast(), 0.0, blocks),
-        }
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn whole_blocks(_: SumRow, _: usize) -> Option<f32> {
-    None
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn vector_blocks(_: &mut [f32; LANES], _: SumRow, _: usize, _: usize) -> usize {
-    0
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::LANES;
-    use std::arch::x86_64::*;
-
-    /// The 32 summands of block `b` at `src` as four vectors, by `FORM`: 0 `f32`s, 1
-    /// `(x - c)²` of `f32`s, 2 `bf16`s widened by a shift, 3 `f16`s widened by F16C.
-    #[inline(always)]
-    unsafe fn load<const FORM: u8>(src: *const u8, c: __m256, b: usize) -> [__m256; 4] {
-        let mut v = [_mm256_setzero_ps(); 4];
-        for (k, v) in v.iter_mut().enumerate() {
-            let i = b * LANES + k * 8;
-            *v = match FORM {
-                0 => _mm256_loadu_ps(src.cast::<f32>().add(i)),
-                1 => {
-                    let d = _mm256_sub_ps(_mm256_loadu_ps(src.cast::<f32>().add(i)), c);
-                    _mm256_mul_ps(d, d)
-                }
-                2 => {
-                    let h = _mm_loadu_si128(src.cast::<u16>().add(i).cast());
-                    _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
-                }
-                _ => _mm256_cvtph_ps(_mm_loadu_si128(src.cast::<u16>().add(i).cast())),
-            };
-        }
-        v
-    }
-
-    /// Whether block `b` of `f16`s at `src` holds an infinity or a NaN (exponent all ones).
-    #[inline(always)]
-    unsafe fn any_nan_f16(src: *const u8, b: usize) -> bool {
-        let exp = _mm_set1_epi16(0x7c00);
-        let mut hit = _mm_setzero_si128();
-        for k in 0..4 {
-            let h = _mm_loadu_si128(src.cast::<u16>().add(b * LANES + k * 8).cast());
-            hit = _mm_or_si128(hit, _mm_cmpeq_epi16(_mm_and_si128(h, exp), exp));
-        }
-        _mm_movemask_epi8(hit) != 0
-    }
-
-    /// `acc` (lane `l` in vector `l / 8`) plus `summand(32 b + l)` for `b < blocks`, lane by
-    /// lane in block order; returns the blocks folded: all, or for `f16`s (`FORM` 3) those
-    /// before the first holding an infinity or a NaN (its widening is left to the rule:
-    /// `vcvtph2ps` would quiet a signalling NaN).
-    #[inline(always)]
-    unsafe fn fold<const FORM: u8>(
-        acc: &mut [__m256; 4],
-        src: *const u8,
-        c: f32,
-        blocks: usize,
-    ) -> usize {
-        let c = _mm256_set1_ps(c);
-        for b in 0..blocks {
-            if FORM == 3 && any_nan_f16(src, b) {
-                return b;
-            }
-            let v = load::<FORM>(src, c, b);
-            for k in 0..4 {
-                acc[k] = _mm256_add_ps(acc[k], v[k]);
-            }
-        }
-        blocks
-    }
-
-    /// [`fold`] into the lanes `p`.
-    #[target_feature(enable = "avx2,f16c")]
-    pub(super) unsafe fn blocks<const FORM: u8>(
-        p: &mut [f32; LANES],
-        src: *const u8,
-        c: f32,
-        blocks: usize,
-    ) -> usize {
-        let mut acc = [_mm256_setzero_ps(); 4];
-        for (k, a) in acc.iter_mut().enumerate() {
-            *a = _mm256_loadu_ps(p.as_ptr().add(k * 8));
-        }
-        let done = fold::<FORM>(&mut acc, src, c, blocks);
-        for (k, a) in acc.iter().enumerate() {
-            _mm256_storeu_ps(p.as_mut_ptr().add(k * 8), *a);
-        }
-        done
-    }
-
-    /// The canonical sum of `blocks` whole blocks (at most a chunk): [`fold`] from `+0.0`,
-    /// then the tree in the vectors — `s = 16` adds vectors 2 and 3 to 0 and 1, `s = 8`
-    /// vector 1 to 0, `s = 4` the high half to the low, `s = 2` and `1` within it, each
-    /// `p[j] + p[j + s]` as the tree has it. `None` when [`fold`] stops early.
-    #[target_feature(enable = "avx2,f16c")]
-    pub(super) unsafe fn chunk<const FORM: u8>(
-        src: *const u8,
-        c: f32,
-        blocks: usize,
-    ) -> Option<f32> {
-        let mut acc = [_mm256_setzero_ps(); 4];
-        if fold::<FORM>(&mut acc, src, c, blocks) != blocks {
-            return None;
-        }
-        let v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
-        let q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-        let q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-        let r = _mm_add_ss(q, _mm_shuffle_ps::<1>(q, q));
-        Some(_mm_cvtss_f32(r))
     }
 }
 
@@ -331,6 +189,101 @@ mod tests {
             let got = sum_row(SumRow::ShiftedSquare(&xs, c));
             assert_eq!(got.to_bits(), reference(&squares).to_bits(), "n={n}");
         }
+    }
+
+    #[test]
+    fn half_shifted_squares_are_the_rule_then_the_canonical_sum() {
+        // Every 16-bit pattern of both formats somewhere in the rows (NaNs with payloads,
+        // signalling ones too, infinities, subnormals), shifted by values that make the
+        // differences round, tie, overflow and underflow; each summand by the rule.
+        let all: Vec<u16> = (0..=u16::MAX).map(|i| i.wrapping_mul(40503)).collect();
+        for h in [Half::Bf16, Half::F16] {
+            for rounded in [true, false] {
+                let round = |v: f32| if rounded { round_f32(v, h) } else { v };
+                for (t, &c) in [0.3125f32, -1.0e-3, 3.0e4, 1.0e-40, 0.0].iter().enumerate() {
+                    let lengths = LENGTHS.iter().copied().chain([all.len()]);
+                    for (u, n) in lengths.enumerate() {
+                        let start = (t * 7919 + u * 104_729) % (all.len() - n.min(all.len()) + 1);
+                        let xs = &all[start..start + n];
+                        let squares: Vec<f32> = xs
+                            .iter()
+                            .map(|&x| {
+                                let d = round(to_f32(x, h) - c);
+                                round(d * d)
+                            })
+                            .collect();
+                        let row = SumRow::HalfShiftedSquare { h, xs, c, rounded };
+                        let got = sum_row(row);
+                        let want = reference(&squares);
+                        // Which NaN a sum of several returns is not promised
+                        // (docs/determinism.md); one NaN's bits are, below.
+                        assert!(
+                            got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+                            "{h:?} rounded={rounded} c={c} n={n}: {got} {want}"
+                        );
+                        // The same summands folded into the lanes window by window (96
+                        // elements: each starts at a multiple of 32, at lane 0).
+                        if n <= CHUNK {
+                            let mut p = [0f32; LANES];
+                            for w in (0..n).step_by(96) {
+                                let part = SumRow::HalfShiftedSquare {
+                                    h,
+                                    xs: &xs[w..(w + 96).min(n)],
+                                    c,
+                                    rounded,
+                                };
+                                accumulate(&mut p, part, 0, (n - w).min(96));
+                            }
+                            let t = tree(p, n);
+                            assert!(
+                                t.to_bits() == want.to_bits() || t.is_nan() && want.is_nan(),
+                                "windows n={n}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // One NaN in a finite row, signalling with a payload: its bits come through.
+        for h in [Half::Bf16, Half::F16] {
+            for rounded in [true, false] {
+                let mut xs: Vec<u16> = (0..700u16).map(|i| i.wrapping_mul(331) & 0x3bff).collect();
+                xs[333] = match h {
+                    Half::Bf16 => 0xff81,
+                    Half::F16 => 0xfd01,
+                };
+                let squares: Vec<f32> = xs
+                    .iter()
+                    .map(|&x| {
+                        let round = |v: f32| if rounded { round_f32(v, h) } else { v };
+                        let d = round(to_f32(x, h) - 0.5);
+                        round(d * d)
+                    })
+                    .collect();
+                let got = sum_row(SumRow::HalfShiftedSquare {
+                    h,
+                    xs: &xs,
+                    c: 0.5,
+                    rounded,
+                });
+                assert!(got.is_nan());
+                assert_eq!(
+                    got.to_bits(),
+                    reference(&squares).to_bits(),
+                    "{h:?} {rounded}"
+                );
+            }
+        }
+        // Finite rows: the sums are numbers, and rounding changes them.
+        let xs: Vec<u16> = (0..1024u16).map(|i| 0x3f80 + (i % 97)).collect();
+        let row = |rounded| SumRow::HalfShiftedSquare {
+            h: Half::Bf16,
+            xs: &xs,
+            c: 1.1,
+            rounded,
+        };
+        let (r, e) = (sum_row(row(true)), sum_row(row(false)));
+        assert!(r.is_finite() && e.is_finite() && r != e, "{r} {e}");
     }
 
     #[test]

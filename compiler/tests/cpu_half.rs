@@ -247,6 +247,19 @@ fn what_stays_on_the_interpreter_is_refused_with_a_reason() {
 }
 
 /// `bits` rotated by `k` (so short lengths still meet different special values).
+/// Whether the CPU runs the sixteen-lane block math that binary roundings are planned on.
+fn sixteen_lanes() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 fn rotated(bits: &[u16], k: usize) -> Vec<u16> {
     let mut v = bits.to_vec();
     v.rotate_left(k % bits.len());
@@ -348,6 +361,79 @@ fn binary_roundings_read_rows_blocks_and_values() {
                     tensor(dt, &[3, n], &rotated(&s, n)),
                     tensor(dt, &[3, n], &rotated(&s, 5)),
                     tensor(dt, &[3], &rotated(&s, 9)),
+                ],
+            );
+        }
+    }
+}
+
+#[test]
+fn sixteen_bit_layer_norms_normalise_shifted_rows_in_one_call() {
+    // `(x - mean) * rstd`, each op rounded: one call per window reads the input row,
+    // subtracts the row's mean and rounds, multiplies and rounds, and writes the output's
+    // bits (the difference is no block); the variance's rounded squares one sum call. Both
+    // formats, rows with window and vector tails, special values in the rows and the means.
+    for dt in [DType::F16, DType::Bf16] {
+        for n in [24, 300, 511, 1029] {
+            let inv = 1.0 / n as f64;
+            let src = format!(
+                "func @f(%x: {dt}[3,{n}], %m: {dt}[3]) -> ({dt}[3,{n}], {dt}[3]) {{
+  %b = broadcast_in_dim %m, dims=[0] : {dt}[3,{n}]
+  %d = sub %x, %b : {dt}[3,{n}]
+  %d2 = mul %d, %d : {dt}[3,{n}]
+  %ss = reduce_sum %d2, axes=[1] : {dt}[3]
+  %k = constant {inv:e} : {dt}[3]
+  %var = mul %ss, %k : {dt}[3]
+  %eps = constant 1e-5 : {dt}[3]
+  %ve = add %var, %eps : {dt}[3]
+  %r = rsqrt %ve : {dt}[3]
+  %rb = broadcast_in_dim %r, dims=[0] : {dt}[3,{n}]
+  %y = mul %d, %rb : {dt}[3,{n}]
+  return %y, %var
+}}"
+            );
+            let c = cluster(&src);
+            let opts = CpuOptions::default();
+            if opts.block_math() && sixteen_lanes() && n >= 256 {
+                let exe = compile_cluster(&c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
+                let plans = kiln_compiler::cpu::plan_lines(&exe, &opts).expect("plans");
+                let staged = |l: &str| {
+                    let list = l.split(" staged=[").nth(1)?.split(']').next()?;
+                    Some(list.split(',').count())
+                };
+                assert!(
+                    plans
+                        .iter()
+                        .any(|l| l.contains("form=rows") && staged(l) == Some(1)),
+                    "the normalisation is not one call: {plans:#?}"
+                );
+                assert!(
+                    plans.iter().any(|l| l.contains("sum=square(")),
+                    "{plans:#?}"
+                );
+            }
+            let s = specials(dt);
+            check_with_inputs(
+                &c,
+                &[
+                    tensor(dt, &[3, n], &rotated(&s, n)),
+                    tensor(dt, &[3], &rotated(&s, 13)),
+                ],
+            );
+            // Finite rows and means, where the roundings decide the bits.
+            let finite: Vec<u16> = s
+                .iter()
+                .copied()
+                .filter(|&b| match dt {
+                    DType::F16 => b & 0x7c00 != 0x7c00,
+                    _ => b & 0x7f80 != 0x7f80,
+                })
+                .collect();
+            check_exact(
+                &src,
+                &[
+                    tensor(dt, &[3, n], &rotated(&finite, 7)),
+                    tensor(dt, &[3], &[0x3c00, 0x0001, 0xbe00]),
                 ],
             );
         }

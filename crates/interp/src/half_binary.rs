@@ -8,7 +8,7 @@
 //! The op is one IEEE operation on the two `f32`s in the order given (the interpreter's
 //! `a op b`; which NaN an op on NaNs returns is not promised, `docs/determinism.md`),
 //! and the rounding is [`crate::round_half_block`]'s — `kiln_math::float16`'s rule. Sixteen
-//! lanes in one pass where the CPU has AVX-512F; elsewhere, and for the last few elements,
+//! lanes in one pass where the CPU has AVX-512F and BW; elsewhere, and for the last few elements,
 //! the op element by element and then [`crate::round_half_block`] over them. All give the
 //! same bits, which the tests below check against the rule over every class of input.
 
@@ -29,6 +29,10 @@ pub enum HalfOperand<'a> {
     /// One 16-bit float of this format per element (its exact `f32` is the operand), as
     /// long as the result.
     Half(Half, &'a [u16]),
+    /// One 16-bit float `x` of this format per element and one value `c`: the operand is
+    /// `x - c` (the IEEE subtraction of the exact widening) rounded to the format — a
+    /// 16-bit `x - mean`, computed by the same pass as the op that reads it.
+    ShiftedHalf(Half, &'a [u16], f32),
     /// The same value at every element.
     Value(f32),
 }
@@ -38,7 +42,7 @@ impl HalfOperand<'_> {
     fn len(&self) -> Option<usize> {
         match self {
             HalfOperand::Block(s) => Some(s.len()),
-            HalfOperand::Half(_, s) => Some(s.len()),
+            HalfOperand::Half(_, s) | HalfOperand::ShiftedHalf(_, s, _) => Some(s.len()),
             HalfOperand::Value(_) => None,
         }
     }
@@ -48,6 +52,7 @@ impl HalfOperand<'_> {
         match *self {
             HalfOperand::Block(s) => s[i],
             HalfOperand::Half(h, s) => to_f32(s[i], h),
+            HalfOperand::ShiftedHalf(h, s, c) => round_f32(to_f32(s[i], h) - c, h),
             HalfOperand::Value(v) => v,
         }
     }
@@ -130,7 +135,8 @@ struct Operand {
     value: f32,
 }
 
-/// [`Operand`] kinds.
+/// [`Operand`] kinds ([`SHIFTED_ROW`]: a row of the result's format, minus the value,
+/// rounded to that format; first operands only).
 #[cfg(target_arch = "x86_64")]
 const BLOCK: u8 = 0;
 #[cfg(target_arch = "x86_64")]
@@ -139,6 +145,8 @@ const VALUE: u8 = 1;
 const BF16_ROW: u8 = 2;
 #[cfg(target_arch = "x86_64")]
 const F16_ROW: u8 = 3;
+#[cfg(target_arch = "x86_64")]
+const SHIFTED_ROW: u8 = 4;
 
 /// Where the vector loop writes `n` results: `f32`s, or their 16-bit bits.
 #[derive(Clone, Copy)]
@@ -148,14 +156,23 @@ enum Out {
     Packed(*mut u16),
 }
 
-/// The elements `0..done` of `n` computed by the sixteen-lane loop (0 without AVX-512F).
+/// The elements `0..done` of `n` computed by the sixteen-lane loop (0 without AVX-512F and BW, and
+/// for a shifted row that is the second operand or of a format other than the result's).
 #[cfg(target_arch = "x86_64")]
 fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: Out, n: usize) -> usize {
-    if !std::arch::is_x86_feature_detected!("avx512f") {
+    if !std::arch::is_x86_feature_detected!("avx512f")
+        || !std::arch::is_x86_feature_detected!("avx512bw")
+    {
         return 0;
+    }
+    match (a, b) {
+        (HalfOperand::ShiftedHalf(h, ..), _) if h != to => return 0,
+        (_, HalfOperand::ShiftedHalf(..)) => return 0,
+        _ => {}
     }
     let parts = |x: HalfOperand| {
         let (kind, ptr, value) = match x {
+            HalfOperand::ShiftedHalf(_, s, c) => (SHIFTED_ROW, s.as_ptr() as *const u8, c),
             HalfOperand::Block(s) => (BLOCK, s.as_ptr() as *const u8, 0.0),
             HalfOperand::Half(Half::Bf16, s) => (BF16_ROW, s.as_ptr() as *const u8, 0.0),
             HalfOperand::Half(Half::F16, s) => (F16_ROW, s.as_ptr() as *const u8, 0.0),
@@ -168,7 +185,7 @@ fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: Out, n: usiz
         Out::F32(p) => (p as *mut u8, false),
         Out::Packed(p) => (p as *mut u8, true),
     };
-    // SAFETY (every arm): the CPU has AVX-512F; each operand that is not a value covers `n`
+    // SAFETY (every arm): the CPU has AVX-512F and BW; each operand that is not a value covers `n`
     // elements of its kind (the callers checked the lengths), `dst` `n` results.
     unsafe {
         match (to, code, packed) {
@@ -202,7 +219,7 @@ fn fast(_: usize, _: Half, _: HalfOperand, _: HalfOperand, _: Out, _: usize) -> 
 /// # Safety
 /// As [`x16`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn by_lhs<const OP: usize, const BF16: bool, const PACK: bool>(
     a: Operand,
     b: Operand,
@@ -215,6 +232,7 @@ unsafe fn by_lhs<const OP: usize, const BF16: bool, const PACK: bool>(
             BLOCK => by_rhs::<OP, BF16, PACK, BLOCK>(a, b, dst, n),
             VALUE => by_rhs::<OP, BF16, PACK, VALUE>(a, b, dst, n),
             BF16_ROW => by_rhs::<OP, BF16, PACK, BF16_ROW>(a, b, dst, n),
+            SHIFTED_ROW => by_rhs::<OP, BF16, PACK, SHIFTED_ROW>(a, b, dst, n),
             _ => by_rhs::<OP, BF16, PACK, F16_ROW>(a, b, dst, n),
         }
     }
@@ -225,7 +243,7 @@ unsafe fn by_lhs<const OP: usize, const BF16: bool, const PACK: bool>(
 /// # Safety
 /// As [`x16`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn by_rhs<const OP: usize, const BF16: bool, const PACK: bool, const A: u8>(
     a: Operand,
     b: Operand,
@@ -247,27 +265,36 @@ unsafe fn by_rhs<const OP: usize, const BF16: bool, const PACK: bool, const A: u
 /// Sixteen `f32`s of operand `x` (of kind `K`) from element `i`: a block's, a 16-bit row's
 /// widened (`bf16` by a shift; `f16` by `vcvtph2ps`, exact for every value but a
 /// signalling NaN, which it quiets — a NaN either way, and an op's NaN is not promised),
-/// or the value's splat `v`.
+/// the value's splat `v`, or (a shifted row, of `bf16`s when `BF16`, else `f16`s) the
+/// row's widening minus `v`, rounded to the row's format.
 ///
 /// # Safety
-/// The CPU has AVX-512F; `x` covers elements `i..i + 16` unless it is a value.
+/// The CPU has AVX-512F and BW; `x` covers elements `i..i + 16` unless it is a value.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-unsafe fn load16<const K: u8>(
+unsafe fn load16<const K: u8, const BF16: bool>(
     x: Operand,
     v: std::arch::x86_64::__m512,
     i: usize,
 ) -> std::arch::x86_64::__m512 {
     use std::arch::x86_64::{
         __m256i, _mm256_loadu_si256, _mm512_castsi512_ps, _mm512_cvtepu16_epi32, _mm512_cvtph_ps,
-        _mm512_loadu_ps, _mm512_slli_epi32,
+        _mm512_loadu_ps, _mm512_slli_epi32, _mm512_sub_ps,
     };
     // SAFETY: the caller's contract.
     unsafe {
         match K {
             BLOCK => _mm512_loadu_ps((x.ptr as *const f32).add(i)),
             VALUE => v,
+            SHIFTED_ROW => {
+                let (row, to) = if BF16 {
+                    (load16::<BF16_ROW, BF16>(x, v, i), Half::Bf16)
+                } else {
+                    (load16::<F16_ROW, BF16>(x, v, i), Half::F16)
+                };
+                crate::half_block::round_zmm(to, _mm512_sub_ps(row, v))
+            }
             BF16_ROW => {
                 let h = _mm256_loadu_si256((x.ptr as *const u16).add(i) as *const __m256i);
                 _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
@@ -286,10 +313,10 @@ unsafe fn load16<const K: u8>(
 /// `bf16`'s top halves. Returns how many elements it wrote.
 ///
 /// # Safety
-/// The CPU has AVX-512F; an operand that is not a value covers `n` elements of its kind,
+/// The CPU has AVX-512F and BW; an operand that is not a value covers `n` elements of its kind,
 /// and `dst` `n` writable results (`f32`, or `u16` when `PACK`).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, const B: u8>(
     a: Operand,
     b: Operand,
@@ -297,18 +324,23 @@ unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, 
     n: usize,
 ) -> usize {
     use std::arch::x86_64::{
-        __m256i, _mm256_storeu_si256, _mm512_add_ps, _mm512_castps_si512, _mm512_cvtepi32_epi16,
-        _mm512_cvtps_ph, _mm512_div_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_srli_epi32,
-        _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_TO_NEAREST_INT,
+        __m256i, _mm256_storeu_si256, _mm512_add_ps, _mm512_castps_si512, _mm512_castsi512_si256,
+        _mm512_cvtps_ph, _mm512_div_ps, _mm512_mul_ps, _mm512_permutexvar_epi16, _mm512_set1_ps,
+        _mm512_set_epi16, _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_TO_NEAREST_INT,
     };
     let to = if BF16 { Half::Bf16 } else { Half::F16 };
     let (va, vb) = (_mm512_set1_ps(a.value), _mm512_set1_ps(b.value));
+    // Word `2j + 1` (the high half of lane `j`) to word `j`, for `j < 16`.
+    let high_halves = _mm512_set_epi16(
+        31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1, 31, 29, 27, 25, 23, 21, 19, 17,
+        15, 13, 11, 9, 7, 5, 3, 1,
+    );
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: `i + 16 <= n`; operands and `dst` cover `n` elements.
         unsafe {
-            let x = load16::<A>(a, va, i);
-            let y = load16::<B>(b, vb, i);
+            let x = load16::<A, BF16>(a, va, i);
+            let y = load16::<B, BF16>(b, vb, i);
             let r = match OP {
                 0 => _mm512_add_ps(x, y),
                 1 => _mm512_sub_ps(x, y),
@@ -321,7 +353,10 @@ unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, 
             } else {
                 let h = if BF16 {
                     let r = _mm512_castps_si512(crate::half_block::round_zmm(to, r));
-                    _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(r))
+                    // The high halves into the low 256 bits (`vpermw`), stored as one vector:
+                    // `vpmovdw` to memory, the obvious choice, takes several times as long
+                    // on AMD's cores.
+                    _mm512_castsi512_si256(_mm512_permutexvar_epi16(high_halves, r))
                 } else {
                     _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(r)
                 };
@@ -445,6 +480,16 @@ mod tests {
                         for v in values {
                             check(r, HalfOperand::Value(v), n, "row, value");
                             check(HalfOperand::Value(v), r, n, "value, row");
+                        }
+                        // A row minus a value, rounded to the row's format, as the first
+                        // operand (sixteen lanes when that is the result's format) and as
+                        // the second (the rule element by element).
+                        for c in [0.3125f32, -7.0, 1e-40, f32::NAN, f32::INFINITY] {
+                            let shifted = HalfOperand::ShiftedHalf(h, &rows[..n], c);
+                            check(shifted, HalfOperand::Value(1.75), n, "shifted, value");
+                            check(shifted, blk, n, "shifted, block");
+                            check(shifted, r2, n, "shifted, row");
+                            check(blk, shifted, n, "block, shifted");
                         }
                     }
                 }

@@ -99,11 +99,12 @@ pub fn staged_f16_load(k: &Kernel, n: usize) -> bool {
 }
 
 /// Whether this CPU runs `kiln_interp::binary_round_block` sixteen lanes at a time
-/// (AVX-512F), the condition for planning [`half_binary`] calls.
+/// (AVX-512F and BW), the condition for planning [`half_binary`] calls.
 pub fn sixteen_lane_calls() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -189,9 +190,11 @@ impl HalfBinaryOperand {
 
 /// The code of a [`HostCalls::half_binary`] call: the op's index in
 /// `kiln_interp::HALF_BINARY_OPS` (bits 0–1), `bf16` (bit 2), how the call reads each
-/// operand ([`HalfBinaryOperand`]: bits 3–4 the first, bits 5–6 the second), and whether
-/// it writes the results' 16-bit bits (`packed`, bit 7: into the stored buffer) instead
-/// of their `f32`s.
+/// operand ([`HalfBinaryOperand`]: bits 3–4 the first, bits 5–6 the second), whether it
+/// writes the results' 16-bit bits (`packed`, bit 7: into the stored buffer) instead of
+/// their `f32`s, and whether the first operand, a row, is read shifted (`shifted`, bit 8:
+/// the row's widening minus the call's `shift`, rounded to the row's format —
+/// [`StagedSource::ShiftedRow`](crate::cranelift::plan::StagedSource::ShiftedRow)).
 ///
 /// [`HostCalls::half_binary`]: super::HostCalls::half_binary
 pub fn half_binary_code(
@@ -199,16 +202,27 @@ pub fn half_binary_code(
     lhs: HalfBinaryOperand,
     rhs: HalfBinaryOperand,
     packed: bool,
+    shifted: bool,
 ) -> Option<u32> {
     let op = HALF_BINARY_OPS.iter().position(|&o| o == b.op)? as u32;
     let to = u32::from(b.to == Half::Bf16);
-    Some(op | to << 2 | lhs.bits() << 3 | rhs.bits() << 5 | u32::from(packed) << 7)
+    if shifted && !matches!(lhs, HalfBinaryOperand::Row(_)) {
+        return None;
+    }
+    Some(
+        op | to << 2
+            | lhs.bits() << 3
+            | rhs.bits() << 5
+            | u32::from(packed) << 7
+            | u32::from(shifted) << 8,
+    )
 }
 
 /// One binary op and the rounding of its result, a window at a time
 /// ([`super::HostCalls::half_binary`]): `dst[i] = round(a[i] op b[i])` for `i < n`, where
 /// `code` ([`half_binary_code`]) names the op, the format, and how each operand is read (an
-/// `f32` block, a 16-bit row, or the value `c`); `kiln_interp::binary_round_block`, the
+/// `f32` block, a 16-bit row — the first one possibly minus `shift`, rounded — or the value
+/// `c`); `kiln_interp::binary_round_block`, the
 /// interpreter's `op` and the rule's rounding, so the bits of the nodes. `dst` is the
 /// node's own block, or the stored buffer's positions for a packed result
 /// (`kiln_interp::binary_round_pack_block`), apart from the operands.
@@ -217,6 +231,7 @@ pub(super) extern "C" fn kiln_half_binary_block(
     a: *const f32,
     b: *const f32,
     c: f32,
+    shift: f32,
     dst: *mut f32,
     n: i64,
 ) {
@@ -253,6 +268,11 @@ pub(super) extern "C" fn kiln_half_binary_block(
     let (Some(x), Some(y)) = (operand(a, (code >> 3) & 3), operand(b, (code >> 5) & 3)) else {
         return;
     };
+    let x = match x {
+        HalfOperand::Half(h, row) if code & 256 != 0 => HalfOperand::ShiftedHalf(h, row, shift),
+        _ if code & 256 != 0 => return,
+        x => x,
+    };
     if code & 128 != 0 {
         // A row may share the output's storage (a scratch buffer placed in the output,
         // `kernel::share`): the call then reads a copy of it, so no slice it reads is
@@ -281,12 +301,15 @@ fn apart<'a>(
     buf: &'a mut Vec<u16>,
 ) -> HalfOperand<'a> {
     let (lo, hi) = (dst as usize, dst as usize + 2 * n);
+    let overlaps = |s: &[u16]| (s.as_ptr() as usize) < hi && lo < s.as_ptr() as usize + 2 * s.len();
     match x {
-        HalfOperand::Half(h, s)
-            if (s.as_ptr() as usize) < hi && lo < s.as_ptr() as usize + 2 * s.len() =>
-        {
+        HalfOperand::Half(h, s) if overlaps(s) => {
             buf.extend_from_slice(s);
             HalfOperand::Half(h, buf)
+        }
+        HalfOperand::ShiftedHalf(h, s, c) if overlaps(s) => {
+            buf.extend_from_slice(s);
+            HalfOperand::ShiftedHalf(h, buf, c)
         }
         x => x,
     }

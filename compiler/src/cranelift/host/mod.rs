@@ -40,7 +40,7 @@ pub(super) struct HostTable {
     extremum_f64: extern "C" fn(u32, *const f64, i64) -> f64,
     shifted_scalar_f32: extern "C" fn(u32, *const f32, f32, f32, *mut f32, i64),
     shifted_scalar_f64: extern "C" fn(u32, *const f64, f64, f64, *mut f64, i64),
-    half_binary: extern "C" fn(u32, *const f32, *const f32, f32, *mut f32, i64),
+    half_binary: extern "C" fn(u32, *const f32, *const f32, f32, f32, *mut f32, i64),
     sum: extern "C" fn(u32, *const u8, f32, *mut f32, i64) -> f32,
 }
 
@@ -643,11 +643,12 @@ pub fn import(
             pair(b, 10, [&f32s, &f64s], [None; 2])
         }),
         half_binary: half_binary.then(|| {
-            // (code, a, b, value, dst, n).
+            // (code, a, b, value, shift, dst, n).
             let params = [
                 types::I32,
                 types::I64,
                 types::I64,
+                types::F32,
                 types::F32,
                 types::I64,
                 types::I64,

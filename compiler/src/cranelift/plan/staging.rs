@@ -74,6 +74,17 @@ pub enum StagedSource {
     Row(usize),
     /// This node, one value for the whole window.
     Value(usize),
+    /// The row of 16-bit load `row` (unit stride along the window) minus node `c` (one value
+    /// for the whole window), rounded to the row's format: the operand `convert(x - c)` of
+    /// a binary rounding to that format, read by the call from the row (a 16-bit layer
+    /// norm's `(x - mean) * rstd` in one pass, where the difference would otherwise be
+    /// written to its own block by another call). First operands only.
+    ShiftedRow {
+        /// The load.
+        row: usize,
+        /// The value subtracted.
+        c: usize,
+    },
 }
 
 /// Where a staged node's window of values is kept.
@@ -189,12 +200,29 @@ pub fn staged_nodes(
         // A binary op only rounded by binary-rounding calls (which compute it from its
         // operands themselves) is not staged on its own: nothing would read its block.
         // Its operands are decided by now, so whether each user will be such a call is too.
+        // Whether every reader of `m` is a binary rounding computed by a call.
+        let in_calls = |m: usize| {
+            !roots.contains(&m)
+                && !users[m].is_empty()
+                && users[m]
+                    .iter()
+                    .all(|&r| staged_binary(k, r, &staged, &variant, var).is_some())
+        };
+        // A 16-bit rounding read only through its exact widening, by ops that only such
+        // calls read, is not staged either: they read it as a shifted row (a rounded
+        // `x - c`; another operand would keep their calls from being planned).
+        let widened_in_calls = || {
+            users[n].iter().all(|&m| {
+                held(k, m) == n
+                    && m != n
+                    && !roots.contains(&m)
+                    && users[m].iter().all(|&r| in_calls(r))
+            })
+        };
         let only_in_calls = calls.half_binary
             && !roots.contains(&n)
             && !users[n].is_empty()
-            && users[n]
-                .iter()
-                .all(|&m| staged_binary(k, m, &staged, &variant, var).is_some());
+            && (in_calls(n) || half_rounding(k, n).is_some() && widened_in_calls());
         if only_in_calls {
             continue;
         }
@@ -280,8 +308,8 @@ pub fn staged_nodes(
 }
 
 /// `staged` without the staged `f16` loads that only [`StagedBinary`] calls read: those
-/// calls read the load's row themselves ([`StagedSource::Row`]), so the widening pass
-/// (its block written, then read back) is dropped. A load stays staged when emitted code
+/// calls read the load's row themselves ([`StagedSource::Row`], [`StagedSource::ShiftedRow`]),
+/// so the widening pass (its block written, then read back) is dropped. A load stays staged when emitted code
 /// reads it: on the way from a root (a store's value, the reduced value) to the staged
 /// nodes, or in a staged node's operand computed in the window.
 fn without_row_loads(k: &Kernel, roots: &[usize], mut staged: Vec<StagedNode>) -> Vec<StagedNode> {
@@ -300,15 +328,10 @@ fn without_row_loads(k: &Kernel, roots: &[usize], mut staged: Vec<StagedNode>) -
         }
         stack.extend(operands(&k.nodes[m].kind));
     }
+    // (A load no call reads as a block either — one a shifted row reads — is dropped too.)
     let rows: Vec<usize> = staged
         .iter()
         .filter(|s| matches!(k.nodes[s.node].kind, NodeKind::Load { .. }) && !read[s.node])
-        .filter(|s| {
-            staged.iter().any(|b| {
-                b.binary
-                    .is_some_and(|b| [b.lhs, b.rhs].contains(&StagedSource::Block(s.node)))
-            })
-        })
         .map(|s| s.node)
         .collect();
     staged.retain(|s| !rows.contains(&s.node));
@@ -330,7 +353,8 @@ fn without_row_loads(k: &Kernel, roots: &[usize], mut staged: Vec<StagedNode>) -
 /// ([`half_binary`]) whose operands are each one value per window (not depending on the
 /// window's variable `var`, `variant`), held in the block of a node already staged, or the
 /// exact widening of a 16-bit load with unit stride along the window — not both values
-/// (such a node does not vary along the window).
+/// (such a node does not vary along the window) — the first one also a rounding of such a
+/// row minus one value per window, not staged itself ([`StagedSource::ShiftedRow`]).
 fn staged_binary(
     k: &Kernel,
     n: usize,
@@ -339,6 +363,11 @@ fn staged_binary(
     var: usize,
 ) -> Option<StagedBinary> {
     let op = half_binary(k, n)?;
+    let row_of = |h: usize, formats: &[DType]| {
+        matches!(&k.nodes[h].kind,
+            NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1))
+            && formats.contains(&k.nodes[h].dtype)
+    };
     let source = |x: usize| {
         if !variant[x] {
             return Some(StagedSource::Value(x));
@@ -347,12 +376,29 @@ fn staged_binary(
         if staged.iter().any(|s| s.node == h) {
             return Some(StagedSource::Block(h));
         }
-        let row = matches!(&k.nodes[h].kind,
-            NodeKind::Load { offset, .. } if offset.coefficient(var) == Some(1))
-            && matches!(k.nodes[h].dtype, DType::F16 | DType::Bf16);
-        row.then_some(StagedSource::Row(h))
+        row_of(h, &[DType::F16, DType::Bf16]).then_some(StagedSource::Row(h))
     };
-    let (lhs, rhs) = (source(op.lhs)?, source(op.rhs)?);
+    // The first operand may also be a rounding of `x - c` to the result's format, not
+    // staged itself, with `x` a row of that format and `c` one value per window.
+    let format = match op.to {
+        kiln_math::float16::Half::Bf16 => DType::Bf16,
+        kiln_math::float16::Half::F16 => DType::F16,
+    };
+    let shifted = |x: usize| {
+        let d = held(k, x);
+        let inner = half_binary(k, d)?;
+        let (row, c) = (held(k, inner.lhs), inner.rhs);
+        let fits = inner.op == BinaryOp::Sub
+            && inner.to == op.to
+            && !staged.iter().any(|s| s.node == d)
+            && row_of(row, &[format])
+            && k.nodes[inner.lhs].dtype == DType::F32
+            && k.nodes[c].dtype == DType::F32
+            && !variant[c];
+        fits.then_some(StagedSource::ShiftedRow { row, c })
+    };
+    let lhs = source(op.lhs).or_else(|| shifted(op.lhs))?;
+    let rhs = source(op.rhs)?;
     if let (StagedSource::Value(_), StagedSource::Value(_)) = (lhs, rhs) {
         return None;
     }

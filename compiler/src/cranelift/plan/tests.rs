@@ -533,7 +533,33 @@ kernel @k0 space=[8,1024] {
   store out0, v10
 }
 ";
+    // One call per window: it reads the input row, subtracts the mean and rounds, then
+    // multiplies and rounds, and writes the output's 16-bit bits; `v5` is no block.
     let p = plans(norm, FULL);
+    assert_eq!(
+        p[0].to_string(),
+        "vector=4 form=rows calls=[math,half_binary] staged=[10] half_binary=[10] pinned@1=[3,8]"
+    );
+    assert_eq!(
+        p[0].staged[0].binary.map(|b: StagedBinary| (b.lhs, b.rhs)),
+        Some((
+            StagedSource::ShiftedRow { row: 0, c: 3 },
+            StagedSource::Value(8)
+        ))
+    );
+    assert_eq!(p[0].staged[0].block, StagedBlock::Store(0));
+    // `x - mean` also stored: its rounding is staged (a call from the row), and the
+    // product's call reads its block.
+    let kept = norm
+        .replace(
+            "outputs (bf16[8,1024])",
+            "outputs (bf16[8,1024], bf16[8,1024])",
+        )
+        .replace(
+            "  store out0, v10\n",
+            "  store out0, v10\n  store out1, v5\n",
+        );
+    let p = plans(&kept, FULL);
     assert_eq!(
         p[0].to_string(),
         "vector=4 form=rows calls=[math,half_binary] staged=[5,10] half_binary=[5,10] pinned@1=[3,8]"
@@ -547,10 +573,25 @@ kernel @k0 space=[8,1024] {
         binary(1),
         Some((StagedSource::Block(5), StagedSource::Value(8)))
     );
-    // `v5` is read by `v9`: an `f32` block; `v10`, only stored, is written packed into
-    // the output.
+    // `v5` is read by `v9` and stored: its block holds it; `v10`, only stored, is written
+    // packed into the output.
     assert_eq!(p[0].staged[0].block, StagedBlock::Stack { bytes: 2048 });
     assert_eq!(p[0].staged[1].block, StagedBlock::Store(0));
+    // The shifted row on the right (`rstd * (x - mean)`) is not read shifted: staged.
+    let right = norm.replace("v9 = mul v7, v8", "v9 = mul v8, v7");
+    assert!(
+        texts(&right, FULL)[0].contains("staged=[5,10]"),
+        "{}",
+        texts(&right, FULL)[0]
+    );
+    // Rounded to another format, or from a row of another format: staged as before.
+    let other = norm.replace("v10 = convert v9 : bf16", "v10 = convert v9 : f16");
+    let other = other.replace("outputs (bf16[8,1024])", "outputs (f16[8,1024])");
+    assert!(
+        texts(&other, FULL)[0].contains("staged=[5,10]"),
+        "{}",
+        texts(&other, FULL)[0]
+    );
     // Stored twice: a block, and both stores emitted from it.
     let twice = norm
         .replace(
@@ -562,7 +603,7 @@ kernel @k0 space=[8,1024] {
             "  store out0, v10\n  store out1, v10\n",
         );
     assert_eq!(
-        plans(&twice, FULL)[0].staged[1].block,
+        plans(&twice, FULL)[0].staged[0].block,
         StagedBlock::Stack { bytes: 2048 }
     );
     assert_eq!(texts(norm, PLAIN), ["vector=none form=rows pinned@1=[3,8]"]);

@@ -146,7 +146,9 @@ impl ValueEmitter<'_> {
             // Computed from its operands' blocks (and values) by the call itself.
             return [bin.lhs, bin.rhs].iter().all(|s| match *s {
                 StagedSource::Block(h) => self.ready[h],
-                StagedSource::Value(_) | StagedSource::Row(_) => true,
+                StagedSource::Value(_) | StagedSource::Row(_) | StagedSource::ShiftedRow { .. } => {
+                    true
+                }
             });
         }
         self.direct_operand(n) || self.staged_operand(n).is_ok_and(|a| self.ready[a])
@@ -196,12 +198,18 @@ impl ValueEmitter<'_> {
             self.window_addrs[n] = Some((block, operand));
             let value_source = |s: StagedSource| match s {
                 StagedSource::Value(c) => Some(c),
-                StagedSource::Block(_) | StagedSource::Row(_) => None,
+                StagedSource::Block(_) | StagedSource::Row(_) | StagedSource::ShiftedRow { .. } => {
+                    None
+                }
             };
             // A 16-bit row the call reads: its address at the window's first position.
             if let Some(bin) = st.binary {
                 for (i, src) in [bin.lhs, bin.rhs].into_iter().enumerate() {
-                    if let StagedSource::Row(h) = src {
+                    let row = match src {
+                        StagedSource::Row(h) | StagedSource::ShiftedRow { row: h, .. } => Some(h),
+                        _ => None,
+                    };
+                    if let Some(h) = row {
                         let NodeKind::Load { buf, offset } = &k.nodes[h].kind else {
                             return Err(format!("v{n} reads v{h}'s row, which is not a load"));
                         };
@@ -210,7 +218,13 @@ impl ValueEmitter<'_> {
                 }
             }
             let (value, shift) = match (&k.nodes[n].kind, st.binary) {
-                (_, Some(bin)) => (value_source(bin.lhs).or(value_source(bin.rhs)), None),
+                (_, Some(bin)) => {
+                    let shift = match bin.lhs {
+                        StagedSource::ShiftedRow { c, .. } => Some(c),
+                        _ => None,
+                    };
+                    (value_source(bin.lhs).or(value_source(bin.rhs)), shift)
+                }
                 (NodeKind::Binary(_, _, c), None) => (Some(*c), st.shift),
                 _ => (st.shift, None),
             };
@@ -342,12 +356,14 @@ impl ValueEmitter<'_> {
             StagedSource::Block(_) => Ok(HalfBinaryOperand::Block),
             StagedSource::Value(_) => Ok(HalfBinaryOperand::Value),
             // The format the buffer holds, as the load reads it.
-            StagedSource::Row(h) => match &k.nodes[h].kind {
-                NodeKind::Load { buf, .. } => half_of(buf_dtype(p, *buf))
-                    .map(HalfBinaryOperand::Row)
-                    .ok_or_else(|| format!("v{n} reads v{h}'s row, not of a 16-bit buffer")),
-                _ => Err(format!("v{n} reads v{h}'s row, which is not a load")),
-            },
+            StagedSource::Row(h) | StagedSource::ShiftedRow { row: h, .. } => {
+                match &k.nodes[h].kind {
+                    NodeKind::Load { buf, .. } => half_of(buf_dtype(p, *buf))
+                        .map(HalfBinaryOperand::Row)
+                        .ok_or_else(|| format!("v{n} reads v{h}'s row, not of a 16-bit buffer")),
+                    _ => Err(format!("v{n} reads v{h}'s row, which is not a load")),
+                }
+            }
         };
         // Kept in its store's positions: the call writes the 16-bit bits there.
         let packed = match self.staged[n].map(|s| s.block) {
@@ -361,7 +377,8 @@ impl ValueEmitter<'_> {
             }
             _ => false,
         };
-        let code = half_binary_code(bin.op, kind(bin.lhs)?, kind(bin.rhs)?, packed)
+        let shifted = matches!(bin.lhs, StagedSource::ShiftedRow { .. });
+        let code = half_binary_code(bin.op, kind(bin.lhs)?, kind(bin.rhs)?, packed, shifted)
             .ok_or_else(|| format!("v{n}'s op has no half_binary code"))?;
         let rows = self.window_rows[n];
         let mut pointer = |s: StagedSource, i: usize| -> Result<Value, String> {
@@ -370,7 +387,7 @@ impl ValueEmitter<'_> {
                     .ok_or_else(|| format!("v{h} has no window"))?
                     .0),
                 StagedSource::Block(h) => Err(format!("v{n} reads v{h} before its block")),
-                StagedSource::Row(h) => {
+                StagedSource::Row(h) | StagedSource::ShiftedRow { row: h, .. } => {
                     rows[i].ok_or_else(|| format!("v{n} has no address for v{h}'s row"))
                 }
                 StagedSource::Value(_) => Ok(b.ins().iconst(types::I64, 0)),
@@ -381,8 +398,13 @@ impl ValueEmitter<'_> {
             Some(v) => v,
             None => b.ins().f32const(0.0),
         };
+        let shift = match (shifted, self.window_shifts[n]) {
+            (true, Some(s)) => s,
+            (true, None) => return Err(format!("v{n} reads a shifted row without its shift")),
+            (false, _) => b.ins().f32const(0.0),
+        };
         let code = b.ins().iconst(types::I32, i64::from(code));
-        call.call(b, false, &[code, x, y, value, block, count]);
+        call.call(b, false, &[code, x, y, value, shift, block, count]);
         self.ready[n] = true;
         self.reset();
         Ok(())

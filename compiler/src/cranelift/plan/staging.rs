@@ -197,9 +197,6 @@ pub fn staged_nodes(
             .half_binary
             .then(|| staged_binary(k, n, &staged, &variant, var))
             .flatten();
-        // A binary op only rounded by binary-rounding calls (which compute it from its
-        // operands themselves) is not staged on its own: nothing would read its block.
-        // Its operands are decided by now, so whether each user will be such a call is too.
         // Whether every reader of `m` is a binary rounding computed by a call.
         let in_calls = |m: usize| {
             !roots.contains(&m)
@@ -219,6 +216,9 @@ pub fn staged_nodes(
                     && users[m].iter().all(|&r| in_calls(r))
             })
         };
+        // A binary op only rounded by binary-rounding calls (which compute it from its
+        // operands themselves) is not staged on its own: nothing would read its block.
+        // Its operands are decided by now, so whether each user will be such a call is too.
         let only_in_calls = calls.half_binary
             && !roots.contains(&n)
             && !users[n].is_empty()
@@ -308,10 +308,11 @@ pub fn staged_nodes(
 }
 
 /// `staged` without the staged `f16` loads that only [`StagedBinary`] calls read: those
-/// calls read the load's row themselves ([`StagedSource::Row`], [`StagedSource::ShiftedRow`]),
-/// so the widening pass (its block written, then read back) is dropped. A load stays staged when emitted code
-/// reads it: on the way from a root (a store's value, the reduced value) to the staged
-/// nodes, or in a staged node's operand computed in the window.
+/// calls read the load's row themselves ([`StagedSource::Row`],
+/// [`StagedSource::ShiftedRow`]), so the widening pass (its block written, then read back)
+/// is dropped. A load stays staged when emitted code reads it: on the way from a root (a
+/// store's value, the reduced value) to the staged nodes, or in a staged node's operand
+/// computed in the window.
 fn without_row_loads(k: &Kernel, roots: &[usize], mut staged: Vec<StagedNode>) -> Vec<StagedNode> {
     let is_staged = |staged: &[StagedNode], m: usize| staged.iter().any(|s| s.node == m);
     let mut read = vec![false; k.nodes.len()];

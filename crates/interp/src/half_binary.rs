@@ -273,7 +273,7 @@ unsafe fn by_rhs<const OP: usize, const BF16: bool, const PACK: bool, const A: u
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
 #[inline]
-unsafe fn load16<const K: u8, const BF16: bool>(
+unsafe fn load16<const K: u8, const BF16: bool, const ARITH: bool>(
     x: Operand,
     v: std::arch::x86_64::__m512,
     i: usize,
@@ -289,11 +289,11 @@ unsafe fn load16<const K: u8, const BF16: bool>(
             VALUE => v,
             SHIFTED_ROW => {
                 let (row, to) = if BF16 {
-                    (load16::<BF16_ROW, BF16>(x, v, i), Half::Bf16)
+                    (load16::<BF16_ROW, BF16, ARITH>(x, v, i), Half::Bf16)
                 } else {
-                    (load16::<F16_ROW, BF16>(x, v, i), Half::F16)
+                    (load16::<F16_ROW, BF16, ARITH>(x, v, i), Half::F16)
                 };
-                crate::half_block::round_zmm(to, _mm512_sub_ps(row, v))
+                round::<BF16, ARITH>(to, _mm512_sub_ps(row, v))
             }
             BF16_ROW => {
                 let h = _mm256_loadu_si256((x.ptr as *const u16).add(i) as *const __m256i);
@@ -323,6 +323,69 @@ unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, 
     dst: *mut u8,
     n: usize,
 ) -> usize {
+    // `bf16` rows, shifted rows and values whose NaNs are `bf16`s (not blocks, whose NaNs
+    // may be any `f32`'s, nor `f16` rows, whose widened NaNs keep payload bits in the low
+    // half): every NaN the loop's ops make has its low half clear, so the
+    // five-instruction rounding gives the rule's bits.
+    let fits = |k: u8| k != BLOCK && k != F16_ROW;
+    let arith = BF16
+        && fits(A)
+        && fits(B)
+        && crate::half_block::nan_fits_bf16(a.value)
+        && crate::half_block::nan_fits_bf16(b.value);
+    // SAFETY: the caller's contract.
+    unsafe {
+        if arith {
+            x16_loop::<OP, BF16, PACK, A, B, true>(a, b, dst, n)
+        } else {
+            x16_loop::<OP, BF16, PACK, A, B, false>(a, b, dst, n)
+        }
+    }
+}
+
+/// `round_zmm` to `to`, or when `ARITH` (`bf16` results of ops on operands that
+/// `crate::half_block::nan_fits_bf16`) `crate::half_block::round_bf16_arith_zmm`: the
+/// same bits.
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn round<const BF16: bool, const ARITH: bool>(
+    to: Half,
+    x: std::arch::x86_64::__m512,
+) -> std::arch::x86_64::__m512 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if BF16 && ARITH {
+            crate::half_block::round_bf16_arith_zmm(x)
+        } else {
+            crate::half_block::round_zmm(to, x)
+        }
+    }
+}
+
+/// [`x16`]'s loop, rounding by [`round`]`::<BF16, ARITH>`.
+///
+/// # Safety
+/// As [`x16`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+unsafe fn x16_loop<
+    const OP: usize,
+    const BF16: bool,
+    const PACK: bool,
+    const A: u8,
+    const B: u8,
+    const ARITH: bool,
+>(
+    a: Operand,
+    b: Operand,
+    dst: *mut u8,
+    n: usize,
+) -> usize {
     use std::arch::x86_64::{
         __m256i, _mm256_storeu_si256, _mm512_add_ps, _mm512_castps_si512, _mm512_castsi512_si256,
         _mm512_cvtps_ph, _mm512_div_ps, _mm512_mul_ps, _mm512_permutexvar_epi16, _mm512_set1_ps,
@@ -339,8 +402,8 @@ unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, 
     while i + 16 <= n {
         // SAFETY: `i + 16 <= n`; operands and `dst` cover `n` elements.
         unsafe {
-            let x = load16::<A, BF16>(a, va, i);
-            let y = load16::<B, BF16>(b, vb, i);
+            let x = load16::<A, BF16, ARITH>(a, va, i);
+            let y = load16::<B, BF16, ARITH>(b, vb, i);
             let r = match OP {
                 0 => _mm512_add_ps(x, y),
                 1 => _mm512_sub_ps(x, y),
@@ -348,11 +411,11 @@ unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, 
                 _ => _mm512_div_ps(x, y),
             };
             if !PACK {
-                let r = crate::half_block::round_zmm(to, r);
+                let r = round::<BF16, ARITH>(to, r);
                 _mm512_storeu_ps((dst as *mut f32).add(i), r);
             } else {
                 let h = if BF16 {
-                    let r = _mm512_castps_si512(crate::half_block::round_zmm(to, r));
+                    let r = _mm512_castps_si512(round::<BF16, ARITH>(to, r));
                     // The high halves into the low 256 bits (`vpermw`), stored as one vector:
                     // `vpmovdw` to memory, the obvious choice, takes several times as long
                     // on AMD's cores.
@@ -492,6 +555,67 @@ mod tests {
                             check(blk, shifted, n, "block, shifted");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// `bf16` results of `bf16` rows, shifted rows and values (the operands of the
+    /// five-instruction rounding, and values that are not: NaNs with payload bits in the low
+    /// half): the rule's exact bits, NaNs included, wherever at most one operand is a NaN
+    /// (which of two NaNs comes out is not promised), unpacked and packed.
+    #[test]
+    fn bf16_roundings_keep_the_rules_nan_bits() {
+        let to = Half::Bf16;
+        let rows: Vec<u16> = (0..=u16::MAX).collect();
+        let mut rows2 = rows.clone();
+        rows2.rotate_left(4099);
+        let values = [
+            1.5f32,
+            -0.0,
+            1e-38,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f81_0000),
+            f32::from_bits(0x7fc0_0001),
+            f32::from_bits(0xff80_0001),
+            f32::from_bits(0x7fff_ffff),
+        ];
+        for op in HALF_BINARY_OPS {
+            let check = |a: HalfOperand, b: HalfOperand, what: &str| {
+                let n = rows.len();
+                let mut out = vec![0.0f32; n];
+                assert!(binary_round_block(op, to, a, b, &mut out));
+                let mut bits = vec![0u16; n];
+                assert!(binary_round_pack_block(op, to, a, b, &mut bits));
+                for i in 0..n {
+                    let (x, y) = (a.at(i), b.at(i));
+                    if x.is_nan() && y.is_nan() {
+                        continue;
+                    }
+                    let want = by_rule(op, to, x, y);
+                    let (got, got_bits) = (out[i].to_bits(), bits[i]);
+                    let want_bits = pack(&mut ScalarF32, want, to) as u16;
+                    assert!(
+                        got == want.to_bits() && got_bits == want_bits,
+                        "{op:?} {what} at {i}: {:#010x} {:#010x} gave {got:#010x} \
+                         ({got_bits:#06x}), the rule {:#010x}",
+                        x.to_bits(),
+                        y.to_bits(),
+                        want.to_bits()
+                    );
+                }
+            };
+            let (r, r2) = (HalfOperand::Half(to, &rows), HalfOperand::Half(to, &rows2));
+            check(r, r2, "row, row");
+            for v in values {
+                check(r, HalfOperand::Value(v), "row, value");
+                check(HalfOperand::Value(v), r, "value, row");
+                let shifted = HalfOperand::ShiftedHalf(to, &rows, v);
+                check(shifted, r2, "shifted, row");
+                for w in values {
+                    check(shifted, HalfOperand::Value(w), "shifted, value");
                 }
             }
         }

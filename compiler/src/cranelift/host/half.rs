@@ -245,44 +245,24 @@ pub(super) extern "C" fn kiln_half_binary_block(
     if dst.is_null() || n == 0 {
         return;
     }
-    let operand = |p: *const f32, bits: u32| -> Option<HalfOperand<'static>> {
-        if bits == 1 {
-            return Some(HalfOperand::Value(c));
-        }
-        if p.is_null() {
-            return None;
-        }
-        let row = |h| {
-            // SAFETY: the emitted caller passes a row operand as `n` readable 16-bit
-            // elements (a load's positions in the current window).
-            HalfOperand::Half(h, unsafe { std::slice::from_raw_parts(p as *const u16, n) })
-        };
-        Some(match bits {
-            // SAFETY: the emitted caller passes a block operand as `n` readable elements
-            // (a staged node's block in the current window), never `dst`'s.
-            0 => HalfOperand::Block(unsafe { std::slice::from_raw_parts(p, n) }),
-            2 => row(Half::Bf16),
-            _ => row(Half::F16),
-        })
-    };
-    let (Some(x), Some(y)) = (operand(a, (code >> 3) & 3), operand(b, (code >> 5) & 3)) else {
+    let packed = code & 128 != 0;
+    // A row may share a packed output's storage (a scratch buffer placed in the output,
+    // `kernel::share`): the call then reads a copy of it, so no slice it reads is written
+    // through another. The operands are built once, from their final pointers (building
+    // them and then replacing one moved them through the stack, a 16-byte load of fields
+    // just written one by one: a store-forwarding stall, a tenth of a `bf16` layer norm).
+    let out = packed.then_some(dst as *const u16);
+    let shift = (code & 256 != 0).then_some(shift);
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    let x = operand(a, (code >> 3) & 3, c, shift, n, out, &mut xs);
+    let y = operand(b, (code >> 5) & 3, c, None, n, out, &mut ys);
+    let (Some(x), Some(y)) = (x, y) else {
         return;
     };
-    let x = match x {
-        HalfOperand::Half(h, row) if code & 256 != 0 => HalfOperand::ShiftedHalf(h, row, shift),
-        _ if code & 256 != 0 => return,
-        x => x,
-    };
-    if code & 128 != 0 {
-        // A row may share the output's storage (a scratch buffer placed in the output,
-        // `kernel::share`): the call then reads a copy of it, so no slice it reads is
-        // written through another.
-        let (mut xs, mut ys) = (Vec::new(), Vec::new());
-        let dst = dst as *mut u16;
-        let (x, y) = (apart(x, dst, n, &mut xs), apart(y, dst, n, &mut ys));
+    if packed {
         // SAFETY: `n` writable 16-bit elements at `dst` (the stored positions of an output
         // the kernel alone writes and does not load), no longer read through the operands.
-        let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        let out = unsafe { std::slice::from_raw_parts_mut(dst as *mut u16, n) };
         kiln_interp::binary_round_pack_block(op, to, x, y, out);
         return;
     }
@@ -292,25 +272,47 @@ pub(super) extern "C" fn kiln_half_binary_block(
     kiln_interp::binary_round_block(op, to, x, y, out);
 }
 
-/// `x`, or — when `x` is a row overlapping the `n` 16-bit elements at `dst` — a copy of that
-/// row in `buf`, so nothing the call reads is written through `dst`.
-fn apart<'a>(
-    x: HalfOperand<'a>,
-    dst: *const u16,
+/// The operand of a [`kiln_half_binary_block`] call at `p` read as `bits` says
+/// ([`HalfBinaryOperand::bits`]; the value `c`), `n` elements: a row minus `shift`, rounded,
+/// when there is one (a row's only), and a row overlapping the `n` 16-bit elements at `out`
+/// read from a copy in `buf`. `None` for a null pointer or a shift of another operand.
+#[inline(always)]
+fn operand<'a>(
+    p: *const f32,
+    bits: u32,
+    c: f32,
+    shift: Option<f32>,
     n: usize,
+    out: Option<*const u16>,
     buf: &'a mut Vec<u16>,
-) -> HalfOperand<'a> {
-    let (lo, hi) = (dst as usize, dst as usize + 2 * n);
-    let overlaps = |s: &[u16]| (s.as_ptr() as usize) < hi && lo < s.as_ptr() as usize + 2 * s.len();
-    match x {
-        HalfOperand::Half(h, s) if overlaps(s) => {
-            buf.extend_from_slice(s);
-            HalfOperand::Half(h, buf)
-        }
-        HalfOperand::ShiftedHalf(h, s, c) if overlaps(s) => {
-            buf.extend_from_slice(s);
-            HalfOperand::ShiftedHalf(h, buf, c)
-        }
-        x => x,
+) -> Option<HalfOperand<'a>> {
+    if bits == 1 {
+        return shift.is_none().then_some(HalfOperand::Value(c));
     }
+    if p.is_null() {
+        return None;
+    }
+    if bits == 0 {
+        // SAFETY: the emitted caller passes a block operand as `n` readable elements (a
+        // staged node's block in the current window), never `dst`'s.
+        return shift
+            .is_none()
+            .then(|| HalfOperand::Block(unsafe { std::slice::from_raw_parts(p, n) }));
+    }
+    let h = if bits == 2 { Half::Bf16 } else { Half::F16 };
+    // SAFETY: the emitted caller passes a row operand as `n` readable 16-bit elements (a
+    // load's positions in the current window).
+    let mut row = unsafe { std::slice::from_raw_parts(p as *const u16, n) };
+    if let Some(o) = out {
+        let (lo, hi) = (o as usize, o as usize + 2 * n);
+        let at = row.as_ptr() as usize;
+        if at < hi && lo < at + 2 * n {
+            buf.extend_from_slice(row);
+            row = buf;
+        }
+    }
+    Some(match shift {
+        Some(s) => HalfOperand::ShiftedHalf(h, row, s),
+        None => HalfOperand::Half(h, row),
+    })
 }

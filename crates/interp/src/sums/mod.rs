@@ -274,6 +274,32 @@ mod tests {
                 );
             }
         }
+        // A NaN shift on a finite row: every summand is that NaN, quieted, its low half
+        // cleared when rounded — a `bf16`'s NaN (the five-instruction rounding) and one with
+        // payload bits in the low half (the rule's NaN handling) alike.
+        for c in [f32::from_bits(0xff90_0000), f32::from_bits(0x7fbf_ffff)] {
+            for rounded in [true, false] {
+                let xs: Vec<u16> = (0..700u16).map(|i| i.wrapping_mul(331) & 0x3f7f).collect();
+                let round = |v: f32| if rounded { round_f32(v, Half::Bf16) } else { v };
+                let squares: Vec<f32> = xs
+                    .iter()
+                    .map(|&x| {
+                        let d = round(to_f32(x, Half::Bf16) - c);
+                        round(d * d)
+                    })
+                    .collect();
+                let h = Half::Bf16;
+                let got = sum_row(SumRow::HalfShiftedSquare {
+                    h,
+                    xs: &xs,
+                    c,
+                    rounded,
+                });
+                let want = reference(&squares);
+                assert!(got.is_nan());
+                assert_eq!(got.to_bits(), want.to_bits(), "{c} {rounded}");
+            }
+        }
         // Finite rows: the sums are numbers, and rounding changes them.
         let xs: Vec<u16> = (0..1024u16).map(|i| 0x3f80 + (i % 97)).collect();
         let row = |rounded| SumRow::HalfShiftedSquare {

@@ -18,6 +18,8 @@ fn form(row: SumRow) -> (u8, *const u8, f32) {
         SumRow::Half(Half::F16, xs) => (3, xs.as_ptr().cast(), 0.0),
         SumRow::HalfShiftedSquare { h, xs, c, rounded } => {
             let f = match (h, rounded) {
+                // `c`'s NaN, like the row's, a `bf16`: the five-instruction rounding.
+                (Half::Bf16, true) if crate::half_block::nan_fits_bf16(c) => 8,
                 (Half::Bf16, true) => 4,
                 (Half::F16, true) => 5,
                 (Half::Bf16, false) => 6,
@@ -78,7 +80,8 @@ unsafe fn dispatch_blocks(
                 4 => $m::blocks::<4>(p, src, c, blocks),
                 5 => $m::blocks::<5>(p, src, c, blocks),
                 6 => $m::blocks::<6>(p, src, c, blocks),
-                _ => $m::blocks::<7>(p, src, c, blocks),
+                7 => $m::blocks::<7>(p, src, c, blocks),
+                _ => $m::blocks::<8>(p, src, c, blocks),
             }
         };
     }
@@ -108,7 +111,8 @@ unsafe fn dispatch_chunk(wide: bool, f: u8, src: *const u8, c: f32, blocks: usiz
                 4 => $m::chunk::<4>(src, c, blocks),
                 5 => $m::chunk::<5>(src, c, blocks),
                 6 => $m::chunk::<6>(src, c, blocks),
-                _ => $m::chunk::<7>(src, c, blocks),
+                7 => $m::chunk::<7>(src, c, blocks),
+                _ => $m::chunk::<8>(src, c, blocks),
             }
         };
     }
@@ -166,9 +170,12 @@ mod avx2 {
     /// The 32 summands of block `b` at `src` as four vectors, by `FORM`: 0 `f32`s, 1
     /// `(x - c)²` of `f32`s, 2 `bf16`s widened by a shift, 3 `f16`s widened by F16C, 4 and
     /// 5 `(x - c)²` of `bf16`s and `f16`s with the difference and the square each rounded
-    /// to the format, 6 and 7 the same without the roundings. (F16C quiets a signalling
-    /// NaN as it widens it; the subtraction that follows quiets it anyway, so forms 5 and 7
-    /// need no check for NaNs.)
+    /// to the format, 6 and 7 the same without the roundings, 8 form 4 where `c` is not a
+    /// NaN or is one whose low half is clear, rounded without the rule's NaN handling (every
+    /// NaN the subtraction and the square make is then an operand's or the default one,
+    /// its low half clear: `crate::half_block::round_bf16_arith_zmm`). (F16C quiets a
+    /// signalling NaN as it widens it; the subtraction that follows quiets it anyway, so
+    /// forms 5 and 7 need no check for NaNs.)
     #[inline(always)]
     unsafe fn load<const FORM: u8>(src: *const u8, c: __m256, b: usize) -> [__m256; 4] {
         let mut v = [_mm256_setzero_ps(); 4];
@@ -187,7 +194,8 @@ mod avx2 {
                 4 => square::<1>(bf16(), c),
                 5 => square::<2>(f16(), c),
                 6 => square::<0>(bf16(), c),
-                _ => square::<0>(f16(), c),
+                7 => square::<0>(f16(), c),
+                _ => square::<3>(bf16(), c),
             };
         }
         v
@@ -200,9 +208,11 @@ mod avx2 {
         round::<R>(_mm256_mul_ps(d, d))
     }
 
-    /// Eight lanes as they are (`R` 0), or rounded to the precision of `bf16` (1) or `f16`
-    /// (2). `bf16`: the rule (`crate::half_block::round_zmm`'s steps on 256 bits) — the low
-    /// 16 bits rounded to nearest even, a NaN keeping its top bits with the quiet bit set.
+    /// Eight lanes as they are (`R` 0), or rounded to the precision of `bf16` (1, or 3 for
+    /// results of ops on values whose NaNs are `bf16`s) or `f16` (2). `bf16`: the rule
+    /// (`crate::half_block::round_zmm`'s steps on 256 bits; 3 `round_bf16_arith_zmm`'s) —
+    /// the low 16 bits rounded to nearest even, a NaN keeping its top bits with the quiet
+    /// bit set.
     /// `f16`: F16C's `vcvtps2ph` (round to nearest even) then `vcvtph2ps`, the rule's bits
     /// (`crate::half_block`'s F16C rounding).
     #[inline(always)]
@@ -216,6 +226,13 @@ mod avx2 {
                 let ordered = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_ORD_Q>(x, x));
                 let quiet = _mm256_or_si256(b, _mm256_set1_epi32(0x0040_0000));
                 let r = _mm256_blendv_epi8(quiet, r, ordered);
+                let high = _mm256_set1_epi32(0xffff_0000u32 as i32);
+                _mm256_castsi256_ps(_mm256_and_si256(r, high))
+            }
+            3 => {
+                let b = _mm256_castps_si256(x);
+                let odd = _mm256_and_si256(_mm256_srli_epi32::<16>(b), _mm256_set1_epi32(1));
+                let r = _mm256_add_epi32(_mm256_add_epi32(b, odd), _mm256_set1_epi32(0x7fff));
                 let high = _mm256_set1_epi32(0xffff_0000u32 as i32);
                 _mm256_castsi256_ps(_mm256_and_si256(r, high))
             }
@@ -325,19 +342,22 @@ mod avx512 {
                 4 => square::<1>(bf16(), c),
                 5 => square::<2>(f16(), c),
                 6 => square::<0>(bf16(), c),
-                _ => square::<0>(f16(), c),
+                7 => square::<0>(f16(), c),
+                _ => square::<3>(bf16(), c),
             };
         }
         v
     }
 
     /// `(x - c)²`, the difference and the square each as they are (`R` 0) or rounded to
-    /// `bf16` (1) or `f16` (2) by `crate::half_block::round_zmm`.
+    /// `bf16` (1; 3 by `crate::half_block::round_bf16_arith_zmm`) or `f16` (2) by
+    /// `crate::half_block::round_zmm`.
     #[inline(always)]
     unsafe fn square<const R: u8>(x: __m512, c: __m512) -> __m512 {
         let round = |x: __m512| match R {
             0 => x,
             1 => crate::half_block::round_zmm(kiln_math::float16::Half::Bf16, x),
+            3 => crate::half_block::round_bf16_arith_zmm(x),
             _ => crate::half_block::round_zmm(kiln_math::float16::Half::F16, x),
         };
         let d = round(_mm512_sub_ps(x, c));
@@ -435,6 +455,12 @@ mod tests {
                     h: Half::Bf16,
                     xs: h,
                     c: 0.75,
+                    rounded: true,
+                },
+                SumRow::HalfShiftedSquare {
+                    h: Half::Bf16,
+                    xs: h,
+                    c: f32::from_bits(0x7fbf_ffff),
                     rounded: true,
                 },
                 SumRow::HalfShiftedSquare {

@@ -170,6 +170,75 @@ fn row_blocked_and_sequential_schedules_agree() {
     }
 }
 
+#[test]
+fn layer_norms_run_row_by_row_with_the_interpreters_bits() {
+    // Layer norm (three kernels: the mean, the variance, the normalisation) over rows of
+    // 128 elements and more runs each block's rows one at a time; the same bits as each
+    // kernel over the whole block, as no blocking, and as the interpreter, at 1, 2 and 7
+    // threads. One block (37 rows), several with a partial last one, rows that are not a
+    // multiple of 32, and the 16-bit formats (host sums and staged windows per row).
+    let cases = [
+        (37, 1024, "f32"),
+        (301, 257, "f32"),
+        (70, 130, "f32"),
+        (45, 300, "bf16"),
+        (33, 512, "f16"),
+    ];
+    for (rows, cols, t) in cases {
+        let c = cluster(&layer_norm(rows, cols, t));
+        let mut r = Rng(7);
+        let x = random_tensor(&c.body.param_types()[0], &mut r);
+        check_with_inputs(&c, std::slice::from_ref(&x));
+        for threads in [1, 2, 7] {
+            let opts = kiln_compiler::cpu::CpuOptions {
+                threads,
+                ..Default::default()
+            };
+            let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
+            let case = format!("{rows}x{cols} {t}, {threads} threads");
+            assert!(exe.rows_one_at_a_time(), "{case}\n{}", exe.kernel_ir_text());
+            let by_row = exe.run(&[&x]).expect("runs");
+            exe.set_row_by_row(false);
+            assert!(!exe.rows_one_at_a_time());
+            let blocked = exe.run(&[&x]).expect("runs");
+            exe.set_row_blocking(false);
+            let sequential = exe.run(&[&x]).expect("runs");
+            for ((a, b), s) in by_row.iter().zip(&blocked).zip(&sequential) {
+                assert!(a.bit_eq(b), "row by row vs blocked, {case}");
+                assert!(a.bit_eq(s), "row by row vs sequential, {case}");
+            }
+        }
+    }
+    // Short rows run a kernel over a block of them: a call per kernel per row would cost
+    // more than it saves.
+    let c = cluster(&layer_norm(500, 100, "f32"));
+    let exe = kiln_compiler::cpu::compile_cluster(&c, &Default::default()).expect("compiles");
+    assert!(exe.row_blocked() && !exe.rows_one_at_a_time());
+}
+
+/// Layer norm over the rows of a `rows × cols` input of dtype `t`.
+fn layer_norm(rows: usize, cols: usize, t: &str) -> String {
+    let (ty, v) = (format!("{t}[{rows},{cols}]"), format!("{t}[{rows}]"));
+    format!(
+        "func @layer_norm(%x: {ty}) -> {ty} {{
+  %s  = reduce_sum %x, axes=[1] : {v}
+  %n  = constant {cols}.0 : {v}
+  %m  = div %s, %n : {v}
+  %mb = broadcast_in_dim %m, dims=[0] : {ty}
+  %d  = sub %x, %mb : {ty}
+  %q  = mul %d, %d : {ty}
+  %qs = reduce_sum %q, axes=[1] : {v}
+  %va = div %qs, %n : {v}
+  %e  = constant 1e-5 : {v}
+  %ve = add %va, %e : {v}
+  %r  = rsqrt %ve : {v}
+  %rb = broadcast_in_dim %r, dims=[0] : {ty}
+  %y  = mul %d, %rb : {ty}
+  return %y
+}}"
+    )
+}
+
 /// Rows of ordinary values, and rows with a NaN, an infinity, only `-inf`, only zeros of
 /// both signs, or a huge value: every path of the max (exact fold included) and of the
 /// division.

@@ -37,12 +37,26 @@ impl Runtime {
                 // through without copies.
                 let mut carried: Option<Vec<Tensor>> = None;
                 loop {
-                    let args: Vec<Arg> = match &carried {
-                        Some(c) => c.iter().map(Arg::Host).collect(),
-                        None => operands.iter().map(|&t| Arg::Host(t)).collect(),
+                    // A condition of integer and boolean scalar ops is evaluated on the
+                    // carried scalars directly (the interpreter's results); any other runs
+                    // as a region.
+                    let scalar = cond.scalar_cond.as_ref().and_then(|s| {
+                        s.eval(|i| match &carried {
+                            Some(c) => c.get(i),
+                            None => operands.get(i).copied(),
+                        })
+                    });
+                    let go = match scalar {
+                        Some(go) => go,
+                        None => {
+                            let args: Vec<Arg> = match &carried {
+                                Some(c) => c.iter().map(Arg::Host).collect(),
+                                None => operands.iter().map(|&t| Arg::Host(t)).collect(),
+                            };
+                            is_true(&self.run_region(&w.cond, cond, args)?)?
+                        }
                     };
-                    let go = self.run_region(&w.cond, cond, args)?;
-                    if !is_true(&go)? {
+                    if !go {
                         break;
                     }
                     let args = match carried.take() {
@@ -249,6 +263,9 @@ mod tests {
             .position(|i| matches!(i.op, kiln_ir::Op::While(_)));
         let regions = &p.plan.regions[w.unwrap()];
         assert_eq!(regions.len(), 2, "the loop's cond and body are planned");
+        // `i < 5`: evaluated on the carried counter, not run as a region.
+        assert!(regions[0].scalar_cond.is_some(), "a scalar condition");
+        assert!(regions[1].scalar_cond.is_none());
         let branches = regions[1].regions.iter().map(Vec::len).max();
         assert_eq!(branches, Some(2), "the body's conditional is planned");
         for call in 0..3 {

@@ -17,6 +17,7 @@ pub mod persistent;
 mod plan;
 pub mod policy;
 mod routing;
+mod scalar_cond;
 pub mod stats;
 mod values;
 

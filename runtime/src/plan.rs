@@ -20,6 +20,7 @@
 
 use crate::executor::{lock, Inner, Runtime};
 use crate::routing::remembered_content_key;
+use crate::scalar_cond::ScalarCond;
 use crate::values::Slot;
 use kiln_interp::{last_uses, LastUse, PlannedOp};
 use kiln_ir::{Func, Inst, Op, Tensor};
@@ -63,6 +64,9 @@ pub(crate) struct Plan {
     /// order, planned with the function (empty for every other op): a function planned
     /// once plans its loops and branches once, not on every call.
     pub(crate) regions: Vec<Vec<Plan>>,
+    /// For a `while`'s condition made only of integer and boolean scalar ops, those ops
+    /// evaluated directly on the carried scalars ([`ScalarCond`]); `None` otherwise.
+    pub(crate) scalar_cond: Option<ScalarCond>,
     /// The value tables of a finished run, kept for the next ([`Frame`]).
     pub(crate) spare: Mutex<Option<Frame>>,
 }
@@ -162,6 +166,7 @@ impl Runtime {
             clusters,
             ops,
             regions,
+            scalar_cond: None,
             spare: Mutex::new(None),
         }
     }
@@ -174,10 +179,11 @@ impl Runtime {
             None => format!("{scope}/%?"),
         };
         match &inst.op {
-            Op::While(w) => vec![
-                self.plan(&format!("{at}.cond"), &w.cond, true),
-                self.plan(&format!("{at}.body"), &w.body, true),
-            ],
+            Op::While(w) => {
+                let mut cond = self.plan(&format!("{at}.cond"), &w.cond, true);
+                cond.scalar_cond = ScalarCond::new(&w.cond);
+                vec![cond, self.plan(&format!("{at}.body"), &w.body, true)]
+            }
             Op::Conditional(c) => (c.branches.iter().enumerate())
                 .map(|(k, g)| self.plan(&format!("{at}.branch{k}"), g, true))
                 .collect(),

@@ -15,18 +15,21 @@
 
 use kiln_ir::{BinaryOp, CompareDir, DType, Func, Op, Scalar, Tensor, UnaryOp};
 
-/// A condition's ops over scalar registers, one per value of the region.
+/// A condition's ops over scalar registers: one per scalar parameter, then one per op.
 #[derive(Debug, Clone)]
 pub(crate) struct ScalarCond {
-    /// Per parameter it reads: (its position, its value number, its dtype).
+    /// Per scalar parameter: (its position, its register, its dtype).
     params: Vec<(usize, usize, DType)>,
-    /// The ops in order, each writing the register of its result's value number.
+    /// The ops in order, each writing its own register.
     steps: Vec<Step>,
     /// The register holding the `bool` the condition yields.
     result: usize,
-    /// One register per value of the region.
+    /// How many registers: one per parameter read and per op, numbered in that order.
     registers: usize,
 }
+
+/// Registers kept on the stack by [`ScalarCond::eval`] (more go to the heap).
+const STACK_REGISTERS: usize = 32;
 
 /// One op of a [`ScalarCond`]: its result register, its dtype and what it computes.
 #[derive(Debug, Clone)]
@@ -98,15 +101,15 @@ impl ScalarCond {
             let t = g.ty(v);
             (t.shape.is_empty() && integral(t.dtype)).then_some(t.dtype)
         };
+        // Per value of the region, its register once known (a scalar parameter or an op's
+        // result).
+        let mut reg_of: Vec<Option<usize>> = vec![None; g.num_values()];
         let mut params = Vec::new();
         for (i, &p) in g.params.iter().enumerate() {
             if let Some(dt) = scalar(p) {
-                params.push((i, p.0 as usize, dt));
+                reg_of[p.0 as usize] = Some(params.len());
+                params.push((i, params.len(), dt));
             }
-        }
-        let mut known = vec![false; g.num_values()];
-        for &(_, v, _) in &params {
-            known[v] = true;
         }
         let mut steps = Vec::with_capacity(g.insts.len());
         for inst in &g.insts {
@@ -114,10 +117,7 @@ impl ScalarCond {
                 return None;
             };
             let dtype = scalar(out)?;
-            let reg = |i: usize| {
-                let v = *inst.args.get(i)?;
-                (known[v.0 as usize] && scalar(v).is_some()).then_some(v.0 as usize)
-            };
+            let reg = |i: usize| reg_of[inst.args.get(i)?.0 as usize];
             let kind = match (&inst.op, inst.args.len()) {
                 (Op::Constant(t), 0) if t.num_elements() == 1 => {
                     StepKind::Constant(value(t.data().get(0))?)
@@ -127,9 +127,10 @@ impl ScalarCond {
                 (Op::Unary(UnaryOp::Not), 1) => StepKind::Not(reg(0)?),
                 _ => return None,
             };
-            known[out.0 as usize] = true;
+            let out_reg = params.len() + steps.len();
+            reg_of[out.0 as usize] = Some(out_reg);
             steps.push(Step {
-                out: out.0 as usize,
+                out: out_reg,
                 dtype,
                 kind,
             });
@@ -137,14 +138,13 @@ impl ScalarCond {
         let [result] = g.results[..] else {
             return None;
         };
-        let result_ok = known[result.0 as usize] && g.ty(result).dtype == DType::Bool;
-        // A condition that is only a parameter (or a constant) is left to the region: no
-        // op to save.
-        (result_ok && !steps.is_empty()).then_some(ScalarCond {
+        let result_reg = reg_of[result.0 as usize].filter(|_| g.ty(result).dtype == DType::Bool)?;
+        // A condition that is only a parameter is left to the region: no op to save.
+        (!steps.is_empty()).then_some(ScalarCond {
+            registers: params.len() + steps.len(),
             params,
             steps,
-            result: result.0 as usize,
-            registers: g.num_values(),
+            result: result_reg,
         })
     }
 
@@ -157,7 +157,14 @@ impl ScalarCond {
     /// The condition on the region's operands (`arg(i)` is operand `i`); `None` when an
     /// operand it reads is not a one-element tensor of its planned dtype.
     pub(crate) fn eval<'t>(&self, arg: impl Fn(usize) -> Option<&'t Tensor>) -> Option<bool> {
-        let mut r = vec![0i128; self.registers];
+        let mut stack = [0i128; STACK_REGISTERS];
+        let mut heap = Vec::new();
+        let r: &mut [i128] = if self.registers <= STACK_REGISTERS {
+            &mut stack[..self.registers]
+        } else {
+            heap.resize(self.registers, 0);
+            &mut heap
+        };
         for &(i, v, dt) in &self.params {
             let t = arg(i)?;
             if t.dtype() != dt || t.num_elements() != 1 {
@@ -308,6 +315,28 @@ mod tests {
             // An operand of another dtype or shape: not evaluated here.
             let wrong = Tensor::from_f32([], vec![1.0]).expect("f32");
             assert_eq!(s.eval(|i| [&wrong, &wrong, &z].get(i).copied()), None);
+        }
+    }
+
+    /// A condition with more registers than the stack holds: the same answer.
+    #[test]
+    fn long_conditions_use_the_heap() {
+        let mut body = String::from("%s0 = add %x, %y : i32[]\n");
+        for k in 1..40 {
+            body += &format!("  %s{k} = add %s{}, %x : i32[]\n", k - 1);
+        }
+        let src = format!(
+            "func @cond(%x: i32[], %y: i32[]) -> bool[] {{\n  {body}  %r = compare %s39, %y, dir=gt : bool[]\n  return %r\n}}"
+        );
+        let g = func(&src);
+        let s = ScalarCond::new(&g).expect("scalar");
+        assert!(s.registers > STACK_REGISTERS);
+        let interp = Interpreter::new(1).expect("pool");
+        for (a, b) in [(3, 5), (-3, 200), (i32::MAX as i64, 0), (60_000_000, -1)] {
+            let (x, y) = (scalar(DType::I32, a), scalar(DType::I32, b));
+            let (want, _) = interp.run_refs(&g, &[&x, &y]).expect("runs");
+            let want = matches!(want[0].data().get(0), Scalar::Bool(true));
+            assert_eq!(s.eval(|i| [&x, &y].get(i).copied()), Some(want), "{a} {b}");
         }
     }
 

@@ -258,36 +258,53 @@ fn session_with(tf_xla_flags: &str, variables: &[(&str, &str)]) -> kiln::Session
 }
 
 /// Every corpus program through the whole library: auto-clustered and compiled on the CPU
-/// (compilation at the first call), and with compilation off. The clustered parts are
-/// compiled code in one run and the interpreter in the other, and the results must have the
-/// same bits; the ops without compiled code (convolution, gather, loops, …) stay outside the
-/// clusters and run on the interpreter in both.
+/// (compilation at the first call) at 1, 2 and 7 threads (`--xla_cpu_num_threads`), and with
+/// compilation off. The clustered parts are compiled code in the first runs and the
+/// interpreter in the other, and the results must have the same bits; the ops without
+/// compiled code stay outside the clusters and run on the interpreter in both. Every
+/// cluster compiles.
 #[test]
 fn compiled_and_fallback_runs_of_every_corpus_program_agree_bit_for_bit() {
-    let on = session(EAGER_JIT);
+    let threads = [1, 2, 7];
+    let on: Vec<kiln::Session> = threads
+        .iter()
+        .map(|t| {
+            session_with(
+                EAGER_JIT,
+                &[("XLA_FLAGS", &format!("--xla_cpu_num_threads={t}"))],
+            )
+        })
+        .collect();
     let off = session("--tf_xla_auto_jit=0");
     let mut compiled_clusters = 0;
     for &(name, _, _) in PROGRAMS {
         let (f, inputs) = (entry(name), tensors(name, "in"));
-        let run = |s: &kiln::Session| prepared_run(s, name, &f, &inputs);
-        let (g, compiled) = run(&on);
-        let (_, fallback) = run(&off);
-        assert_eq!(compiled.len(), fallback.len(), "{name}");
-        if let Some(d) = kiln_testkit::first_difference(&compiled, &fallback) {
-            panic!("{name}: compiled and fallback differ: {d}");
+        let (_, fallback) = prepared_run(&off, name, &f, &inputs);
+        for (s, t) in on.iter().zip(threads) {
+            let (g, compiled) = prepared_run(s, name, &f, &inputs);
+            assert_eq!(compiled.len(), fallback.len(), "{name}");
+            if let Some(d) = kiln_testkit::first_difference(&compiled, &fallback) {
+                panic!("{name}, {t} threads: compiled and fallback differ: {d}");
+            }
+            if t == 1 {
+                let clusters = count_clusters(&g);
+                eprintln!("{name}: {clusters} clusters, compiled == fallback at 1, 2, 7 threads");
+                compiled_clusters += clusters;
+            }
         }
-        let clusters = count_clusters(&g);
-        eprintln!("{name}: {clusters} clusters, compiled == fallback");
-        compiled_clusters += clusters;
     }
-    let stats = on.runtime().stats();
-    let runs: u64 = stats.values().map(|s| s.compiled_runs).sum();
-    let failures: u64 = stats.values().map(|s| s.compile_failures).sum();
+    let stats: Vec<_> = on
+        .iter()
+        .flat_map(|s| s.runtime().stats().into_values())
+        .collect();
+    let runs: u64 = stats.iter().map(|s| s.compiled_runs).sum();
+    let failures: u64 = stats.iter().map(|s| s.compile_failures).sum();
     assert!(
         compiled_clusters > 0 && runs > 0,
         "nothing was compiled: {stats:?}"
     );
-    eprintln!("{compiled_clusters} clusters, {runs} compiled runs, {failures} compile failures");
+    assert_eq!(failures, 0, "compile failures: {stats:?}");
+    eprintln!("{compiled_clusters} clusters, {runs} compiled runs, no compile failures");
 }
 
 /// Every corpus program rewritten by automatic mixed precision to f16 and to bf16: its

@@ -171,16 +171,17 @@ fn row_blocked_and_sequential_schedules_agree() {
 }
 
 #[test]
-fn layer_norms_run_row_by_row_with_the_interpreters_bits() {
-    // Layer norm (three kernels: the mean, the variance, the normalisation) over rows of
-    // 128 elements and more runs each block's rows one at a time; the same bits as each
-    // kernel over the whole block, as no blocking, and as the interpreter, at 1, 2 and 7
-    // threads. One block (37 rows), several with a partial last one, rows that are not a
-    // multiple of 32, and the 16-bit formats (host sums and staged windows per row).
+fn layer_norms_run_a_few_rows_at_a_time_with_the_interpreters_bits() {
+    // Layer norm (three kernels: the mean, the variance, the normalisation) runs each
+    // block's rows a few at a time (one row of 1024, two of 512, seven of 130); the same
+    // bits as each kernel over the whole block, as no blocking, and as the interpreter, at
+    // 1, 2 and 7 threads. One block (37 rows), several with a partial last one and a
+    // partial last step, rows that are not a multiple of 32, and the 16-bit formats (host
+    // sums and staged windows per row).
     let cases = [
         (37, 1024, "f32"),
         (301, 257, "f32"),
-        (70, 130, "f32"),
+        (75, 130, "f32"),
         (45, 300, "bf16"),
         (33, 512, "f16"),
     ];
@@ -196,24 +197,29 @@ fn layer_norms_run_row_by_row_with_the_interpreters_bits() {
             };
             let mut exe = kiln_compiler::cpu::compile_cluster(&c, &opts).expect("compiles");
             let case = format!("{rows}x{cols} {t}, {threads} threads");
-            assert!(exe.rows_one_at_a_time(), "{case}\n{}", exe.kernel_ir_text());
+            let step = exe.row_step();
+            assert_eq!(
+                step,
+                Some((1024 / cols).max(1)),
+                "{case}\n{}",
+                exe.kernel_ir_text()
+            );
             let by_row = exe.run(&[&x]).expect("runs");
-            exe.set_row_by_row(false);
-            assert!(!exe.rows_one_at_a_time());
+            exe.set_row_steps(false);
+            assert_eq!(exe.row_step(), None);
             let blocked = exe.run(&[&x]).expect("runs");
             exe.set_row_blocking(false);
             let sequential = exe.run(&[&x]).expect("runs");
             for ((a, b), s) in by_row.iter().zip(&blocked).zip(&sequential) {
-                assert!(a.bit_eq(b), "row by row vs blocked, {case}");
-                assert!(a.bit_eq(s), "row by row vs sequential, {case}");
+                assert!(a.bit_eq(b), "row steps vs blocked, {case}");
+                assert!(a.bit_eq(s), "row steps vs sequential, {case}");
             }
         }
     }
-    // Short rows run a kernel over a block of them: a call per kernel per row would cost
-    // more than it saves.
-    let c = cluster(&layer_norm(500, 100, "f32"));
+    // A block no larger than a step runs each kernel over it.
+    let c = cluster(&layer_norm(6, 100, "f32"));
     let exe = kiln_compiler::cpu::compile_cluster(&c, &Default::default()).expect("compiles");
-    assert!(exe.row_blocked() && !exe.rows_one_at_a_time());
+    assert!(exe.row_blocked() && exe.row_step().is_none());
 }
 
 /// Layer norm over the rows of a `rows × cols` input of dtype `t`.

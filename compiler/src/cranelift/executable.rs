@@ -6,7 +6,7 @@
 use super::options::{CpuCompileError, CpuOptions};
 use super::schedule::{
     block_task, function_list, kernel_tasks, outputs_covered, partial_tasks, row_blocking,
-    row_by_row, row_pipeline, split_chunks, Part, RowPipeline, Task,
+    row_pipeline, row_step, split_chunks, Part, RowPipeline, Task,
 };
 use crate::kernel::analysis::{buffer_slot, buffer_slots};
 use crate::kernel::{print_program, shared_temps, BufRef, Kernel, Program};
@@ -30,10 +30,10 @@ pub struct CpuExecutable {
     /// Rows of a block run one by one, the last kernel of each with the first of the next
     /// ([`RowPipeline`]), when the program has that form (only with `blocking`).
     pipeline: Option<RowPipeline>,
-    /// Rows of a block run one at a time, every kernel on a row before the next row
-    /// (`schedule::row_by_row`; only with `blocking`, and without `pipeline`, which does
-    /// the same with its own pairing).
-    row_by_row: bool,
+    /// Rows of a block run this many at a time, every kernel on them before the next
+    /// (`schedule::row_step`; only with `blocking`, and without `pipeline`, which runs rows
+    /// one at a time with its own pairing).
+    row_step: Option<usize>,
     /// Whether every element of every output is stored by some kernel, so outputs need no
     /// clearing before the kernels run (see `schedule::outputs_covered`).
     outputs_covered: bool,
@@ -123,7 +123,7 @@ pub(super) fn assemble(
     };
     let blocking = row_blocking(&program);
     let pipeline = row_pipeline(&program, opts.block_math());
-    let row_by_row = row_by_row(&program);
+    let row_step = row_step(&program);
     let outputs_covered = outputs_covered(&program);
     let shared = shared_temps(&program);
     let interp = if program.dots.is_empty() && program.fills.is_empty() {
@@ -186,7 +186,7 @@ pub(super) fn assemble(
         opts: opts.clone(),
         blocking,
         pipeline,
-        row_by_row,
+        row_step,
         outputs_covered,
         shared,
         interp,
@@ -599,10 +599,12 @@ impl CpuExecutable {
             let a = Args(args.as_ptr());
             match &self.pipeline {
                 Some(pl) => self.run_rows(pl, a, b0, b1),
-                None if self.row_by_row => {
-                    for r in b0..b1 {
+                None if self.row_step.is_some() => {
+                    let step = self.row_step.unwrap_or(1);
+                    for r in (b0..b1).step_by(step) {
+                        let r1 = (r + step).min(b1);
                         for (k, &f) in p.kernels.iter().zip(&self.fns) {
-                            call(f, a, block_task(k, r, r + 1));
+                            call(f, a, block_task(k, r, r1));
                         }
                     }
                 }
@@ -737,15 +739,17 @@ impl CpuExecutable {
         };
     }
 
-    /// Whether row-blocked runs take a block's rows one at a time (`schedule::row_by_row`).
-    pub fn rows_one_at_a_time(&self) -> bool {
-        self.row_by_row && self.blocking.is_some() && self.pipeline.is_none()
+    /// How many rows of a block row-blocked runs take at a time, when fewer than the block
+    /// (`schedule::row_step`).
+    pub fn row_step(&self) -> Option<usize> {
+        self.row_step
+            .filter(|_| self.blocking.is_some() && self.pipeline.is_none())
     }
 
-    /// Turns running rows one at a time off (or back on where the program allows it); for
-    /// tests and benchmarks comparing schedules, which never differ in results.
-    pub fn set_row_by_row(&mut self, on: bool) {
-        self.row_by_row = on && row_by_row(&self.program);
+    /// Turns running a block's rows a few at a time off (or back on where the program allows
+    /// it); for tests and benchmarks comparing schedules, which never differ in results.
+    pub fn set_row_steps(&mut self, on: bool) {
+        self.row_step = row_step(&self.program).filter(|_| on);
     }
 
     /// Whether row-blocked runs pipeline their rows (`RowPipeline`).

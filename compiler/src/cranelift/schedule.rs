@@ -121,26 +121,37 @@ pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
     Some((d0, (TASK_ELEMS / 2 / widest).max(1)))
 }
 
-/// Whether a row-blocked program runs each block's rows one at a time — every kernel on
-/// row `r` before any on row `r + 1` — instead of each kernel over the whole block: when a
-/// row of its widest kernel has at least [`ROW_BY_ROW_MIN`] elements. A row read by the
-/// first kernel is then still in L1 for the kernels after it, and the loads of the next
-/// row follow the stores of this one as one stream. The same kernels on the same rows in
-/// the same order per row ([`crate::kernel::row_fusion`]: rows read only their own row of
-/// any scratch buffer), so no result changes.
-pub fn row_by_row(p: &Program) -> bool {
-    let Some((d0, _)) = row_blocking(p) else {
-        return false;
-    };
-    let widest = p.kernels.iter().map(|k| k.points() / d0).max().unwrap_or(0);
-    widest >= ROW_BY_ROW_MIN
+/// How many rows of a block a row-blocked program runs at a time — every kernel on those
+/// rows before any on the next — instead of each kernel over the whole block, when fewer
+/// than the block: `ROW_STEP_ELEMS / widest` rows (at least one), where `widest` is the
+/// widest kernel's elements per row. A step's rows, read by the first kernel, are then still
+/// in L1 for the kernels after it, and the loads of the next step follow the stores of this
+/// one as one stream; a step of several short rows keeps the call per kernel per step from
+/// costing more than that saves. The same kernels on the same rows in the same order per row
+/// ([`crate::kernel::row_fusion`]: rows read only their own row of any scratch buffer), so
+/// no result changes. `None` for programs that are not row-blocked or whose step would be
+/// the whole block.
+pub fn row_step(p: &Program) -> Option<usize> {
+    let (d0, per) = row_blocking(p)?;
+    let widest = p
+        .kernels
+        .iter()
+        .map(|k| k.points() / d0)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let step = (ROW_STEP_ELEMS / widest).max(1);
+    (step < per.min(d0)).then_some(step)
 }
 
-/// See [`row_by_row`]: below this, a call per kernel per row costs more than the cache
-/// misses it saves. Measured on layer norm over 4M `f32`s, one thread (2-core EPYC, Zen 5),
-/// one at a time against blocks of rows: rows of 32 5.4 against 3.8 ms, 64 3.3 / 3.0,
-/// 128 1.8 / 2.5, 256 1.5 / 2.2, 512 1.1 / 2.0, 1024 0.7–1.0 / 1.6–1.9.
-pub const ROW_BY_ROW_MIN: usize = 128;
+/// See [`row_step`]. Measured on one thread of this 2-core EPYC (Zen 5), milliseconds per
+/// call over 2–4M `f32`s, steps of `1 / 1024 / 4096 elements / the whole block`: layer norm
+/// rows of 128 2.1 / 1.5 / 1.9 / 2.4, 256 1.5 / 1.2 / 1.5 / 2.0, 512 1.1 / 1.0 / 1.7 / 1.9,
+/// 1024 1.0 / 1.0 / 1.7 / 1.7; layer norm with an affine output and a row max, rows of 128
+/// 2.6 / 1.9 / 2.0 / 2.1; softmax with a second output (bound by `exp`) level from rows of
+/// 256 up, rows of 128 2.2 / 1.6 / 1.5 / 1.5. Two threads, layer norm 4096 × 1024: 0.38
+/// against 0.92 ms for the whole block.
+pub const ROW_STEP_ELEMS: usize = 1024;
 
 /// Row pipelining of a row-blocked program ([`row_pipeline`]): its first kernel takes the
 /// float max or min of a contiguous row of an input (one host extremum call per row) and

@@ -49,18 +49,7 @@ enum StepKind {
 
 /// Whether the scalar registers hold values of `dt` exactly (`i128` holds every integer).
 fn integral(dt: DType) -> bool {
-    matches!(
-        dt,
-        DType::Bool
-            | DType::I8
-            | DType::I16
-            | DType::I32
-            | DType::I64
-            | DType::U8
-            | DType::U16
-            | DType::U32
-            | DType::U64
-    )
+    dt == DType::Bool || dt.is_int()
 }
 
 /// `v` wrapped to `dt`'s width, as the interpreter's wrapping integer ops leave it.
@@ -175,17 +164,7 @@ impl ScalarCond {
         for s in &self.steps {
             r[s.out] = match s.kind {
                 StepKind::Constant(c) => c,
-                StepKind::Compare(dir, a, b) => {
-                    let (a, b) = (r[a], r[b]);
-                    i128::from(match dir {
-                        CompareDir::Lt => a < b,
-                        CompareDir::Le => a <= b,
-                        CompareDir::Gt => a > b,
-                        CompareDir::Ge => a >= b,
-                        CompareDir::Eq => a == b,
-                        CompareDir::Ne => a != b,
-                    })
-                }
+                StepKind::Compare(dir, a, b) => i128::from(dir.holds(r[a], r[b])),
                 StepKind::Binary(op, a, b) => {
                     let (a, b) = (r[a], r[b]);
                     wrap(

@@ -169,18 +169,6 @@ impl Combine for bool {
     }
 }
 
-/// `a dir b`, IEEE for floats (`ne` is true for NaN).
-fn compare<T: PartialOrd>(dir: CompareDir, a: T, b: T) -> bool {
-    match dir {
-        CompareDir::Lt => a < b,
-        CompareDir::Le => a <= b,
-        CompareDir::Gt => a > b,
-        CompareDir::Ge => a >= b,
-        CompareDir::Eq => a == b,
-        CompareDir::Ne => a != b,
-    }
-}
-
 /// The single element of a scalar tensor of type `T`.
 fn scalar<T: Elem>(t: &Tensor) -> Result<T, String> {
     slice_of::<T>(t.data())?
@@ -250,7 +238,7 @@ pub(crate) fn select_and_scatter(
             if let Some((&(_, first), rest)) = list.split_first() {
                 let mut chosen = first;
                 for &(_, off) in rest {
-                    if !compare(select, x[chosen], x[off]) {
+                    if !select.holds(x[chosen], x[off]) {
                         chosen = off;
                     }
                 }

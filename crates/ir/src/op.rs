@@ -218,6 +218,20 @@ named_enum! {
     }
 }
 
+impl CompareDir {
+    /// Whether `a dir b` holds, by `PartialOrd` (IEEE for floats: `ne` is true for NaN).
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CompareDir::Lt => a < b,
+            CompareDir::Le => a <= b,
+            CompareDir::Gt => a > b,
+            CompareDir::Ge => a >= b,
+            CompareDir::Eq => a == b,
+            CompareDir::Ne => a != b,
+        }
+    }
+}
+
 named_enum! {
     /// How `sort` compares its keys (`order=` in the text form).
     SortOrder {

@@ -597,10 +597,9 @@ impl CpuExecutable {
                 at = at.wrapping_add((rb * per).div_ceil(8) * 8);
             }
             let a = Args(args.as_ptr());
-            match &self.pipeline {
-                Some(pl) => self.run_rows(pl, a, b0, b1),
-                None if self.row_step.is_some() => {
-                    let step = self.row_step.unwrap_or(1);
+            match (&self.pipeline, self.row_step) {
+                (Some(pl), _) => self.run_rows(pl, a, b0, b1),
+                (None, Some(step)) => {
                     for r in (b0..b1).step_by(step) {
                         let r1 = (r + step).min(b1);
                         for (k, &f) in p.kernels.iter().zip(&self.fns) {
@@ -608,7 +607,7 @@ impl CpuExecutable {
                         }
                     }
                 }
-                None => {
+                (None, None) => {
                     for (k, &f) in p.kernels.iter().zip(&self.fns) {
                         call(f, a, block_task(k, b0, b1));
                     }

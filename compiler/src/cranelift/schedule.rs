@@ -111,14 +111,17 @@ pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
         return None;
     }
     let d0 = crate::kernel::row_fusion(p)?;
-    let widest = p
-        .kernels
+    Some((d0, (TASK_ELEMS / 2 / widest_row(p, d0)).max(1)))
+}
+
+/// The elements per row of `p`'s widest kernel over `d0` rows (at least 1).
+fn widest_row(p: &Program, d0: usize) -> usize {
+    p.kernels
         .iter()
         .map(|k| k.points() / d0)
         .max()
         .unwrap_or(1)
-        .max(1);
-    Some((d0, (TASK_ELEMS / 2 / widest).max(1)))
+        .max(1)
 }
 
 /// How many rows of a block a row-blocked program runs at a time — every kernel on those
@@ -133,14 +136,7 @@ pub fn row_blocking(p: &Program) -> Option<(usize, usize)> {
 /// the whole block.
 pub fn row_step(p: &Program) -> Option<usize> {
     let (d0, per) = row_blocking(p)?;
-    let widest = p
-        .kernels
-        .iter()
-        .map(|k| k.points() / d0)
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let step = (ROW_STEP_ELEMS / widest).max(1);
+    let step = (ROW_STEP_ELEMS / widest_row(p, d0)).max(1);
     (step < per.min(d0)).then_some(step)
 }
 

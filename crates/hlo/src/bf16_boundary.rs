@@ -11,7 +11,7 @@
 //! `bf16` op keeps its rounding.
 
 use crate::ast::Instruction;
-use kiln_ir::{BinaryOp, DType, Op, TensorType, Value};
+use kiln_ir::{DType, Op, TensorType, Value};
 
 impl crate::convert::Ctx<'_> {
     /// `convert(v) : ty` with `ty` `f32` and `v` a `bf16` result of a computing op
@@ -39,20 +39,9 @@ impl crate::convert::Ctx<'_> {
         }
         let def = self.f.def_inst(v)?;
         let (op, args) = (def.op.clone(), def.args.clone());
-        let computes = match &op {
-            Op::Unary(_) | Op::DotGeneral(_) | Op::Convolution(_) => true,
-            Op::Binary(b) => !matches!(
-                b,
-                BinaryOp::And
-                    | BinaryOp::Or
-                    | BinaryOp::Xor
-                    | BinaryOp::ShiftLeft
-                    | BinaryOp::ShiftRightLogical
-                    | BinaryOp::ShiftRightArithmetic
-            ),
-            _ => false,
-        };
-        if !computes || args.iter().any(|&a| self.f.ty(a).dtype != DType::Bf16) {
+        if !op.bf16_result_computed_in_f32()
+            || args.iter().any(|&a| self.f.ty(a).dtype != DType::Bf16)
+        {
             return None;
         }
         let mut wide = Vec::with_capacity(args.len());

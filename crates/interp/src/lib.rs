@@ -66,7 +66,7 @@ pub use hw::{
 pub use planned::PlannedOp;
 pub use reduce::canonical_reduce_ref;
 pub use run::{last_uses, LastUse, RunStats};
-pub use sums::{sum_into_lanes, sum_row, SumRow};
+pub use sums::{sum_into_lanes, sum_row, SquareRounding, SumRow};
 
 use kiln_ir::typecheck::infer;
 use kiln_ir::{Op, Tensor, TensorType, UnaryOp};

@@ -605,6 +605,30 @@ impl Op {
         }
     }
 
+    /// XLA:CPU's rule for a `bf16` result converted straight to `f32`: when this op computes
+    /// on `bf16` operands (float math: every unary op, a binary op other than the bitwise and
+    /// shift ones, `dot_general`, `convolution`) and its result is at once converted to
+    /// `f32`, XLA:CPU computes it in `f32` and does not round it to `bf16` first (it runs
+    /// `bf16` ops in `f32` and drops the `f32 → bf16 → f32` pair: excess precision, which it
+    /// allows by default). Only that last op changes; `f16` ops are rounded. The one rule the
+    /// HLO import (`kiln-hlo`'s `bf16_boundary.rs`) and the tracer's [`crate::Tracer::cast`]
+    /// follow, checked against jaxlib in `crates/hlo/tests/sorting.rs`.
+    pub fn bf16_result_computed_in_f32(&self) -> bool {
+        match self {
+            Op::Unary(_) | Op::DotGeneral(_) | Op::Convolution(_) => true,
+            Op::Binary(b) => !matches!(
+                b,
+                BinaryOp::And
+                    | BinaryOp::Or
+                    | BinaryOp::Xor
+                    | BinaryOp::ShiftLeft
+                    | BinaryOp::ShiftRightLogical
+                    | BinaryOp::ShiftRightArithmetic
+            ),
+            _ => false,
+        }
+    }
+
     /// Whether the compiled backends have code for this op when its first operand has
     /// dtype `operand`: `reverse`, the general `pad`, `gather`, `dynamic_slice` and
     /// `dynamic_update_slice` (index maps in the kernel IR), `reduce_window`,

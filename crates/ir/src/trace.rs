@@ -523,7 +523,9 @@ impl Tracer {
         self.binary(BinaryOp::Xor, rhs)
     }
 
-    /// Converts to another dtype.
+    /// Converts to another dtype. A `bf16` result of float math converted to `f32` is that
+    /// op computed in `f32` on its operands' exact widenings, not rounded to `bf16` first, as
+    /// XLA:CPU computes `x.astype(f32)` ([`Op::bf16_result_computed_in_f32`]).
     pub fn cast(&self, dtype: DType) -> Tracer {
         let Some(ty) = self.ty() else {
             return self.poisoned();
@@ -531,8 +533,46 @@ impl Tracer {
         if ty.dtype == dtype {
             return self.clone();
         }
+        if let Some(wide) = self.bf16_op_in_f32(dtype) {
+            return wide;
+        }
         let out = ty.with_dtype(dtype);
         self.record(Op::Convert, &[self], Some(out))
+    }
+
+    /// [`Tracer::cast`]'s `bf16` boundary: the op defining `self` again, on `f32` operands,
+    /// when `self` is a `bf16` result of float math on `bf16` operands and `dtype` is `f32`.
+    fn bf16_op_in_f32(&self, dtype: DType) -> Option<Tracer> {
+        let (v, ty) = self.value.as_ref()?;
+        if ty.dtype != DType::Bf16 || dtype != DType::F32 {
+            return None;
+        }
+        let (op, args) = {
+            let rec = self.rec.borrow();
+            let def = rec.func.def_inst(*v)?;
+            let bf16 = |a: &Value| rec.func.ty(*a).dtype == DType::Bf16;
+            if !def.op.bf16_result_computed_in_f32() || !def.args.iter().all(bf16) {
+                return None;
+            }
+            let args: Vec<Tracer> = def
+                .args
+                .iter()
+                .map(|&a| Tracer {
+                    rec: self.rec.clone(),
+                    value: Some((a, rec.func.ty(a).clone())),
+                })
+                .collect();
+            (def.op.clone(), args)
+        };
+        // Each operand widened exactly (a plain `convert`: only the last op changes).
+        let wide: Vec<Tracer> = args
+            .iter()
+            .map(|a| {
+                let t = a.ty().expect("a recorded value").with_dtype(DType::F32);
+                a.record(Op::Convert, &[a], Some(t))
+            })
+            .collect();
+        Some(self.record(op, &wide.iter().collect::<Vec<_>>(), None))
     }
 
     /// Same elements, new shape (row-major).
@@ -620,8 +660,14 @@ impl Tracer {
     pub fn prod(&self, axes: &[usize]) -> Tracer {
         self.reduce(ReduceKind::Prod, axes)
     }
-    /// Mean over `axes`.
+    /// Mean over `axes`. On `f16`/`bf16`, as `jnp.mean`: the sum and the division in `f32`,
+    /// the result rounded once to the 16-bit dtype (so a `bf16` square's mean, as in a
+    /// variance, squares in `f32`: [`Tracer::cast`]).
     pub fn mean(&self, axes: &[usize]) -> Tracer {
+        let dt = self.dtype();
+        if dt.is_half() {
+            return self.cast(DType::F32).mean(axes).cast(dt);
+        }
         let shape = self.shape();
         let n: usize = axes.iter().filter_map(|&a| shape.get(a)).product();
         let s = self.sum(axes);

@@ -415,8 +415,13 @@ impl Emitter<'_, '_, '_> {
                     .ok_or_else(|| format!("a host sum of v{x}'s row, not of floats"))?;
                 (x, code, None)
             }
-            HostSum::ShiftedSquare { x, c, round } => {
-                let code = SumCode::shifted_square(self.ve.dtype(x), round)
+            HostSum::ShiftedSquare {
+                x,
+                c,
+                round,
+                square_rounded,
+            } => {
+                let code = SumCode::shifted_square(self.ve.dtype(x), round, square_rounded)
                     .ok_or_else(|| format!("a host sum of v{x}'s shifted squares"))?;
                 (x, code, Some(c))
             }

@@ -30,11 +30,16 @@ pub enum SumCode {
     Bf16RoundedShiftedSquare = 7,
     /// ... of the same over `f16`s, rounded to `f16`.
     F16RoundedShiftedSquare = 8,
+    /// ... of `round(x - c)²` over `n` `bf16`s `x` at `src`: the difference rounded to
+    /// `bf16`, the square `f32`.
+    Bf16DifferenceRoundedShiftedSquare = 9,
+    /// ... of the same over `f16`s, the difference rounded to `f16`.
+    F16DifferenceRoundedShiftedSquare = 10,
 }
 
 impl SumCode {
     /// Every form, in code order.
-    const ALL: [SumCode; 9] = [
+    const ALL: [SumCode; 11] = [
         SumCode::F32Row,
         SumCode::Bf16Row,
         SumCode::F16Row,
@@ -44,6 +49,8 @@ impl SumCode {
         SumCode::F16ShiftedSquare,
         SumCode::Bf16RoundedShiftedSquare,
         SumCode::F16RoundedShiftedSquare,
+        SumCode::Bf16DifferenceRoundedShiftedSquare,
+        SumCode::F16DifferenceRoundedShiftedSquare,
     ];
 
     /// The row form for a load of dtype `dt`.
@@ -56,14 +63,21 @@ impl SumCode {
         }
     }
 
-    /// The shifted-square form for a load of dtype `dt`, each op rounded to `round`.
-    pub fn shifted_square(dt: DType, round: Option<Half>) -> Option<SumCode> {
-        match (dt, round) {
-            (DType::F32, None) => Some(SumCode::ShiftedSquare),
-            (DType::Bf16, None) => Some(SumCode::Bf16ShiftedSquare),
-            (DType::F16, None) => Some(SumCode::F16ShiftedSquare),
-            (DType::Bf16, Some(Half::Bf16)) => Some(SumCode::Bf16RoundedShiftedSquare),
-            (DType::F16, Some(Half::F16)) => Some(SumCode::F16RoundedShiftedSquare),
+    /// The shifted-square form for a load of dtype `dt`, the difference rounded to `round`
+    /// and the square too when `square_rounded`.
+    pub fn shifted_square(dt: DType, round: Option<Half>, square_rounded: bool) -> Option<SumCode> {
+        match (dt, round, square_rounded) {
+            (DType::F32, None, _) => Some(SumCode::ShiftedSquare),
+            (DType::Bf16, None, _) => Some(SumCode::Bf16ShiftedSquare),
+            (DType::F16, None, _) => Some(SumCode::F16ShiftedSquare),
+            (DType::Bf16, Some(Half::Bf16), true) => Some(SumCode::Bf16RoundedShiftedSquare),
+            (DType::F16, Some(Half::F16), true) => Some(SumCode::F16RoundedShiftedSquare),
+            (DType::Bf16, Some(Half::Bf16), false) => {
+                Some(SumCode::Bf16DifferenceRoundedShiftedSquare)
+            }
+            (DType::F16, Some(Half::F16), false) => {
+                Some(SumCode::F16DifferenceRoundedShiftedSquare)
+            }
             _ => None,
         }
     }
@@ -92,7 +106,7 @@ pub(super) extern "C" fn kiln_sum<const W512: bool>(
 }
 
 fn sum(code: u32, src: *const u8, c: f32, acc: *mut f32, n: i64) -> Option<f32> {
-    use kiln_interp::{sum_row, SumRow};
+    use kiln_interp::{sum_row, SquareRounding, SumRow};
     let n = usize::try_from(n).unwrap_or(0);
     let n = if src.is_null() { 0 } else { n };
     // SAFETY: the emitted caller passes `n` valid elements of the code's type at `src`
@@ -108,15 +122,23 @@ fn sum(code: u32, src: *const u8, c: f32, acc: *mut f32, n: i64) -> Option<f32> 
         SumCode::Bf16ShiftedSquare
         | SumCode::F16ShiftedSquare
         | SumCode::Bf16RoundedShiftedSquare
-        | SumCode::F16RoundedShiftedSquare => {
+        | SumCode::F16RoundedShiftedSquare
+        | SumCode::Bf16DifferenceRoundedShiftedSquare
+        | SumCode::F16DifferenceRoundedShiftedSquare => {
             let h = match code {
-                SumCode::Bf16ShiftedSquare | SumCode::Bf16RoundedShiftedSquare => Half::Bf16,
+                SumCode::Bf16ShiftedSquare
+                | SumCode::Bf16RoundedShiftedSquare
+                | SumCode::Bf16DifferenceRoundedShiftedSquare => Half::Bf16,
                 _ => Half::F16,
             };
-            let rounded = matches!(
-                code,
-                SumCode::Bf16RoundedShiftedSquare | SumCode::F16RoundedShiftedSquare
-            );
+            let rounded = match code {
+                SumCode::Bf16RoundedShiftedSquare | SumCode::F16RoundedShiftedSquare => {
+                    SquareRounding::Both
+                }
+                SumCode::Bf16DifferenceRoundedShiftedSquare
+                | SumCode::F16DifferenceRoundedShiftedSquare => SquareRounding::Difference,
+                _ => SquareRounding::Neither,
+            };
             sum_row(SumRow::HalfShiftedSquare {
                 h,
                 xs: u16s(),
@@ -183,14 +205,21 @@ mod tests {
                 300,
             );
             assert_eq!(got.to_bits(), want.to_bits(), "{h:?}");
-            // Its shifted squares, with and without each op's rounding.
-            for rounded in [false, true] {
+            // Its shifted squares, without the roundings, with each op's, with the
+            // difference's only.
+            use kiln_interp::SquareRounding;
+            for rounded in [
+                SquareRounding::Neither,
+                SquareRounding::Both,
+                SquareRounding::Difference,
+            ] {
                 let code = SumCode::shifted_square(
                     match h {
                         Half::Bf16 => DType::Bf16,
                         Half::F16 => DType::F16,
                     },
-                    rounded.then_some(h),
+                    rounded.difference().then_some(h),
+                    rounded.square(),
                 )
                 .expect("a 16-bit shifted square");
                 let row = kiln_interp::SumRow::HalfShiftedSquare {
@@ -207,12 +236,20 @@ mod tests {
                     std::ptr::null_mut(),
                     300,
                 );
-                assert_eq!(got.to_bits(), want.to_bits(), "{h:?} {rounded}");
+                assert_eq!(got.to_bits(), want.to_bits(), "{h:?} {rounded:?}");
             }
         }
         // No form rounds to a format other than its row's, or an f32 row.
-        assert_eq!(SumCode::shifted_square(DType::Bf16, Some(Half::F16)), None);
-        assert_eq!(SumCode::shifted_square(DType::F32, Some(Half::Bf16)), None);
+        for square in [false, true] {
+            assert_eq!(
+                SumCode::shifted_square(DType::Bf16, Some(Half::F16), square),
+                None
+            );
+            assert_eq!(
+                SumCode::shifted_square(DType::F32, Some(Half::Bf16), square),
+                None
+            );
+        }
         let mut acc = [1.0f32; 32];
         let r = kiln_sum::<false>(
             SumCode::IntoLanes as u32,
@@ -224,7 +261,7 @@ mod tests {
         assert_eq!(r, 0.0);
         assert_eq!(acc[3].to_bits(), (1.0 + xs[3] + xs[35]).to_bits());
         // Unknown codes and empty rows.
-        assert!(kiln_sum::<false>(9, xs.as_ptr().cast(), 0.0, std::ptr::null_mut(), 3).is_nan());
+        assert!(kiln_sum::<false>(11, xs.as_ptr().cast(), 0.0, std::ptr::null_mut(), 3).is_nan());
         assert!(kiln_sum::<false>(4, xs.as_ptr().cast(), 0.0, std::ptr::null_mut(), 3).is_nan());
         assert_eq!(
             kiln_sum::<false>(0, std::ptr::null(), 0.0, std::ptr::null_mut(), 0),

@@ -258,19 +258,22 @@ impl fmt::Display for KernelPlan {
         }
         match self.host_sum {
             Some(HostSum::Row(x)) => write!(f, " sum=row({x})")?,
-            Some(HostSum::ShiftedSquare { x, c, round: None }) => {
-                write!(f, " sum=square({x},{c})")?
-            }
+            Some(HostSum::ShiftedSquare {
+                x, c, round: None, ..
+            }) => write!(f, " sum=square({x},{c})")?,
             Some(HostSum::ShiftedSquare {
                 x,
                 c,
                 round: Some(h),
+                square_rounded,
             }) => {
                 let h = match h {
                     kiln_math::float16::Half::Bf16 => "bf16",
                     kiln_math::float16::Half::F16 => "f16",
                 };
-                write!(f, " sum=square({x},{c},{h})")?
+                // `-diff`: the difference rounded, the square not.
+                let only = if square_rounded { "" } else { "-diff" };
+                write!(f, " sum=square({x},{c},{h}{only})")?
             }
             Some(HostSum::Block(n)) => write!(f, " sum=block({n})")?,
             None => {}

@@ -24,9 +24,13 @@ pub enum HostSum {
         x: usize,
         /// The value subtracted.
         c: usize,
-        /// The 16-bit format the difference and then the square are each rounded to (a
-        /// 16-bit variance, every op's result rounded: `x` is a load of this format).
+        /// The 16-bit format the difference is rounded to, and the square too when
+        /// `square_rounded` (a 16-bit variance, every op's result rounded; a `bf16` one
+        /// whose square is converted straight to `f32`, as XLA:CPU computes it, when not):
+        /// `x` is a load of this format.
         round: Option<Half>,
+        /// Whether the square is rounded to `round` too.
+        square_rounded: bool,
     },
     /// The summand is held in this staged node's block: one call per window folds the block
     /// into the 32 lane accumulators.
@@ -58,8 +62,9 @@ pub fn row_sum(k: &Kernel, var: usize) -> Option<HostSum> {
     if unit_row(h, &[DType::F32, DType::F16, DType::Bf16]) {
         return Some(HostSum::Row(h));
     }
-    // A 16-bit variance's summand with every op rounded: `round(round(x - c)²)`, its `f32`.
-    let (square, round) = match half_rounding(k, h) {
+    // A 16-bit variance's summand with every op rounded: `round(round(x - c)²)`, its `f32`;
+    // or with the difference rounded and the square not, `round(x - c)²`.
+    let (square, square_round) = match half_rounding(k, h) {
         Some(to) => match k.nodes[h].kind {
             NodeKind::Convert(m) => (m, Some(to)),
             _ => return None,
@@ -72,16 +77,15 @@ pub fn row_sum(k: &Kernel, var: usize) -> Option<HostSum> {
     if a != a2 || k.nodes[a].dtype != DType::F32 {
         return None;
     }
-    // The difference, rounded to the same format when the square is.
-    let diff = match round {
-        Some(to) => {
-            let d = held(k, a);
-            match k.nodes[d].kind {
-                NodeKind::Convert(m) if half_rounding(k, d) == Some(to) => m,
-                _ => return None,
-            }
-        }
-        None => a,
+    // The difference, rounded to the square's format when the square is rounded.
+    let d = held(k, a);
+    let round = half_rounding(k, d);
+    if square_round.is_some() && round != square_round {
+        return None;
+    }
+    let diff = match (round, &k.nodes[d].kind) {
+        (Some(_), &NodeKind::Convert(m)) => m,
+        _ => a,
     };
     let NodeKind::Binary(BinaryOp::Sub, x, c) = k.nodes[diff].kind else {
         return None;
@@ -94,7 +98,13 @@ pub fn row_sum(k: &Kernel, var: usize) -> Option<HostSum> {
         None => unit_row(x, &[DType::F32, DType::F16, DType::Bf16]),
     };
     let f32s = [diff, c].iter().all(|&n| k.nodes[n].dtype == DType::F32);
-    (row && f32s && !variant[c]).then_some(HostSum::ShiftedSquare { x, c, round })
+    let square_rounded = square_round.is_some();
+    (row && f32s && !variant[c]).then_some(HostSum::ShiftedSquare {
+        x,
+        c,
+        round,
+        square_rounded,
+    })
 }
 
 /// The [`HostSum`] of kernel `k`'s reduction once `staged` is known: an `f32` sum of at

@@ -774,6 +774,20 @@ fn sums_run_in_host_calls_where_the_summand_allows() {
         let text = plan(sum(dt, 1024, excess, "reduce_sum"), FULL);
         assert!(text.contains("sum=square(0,1) calls="), "{dt}: {text}");
     }
+    // The difference rounded and the square not (a `bf16` square converted straight to
+    // `f32`, as XLA:CPU computes `jnp.mean(d * d)`): its own form, in either format.
+    let difference =
+        "  v1 = load in1[i0] : f32\n  v2 = convert v0 : f32\n  v3 = sub v2, v1 : f32\n  \
+                      v4 = convert v3 : DT\n  v5 = convert v4 : f32\n  v6 = mul v5, v5 : f32\n";
+    for dt in ["bf16", "f16"] {
+        let body = difference.replace("DT", dt);
+        let text = plan(sum(dt, 1024, &body, "reduce_sum"), FULL);
+        assert!(
+            text.contains(&format!("sum=square(0,1,{dt}-diff) calls=")),
+            "{text}"
+        );
+        assert!(!text.contains("staged"), "{text}");
+    }
     let other = variance.replace("v4 = convert v3 : bf16", "v4 = convert v3 : f16");
     let text = plan(sum("bf16", 1024, &other, "reduce_sum"), FULL);
     assert!(!text.contains("sum=square"), "{text}");

@@ -30,9 +30,7 @@ pub enum SumRow<'a> {
     /// `(x - c) * (x - c)` of each `x`, with this `c` (a variance's summand).
     ShiftedSquare(&'a [f32], f32),
     /// `(x - c) * (x - c)` of the exact `f32` of each 16-bit float `x` of this format, with
-    /// this `c`: when `rounded`, the difference and then the square each rounded to the
-    /// format (a 16-bit variance's summand, every op's result 16-bit: XLA:CPU's rule and
-    /// Kiln's default), else both in `f32` (`--xla_allow_excess_precision`).
+    /// this `c`, the ops [`SquareRounding`] says rounded to the format.
     HalfShiftedSquare {
         /// The format of `xs`, and of the roundings.
         h: Half,
@@ -40,9 +38,32 @@ pub enum SumRow<'a> {
         xs: &'a [u16],
         /// The value subtracted.
         c: f32,
-        /// Whether each op's result is rounded to `h`.
-        rounded: bool,
+        /// Which ops' results are rounded to `h`.
+        rounded: SquareRounding,
     },
+}
+
+/// Which ops of a 16-bit shifted square `(x - c)²` are rounded to the 16-bit format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SquareRounding {
+    /// Neither: both in `f32` (`--xla_allow_excess_precision`).
+    Neither,
+    /// The difference; the square is `f32` — a `bf16` square converted straight to `f32`,
+    /// as XLA:CPU computes `jnp.mean(d * d)` (`kiln_ir::Op::bf16_result_computed_in_f32`).
+    Difference,
+    /// The difference, then the square (every op's result 16-bit: Kiln's default).
+    Both,
+}
+
+impl SquareRounding {
+    /// Whether the difference is rounded.
+    pub fn difference(self) -> bool {
+        self != SquareRounding::Neither
+    }
+    /// Whether the square is rounded.
+    pub fn square(self) -> bool {
+        self == SquareRounding::Both
+    }
 }
 
 /// The canonical sum (identity `+0.0`) of the summands of `row`, in index order.
@@ -96,9 +117,9 @@ fn summand(row: SumRow, i: usize) -> f32 {
             d * d
         }
         SumRow::HalfShiftedSquare { h, xs, c, rounded } => {
-            let round = |v: f32| if rounded { round_f32(v, h) } else { v };
-            let d = round(to_f32(xs[i], h) - c);
-            round(d * d)
+            let round = |v: f32, r: bool| if r { round_f32(v, h) } else { v };
+            let d = round(to_f32(xs[i], h) - c, rounded.difference());
+            round(d * d, rounded.square())
         }
     }
 }
@@ -191,6 +212,12 @@ mod tests {
         }
     }
 
+    const ROUNDINGS: [SquareRounding; 3] = [
+        SquareRounding::Both,
+        SquareRounding::Difference,
+        SquareRounding::Neither,
+    ];
+
     #[test]
     fn half_shifted_squares_are_the_rule_then_the_canonical_sum() {
         // Every 16-bit pattern of both formats somewhere in the rows (NaNs with payloads,
@@ -198,8 +225,8 @@ mod tests {
         // differences round, tie, overflow and underflow; each summand by the rule.
         let all: Vec<u16> = (0..=u16::MAX).map(|i| i.wrapping_mul(40503)).collect();
         for h in [Half::Bf16, Half::F16] {
-            for rounded in [true, false] {
-                let round = |v: f32| if rounded { round_f32(v, h) } else { v };
+            for rounded in ROUNDINGS {
+                let round = |v: f32, r: bool| if r { round_f32(v, h) } else { v };
                 for (t, &c) in [0.3125f32, -1.0e-3, 3.0e4, 1.0e-40, 0.0].iter().enumerate() {
                     let lengths = LENGTHS.iter().copied().chain([all.len()]);
                     for (u, n) in lengths.enumerate() {
@@ -208,8 +235,8 @@ mod tests {
                         let squares: Vec<f32> = xs
                             .iter()
                             .map(|&x| {
-                                let d = round(to_f32(x, h) - c);
-                                round(d * d)
+                                let d = round(to_f32(x, h) - c, rounded.difference());
+                                round(d * d, rounded.square())
                             })
                             .collect();
                         let row = SumRow::HalfShiftedSquare { h, xs, c, rounded };
@@ -219,7 +246,7 @@ mod tests {
                         // (docs/determinism.md); one NaN's bits are, below.
                         assert!(
                             got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
-                            "{h:?} rounded={rounded} c={c} n={n}: {got} {want}"
+                            "{h:?} rounded={rounded:?} c={c} n={n}: {got} {want}"
                         );
                         // The same summands folded into the lanes window by window (96
                         // elements: each starts at a multiple of 32, at lane 0).
@@ -246,7 +273,7 @@ mod tests {
         }
         // One NaN in a finite row, signalling with a payload: its bits come through.
         for h in [Half::Bf16, Half::F16] {
-            for rounded in [true, false] {
+            for rounded in ROUNDINGS {
                 let mut xs: Vec<u16> = (0..700u16).map(|i| i.wrapping_mul(331) & 0x3bff).collect();
                 xs[333] = match h {
                     Half::Bf16 => 0xff81,
@@ -255,9 +282,9 @@ mod tests {
                 let squares: Vec<f32> = xs
                     .iter()
                     .map(|&x| {
-                        let round = |v: f32| if rounded { round_f32(v, h) } else { v };
-                        let d = round(to_f32(x, h) - 0.5);
-                        round(d * d)
+                        let round = |v: f32, r: bool| if r { round_f32(v, h) } else { v };
+                        let d = round(to_f32(x, h) - 0.5, rounded.difference());
+                        round(d * d, rounded.square())
                     })
                     .collect();
                 let got = sum_row(SumRow::HalfShiftedSquare {
@@ -270,7 +297,7 @@ mod tests {
                 assert_eq!(
                     got.to_bits(),
                     reference(&squares).to_bits(),
-                    "{h:?} {rounded}"
+                    "{h:?} {rounded:?}"
                 );
             }
         }
@@ -278,14 +305,14 @@ mod tests {
         // cleared when rounded — a `bf16`'s NaN (the five-instruction rounding) and one with
         // payload bits in the low half (the rule's NaN handling) alike.
         for c in [f32::from_bits(0xff90_0000), f32::from_bits(0x7fbf_ffff)] {
-            for rounded in [true, false] {
+            for rounded in ROUNDINGS {
                 let xs: Vec<u16> = (0..700u16).map(|i| i.wrapping_mul(331) & 0x3f7f).collect();
-                let round = |v: f32| if rounded { round_f32(v, Half::Bf16) } else { v };
+                let round = |v: f32, r: bool| if r { round_f32(v, Half::Bf16) } else { v };
                 let squares: Vec<f32> = xs
                     .iter()
                     .map(|&x| {
-                        let d = round(to_f32(x, Half::Bf16) - c);
-                        round(d * d)
+                        let d = round(to_f32(x, Half::Bf16) - c, rounded.difference());
+                        round(d * d, rounded.square())
                     })
                     .collect();
                 let h = Half::Bf16;
@@ -297,7 +324,7 @@ mod tests {
                 });
                 let want = reference(&squares);
                 assert!(got.is_nan());
-                assert_eq!(got.to_bits(), want.to_bits(), "{c} {rounded}");
+                assert_eq!(got.to_bits(), want.to_bits(), "{c} {rounded:?}");
             }
         }
         // Finite rows: the sums are numbers, and rounding changes them.
@@ -308,8 +335,12 @@ mod tests {
             c: 1.1,
             rounded,
         };
-        let (r, e) = (sum_row(row(true)), sum_row(row(false)));
-        assert!(r.is_finite() && e.is_finite() && r != e, "{r} {e}");
+        let [r, d, e] = ROUNDINGS.map(|r| sum_row(row(r)));
+        assert!(
+            r.is_finite() && d.is_finite() && e.is_finite(),
+            "{r} {d} {e}"
+        );
+        assert!(r != e && d != e && r != d, "{r} {d} {e}");
     }
 
     #[test]

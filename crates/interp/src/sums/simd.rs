@@ -4,7 +4,7 @@
 //! also has AVX-512F (two, lane `l` in vector `l / 16`) — the same additions in the same
 //! order at either width, so the same bits as the rule one element at a time.
 
-use super::{SumRow, LANES};
+use super::{SquareRounding, SumRow, LANES};
 use kiln_math::float16::Half;
 
 /// The vector form of `row`'s summands ([`avx2::load`]'s `FORM`), and the value they
@@ -17,13 +17,17 @@ fn form(row: SumRow) -> (u8, *const u8, f32) {
         SumRow::Half(Half::Bf16, xs) => (2, xs.as_ptr().cast(), 0.0),
         SumRow::Half(Half::F16, xs) => (3, xs.as_ptr().cast(), 0.0),
         SumRow::HalfShiftedSquare { h, xs, c, rounded } => {
+            // `c`'s NaN, like the row's, a `bf16`: the five-instruction rounding.
+            let fits = crate::half_block::nan_fits_bf16(c);
             let f = match (h, rounded) {
-                // `c`'s NaN, like the row's, a `bf16`: the five-instruction rounding.
-                (Half::Bf16, true) if crate::half_block::nan_fits_bf16(c) => 8,
-                (Half::Bf16, true) => 4,
-                (Half::F16, true) => 5,
-                (Half::Bf16, false) => 6,
-                (Half::F16, false) => 7,
+                (Half::Bf16, SquareRounding::Both) if fits => 8,
+                (Half::Bf16, SquareRounding::Both) => 4,
+                (Half::F16, SquareRounding::Both) => 5,
+                (Half::Bf16, SquareRounding::Neither) => 6,
+                (Half::F16, SquareRounding::Neither) => 7,
+                (Half::Bf16, SquareRounding::Difference) if fits => 9,
+                (Half::Bf16, SquareRounding::Difference) => 10,
+                (Half::F16, SquareRounding::Difference) => 11,
             };
             (f, xs.as_ptr().cast(), c)
         }
@@ -81,7 +85,10 @@ unsafe fn dispatch_blocks(
                 5 => $m::blocks::<5>(p, src, c, blocks),
                 6 => $m::blocks::<6>(p, src, c, blocks),
                 7 => $m::blocks::<7>(p, src, c, blocks),
-                _ => $m::blocks::<8>(p, src, c, blocks),
+                8 => $m::blocks::<8>(p, src, c, blocks),
+                9 => $m::blocks::<9>(p, src, c, blocks),
+                10 => $m::blocks::<10>(p, src, c, blocks),
+                _ => $m::blocks::<11>(p, src, c, blocks),
             }
         };
     }
@@ -112,7 +119,10 @@ unsafe fn dispatch_chunk(wide: bool, f: u8, src: *const u8, c: f32, blocks: usiz
                 5 => $m::chunk::<5>(src, c, blocks),
                 6 => $m::chunk::<6>(src, c, blocks),
                 7 => $m::chunk::<7>(src, c, blocks),
-                _ => $m::chunk::<8>(src, c, blocks),
+                8 => $m::chunk::<8>(src, c, blocks),
+                9 => $m::chunk::<9>(src, c, blocks),
+                10 => $m::chunk::<10>(src, c, blocks),
+                _ => $m::chunk::<11>(src, c, blocks),
             }
         };
     }
@@ -173,7 +183,9 @@ mod avx2 {
     /// to the format, 6 and 7 the same without the roundings, 8 form 4 where `c` is not a
     /// NaN or is one whose low half is clear, rounded without the rule's NaN handling (every
     /// NaN the subtraction and the square make is then an operand's or the default one,
-    /// its low half clear: `crate::half_block::round_bf16_arith_zmm`). (F16C quiets a
+    /// its low half clear: `crate::half_block::round_bf16_arith_zmm`); 9, 10 and 11 forms 8,
+    /// 4 and 5 with only the difference rounded, the square `f32`
+    /// ([`SquareRounding::Difference`](super::SquareRounding)). (F16C quiets a
     /// signalling NaN as it widens it; the subtraction that follows quiets it anyway, so
     /// forms 5 and 7 need no check for NaNs.)
     #[inline(always)]
@@ -188,24 +200,28 @@ mod avx2 {
             let f16 = || _mm256_cvtph_ps(_mm_loadu_si128(src.cast::<u16>().add(i).cast()));
             *v = match FORM {
                 0 => _mm256_loadu_ps(src.cast::<f32>().add(i)),
-                1 => square::<0>(_mm256_loadu_ps(src.cast::<f32>().add(i)), c),
+                1 => square::<0, 0>(_mm256_loadu_ps(src.cast::<f32>().add(i)), c),
                 2 => bf16(),
                 3 => f16(),
-                4 => square::<1>(bf16(), c),
-                5 => square::<2>(f16(), c),
-                6 => square::<0>(bf16(), c),
-                7 => square::<0>(f16(), c),
-                _ => square::<3>(bf16(), c),
+                4 => square::<1, 1>(bf16(), c),
+                5 => square::<2, 2>(f16(), c),
+                6 => square::<0, 0>(bf16(), c),
+                7 => square::<0, 0>(f16(), c),
+                8 => square::<3, 3>(bf16(), c),
+                9 => square::<3, 0>(bf16(), c),
+                10 => square::<1, 0>(bf16(), c),
+                _ => square::<2, 0>(f16(), c),
             };
         }
         v
     }
 
-    /// `(x - c)²`, the difference and the square each rounded by [`round`]`::<R>`.
+    /// `(x - c)²`, the difference rounded by [`round`]`::<R>` and the square by
+    /// [`round`]`::<S>`.
     #[inline(always)]
-    unsafe fn square<const R: u8>(x: __m256, c: __m256) -> __m256 {
+    unsafe fn square<const R: u8, const S: u8>(x: __m256, c: __m256) -> __m256 {
         let d = round::<R>(_mm256_sub_ps(x, c));
-        round::<R>(_mm256_mul_ps(d, d))
+        round::<S>(_mm256_mul_ps(d, d))
     }
 
     /// Eight lanes as they are (`R` 0), or rounded to the precision of `bf16` (1, or 3 for
@@ -336,32 +352,38 @@ mod avx512 {
             let f16 = || _mm512_cvtph_ps(halves());
             *v = match FORM {
                 0 => _mm512_loadu_ps(src.cast::<f32>().add(i)),
-                1 => square::<0>(_mm512_loadu_ps(src.cast::<f32>().add(i)), c),
+                1 => square::<0, 0>(_mm512_loadu_ps(src.cast::<f32>().add(i)), c),
                 2 => bf16(),
                 3 => f16(),
-                4 => square::<1>(bf16(), c),
-                5 => square::<2>(f16(), c),
-                6 => square::<0>(bf16(), c),
-                7 => square::<0>(f16(), c),
-                _ => square::<3>(bf16(), c),
+                4 => square::<1, 1>(bf16(), c),
+                5 => square::<2, 2>(f16(), c),
+                6 => square::<0, 0>(bf16(), c),
+                7 => square::<0, 0>(f16(), c),
+                8 => square::<3, 3>(bf16(), c),
+                9 => square::<3, 0>(bf16(), c),
+                10 => square::<1, 0>(bf16(), c),
+                _ => square::<2, 0>(f16(), c),
             };
         }
         v
     }
 
-    /// `(x - c)²`, the difference and the square each as they are (`R` 0) or rounded to
-    /// `bf16` (1; 3 by `crate::half_block::round_bf16_arith_zmm`) or `f16` (2) by
-    /// `crate::half_block::round_zmm`.
+    /// `(x - c)²`, the difference rounded by `R` and the square by `S`: each as it is (0) or
+    /// rounded to `bf16` (1; 3 by `crate::half_block::round_bf16_arith_zmm`) or `f16` (2)
+    /// by `crate::half_block::round_zmm`.
     #[inline(always)]
-    unsafe fn square<const R: u8>(x: __m512, c: __m512) -> __m512 {
-        let round = |x: __m512| match R {
-            0 => x,
-            1 => crate::half_block::round_zmm(kiln_math::float16::Half::Bf16, x),
-            3 => crate::half_block::round_bf16_arith_zmm(x),
-            _ => crate::half_block::round_zmm(kiln_math::float16::Half::F16, x),
-        };
-        let d = round(_mm512_sub_ps(x, c));
-        round(_mm512_mul_ps(d, d))
+    unsafe fn square<const R: u8, const S: u8>(x: __m512, c: __m512) -> __m512 {
+        #[inline(always)]
+        unsafe fn round(r: u8, x: __m512) -> __m512 {
+            match r {
+                0 => x,
+                1 => crate::half_block::round_zmm(kiln_math::float16::Half::Bf16, x),
+                3 => crate::half_block::round_bf16_arith_zmm(x),
+                _ => crate::half_block::round_zmm(kiln_math::float16::Half::F16, x),
+            }
+        }
+        let d = round(R, _mm512_sub_ps(x, c));
+        round(S, _mm512_mul_ps(d, d))
     }
 
     /// `avx2::fold` on two accumulators.
@@ -455,31 +477,49 @@ mod tests {
                     h: Half::Bf16,
                     xs: h,
                     c: 0.75,
-                    rounded: true,
+                    rounded: SquareRounding::Both,
                 },
                 SumRow::HalfShiftedSquare {
                     h: Half::Bf16,
                     xs: h,
                     c: f32::from_bits(0x7fbf_ffff),
-                    rounded: true,
+                    rounded: SquareRounding::Both,
                 },
                 SumRow::HalfShiftedSquare {
                     h: Half::F16,
                     xs: h,
                     c: -3.0,
-                    rounded: true,
+                    rounded: SquareRounding::Both,
                 },
                 SumRow::HalfShiftedSquare {
                     h: Half::Bf16,
                     xs: h,
                     c: 1e-3,
-                    rounded: false,
+                    rounded: SquareRounding::Neither,
                 },
                 SumRow::HalfShiftedSquare {
                     h: Half::F16,
                     xs: h,
                     c: 2.0,
-                    rounded: false,
+                    rounded: SquareRounding::Neither,
+                },
+                SumRow::HalfShiftedSquare {
+                    h: Half::Bf16,
+                    xs: h,
+                    c: 0.375,
+                    rounded: SquareRounding::Difference,
+                },
+                SumRow::HalfShiftedSquare {
+                    h: Half::Bf16,
+                    xs: h,
+                    c: f32::from_bits(0xffbf_0001),
+                    rounded: SquareRounding::Difference,
+                },
+                SumRow::HalfShiftedSquare {
+                    h: Half::F16,
+                    xs: h,
+                    c: -0.5,
+                    rounded: SquareRounding::Difference,
                 },
             ];
             for row in rows {

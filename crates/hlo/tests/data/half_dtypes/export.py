@@ -106,6 +106,27 @@ def layer(x, w, g):
     return ((h - m) * lax.rsqrt(v + 1e-5) * g, jax.nn.softmax(h, axis=-1))
 
 
+def traced(x, a, b):
+    """Kiln's tracer's compositions (`crates/ir/src/trace/nn.rs`, `Tracer::mean`), written in
+    jax as the tracer writes them: `jnp.mean` (f32 sum and division, one rounding), layer
+    norm with `lax.rsqrt`, softmax, the tanh GELU in the tracer's order of operations, and
+    `bf16` math converted straight to f32 (`tests/half_dtypes.rs`, `tracer_composes_as_jax`)."""
+    m = jnp.mean(x, axis=1, keepdims=True)
+    d = x - m
+    v = jnp.mean(d * d, axis=1, keepdims=True)
+    x3 = x * x * x
+    inner = (x + x3 * 0.044715) * 0.7978845608028654
+    e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
+    return (
+        jnp.mean(x, axis=1),
+        d * lax.rsqrt(v + 1e-5),
+        e / jnp.sum(e, axis=1, keepdims=True),
+        (x * 0.5) * (jnp.tanh(inner) + 1.0),
+        (a * b).astype(jnp.float32),
+        jnp.tanh(a).astype(jnp.float32),
+    )
+
+
 def programs(t, name):
     r = np.random.default_rng(37 if t == np.float16 else 38)
     # No bfloat16 subnormals (below 1.2e-38): XLA:CPU runs with denormals flushed to zero
@@ -133,6 +154,7 @@ def programs(t, name):
         f"reductions_{name}": (reductions, [red]),
         f"products_{name}": (products, [mat, mat2, kern]),
         f"layer_{name}": (layer, [mat, mat2, r.normal(1, 0.1, (12,)).astype(t)]),
+        f"traced_{name}": (traced, [r.normal(0.5, 2, (23, 67)).astype(t), a, b]),
     }
 
 

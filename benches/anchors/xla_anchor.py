@@ -65,9 +65,10 @@ def programs(np_like, nn):
         return e / np_like.sum(e, axis=1, keepdims=True)
 
     def layernorm(x):
+        # As Kiln's `layer_norm` and flax's LayerNorm: times the reciprocal square root.
         m = np_like.mean(x, axis=1, keepdims=True)
         d = x - m
-        return d / np_like.sqrt(np_like.mean(d * d, axis=1, keepdims=True) + 1e-5)
+        return d * np_like.rsqrt(np_like.mean(d * d, axis=1, keepdims=True) + 1e-5)
 
     def mlp(x, w1, b1, w2, b2):
         h = np_like.maximum(nn.matmul(x, w1) + b1, 0.0)
@@ -111,7 +112,12 @@ def run_jax(size, sz, names, budget, out):
     except ImportError:
         print("jax not installed: skipping jax.jit", file=sys.stderr)
         return
-    progs = programs(jnp, jnp)
+    class JaxNp:
+        """`jax.numpy`, with `lax.rsqrt` as `rsqrt`."""
+        def __getattr__(self, name):
+            return jax.lax.rsqrt if name == "rsqrt" else getattr(jnp, name)
+
+    progs = programs(JaxNp(), jnp)
     rng = np.random.default_rng(0)
     # On a GPU the mode is `jax.jit@gpu`, and `kiln bench --device gpu --compare` sets it
     # beside Kiln's gpu rows; on the CPU it is plain `jax.jit` (beside the cpu rows).
@@ -143,7 +149,7 @@ def run_tf(size, sz, names, budget, out):
         return
 
     class TfNp:
-        tanh, exp, sqrt, maximum = tf.tanh, tf.exp, tf.sqrt, tf.maximum
+        tanh, exp, sqrt, rsqrt, maximum = tf.tanh, tf.exp, tf.sqrt, tf.math.rsqrt, tf.maximum
         max = staticmethod(lambda x, axis=None, keepdims=False: tf.reduce_max(x, axis, keepdims))
         sum = staticmethod(lambda x, axis=None, keepdims=False: tf.reduce_sum(x, axis, keepdims))
         mean = staticmethod(lambda x, axis=None, keepdims=False: tf.reduce_mean(x, axis, keepdims))

@@ -26,6 +26,11 @@ pub const HALF_BINARY_OPS: [BinaryOp; 4] =
 pub enum HalfOperand<'a> {
     /// One `f32` per element, as long as the result.
     Block(&'a [f32]),
+    /// [`HalfOperand::Block`] whose every element is a `bf16` value's `f32`, its low 16 bits
+    /// clear (NaNs included): a `bf16` node's staged block, every value of which a load
+    /// widened or the rule rounded. The same operand; a `bf16` result of it rounds in four
+    /// instructions (`crate::half_block::round_bf16_arith_zmm`).
+    Bf16Block(&'a [f32]),
     /// One 16-bit float of this format per element (its exact `f32` is the operand), as
     /// long as the result.
     Half(Half, &'a [u16]),
@@ -41,7 +46,7 @@ impl HalfOperand<'_> {
     /// Its length, `None` for a value.
     fn len(&self) -> Option<usize> {
         match self {
-            HalfOperand::Block(s) => Some(s.len()),
+            HalfOperand::Block(s) | HalfOperand::Bf16Block(s) => Some(s.len()),
             HalfOperand::Half(_, s) | HalfOperand::ShiftedHalf(_, s, _) => Some(s.len()),
             HalfOperand::Value(_) => None,
         }
@@ -50,7 +55,7 @@ impl HalfOperand<'_> {
     /// Its `f32` at element `i`.
     fn at(&self, i: usize) -> f32 {
         match *self {
-            HalfOperand::Block(s) => s[i],
+            HalfOperand::Block(s) | HalfOperand::Bf16Block(s) => s[i],
             HalfOperand::Half(h, s) => to_f32(s[i], h),
             HalfOperand::ShiftedHalf(h, s, c) => round_f32(to_f32(s[i], h) - c, h),
             HalfOperand::Value(v) => v,
@@ -133,6 +138,8 @@ struct Operand {
     kind: u8,
     ptr: *const u8,
     value: f32,
+    /// Whether every NaN among its elements (or its value) has its low 16 bits clear.
+    fits: bool,
 }
 
 /// [`Operand`] kinds ([`SHIFTED_ROW`]: a row of the result's format, minus the value,
@@ -171,14 +178,25 @@ fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: Out, n: usiz
         _ => {}
     }
     let parts = |x: HalfOperand| {
-        let (kind, ptr, value) = match x {
-            HalfOperand::ShiftedHalf(_, s, c) => (SHIFTED_ROW, s.as_ptr() as *const u8, c),
-            HalfOperand::Block(s) => (BLOCK, s.as_ptr() as *const u8, 0.0),
-            HalfOperand::Half(Half::Bf16, s) => (BF16_ROW, s.as_ptr() as *const u8, 0.0),
-            HalfOperand::Half(Half::F16, s) => (F16_ROW, s.as_ptr() as *const u8, 0.0),
-            HalfOperand::Value(v) => (VALUE, std::ptr::null(), v),
+        // `bf16` rows, shifted rows (the rounded difference of one, `c`'s NaN fitting),
+        // `bf16` blocks and values whose NaNs are `bf16`s fit; `f32` blocks (whose NaNs may
+        // be any `f32`'s) and `f16` rows (whose widened NaNs keep payload bits in the low
+        // half) do not.
+        let fits = crate::half_block::nan_fits_bf16;
+        let (kind, ptr, value, fits) = match x {
+            HalfOperand::ShiftedHalf(_, s, c) => (SHIFTED_ROW, s.as_ptr() as *const u8, c, fits(c)),
+            HalfOperand::Block(s) => (BLOCK, s.as_ptr() as *const u8, 0.0, false),
+            HalfOperand::Bf16Block(s) => (BLOCK, s.as_ptr() as *const u8, 0.0, true),
+            HalfOperand::Half(Half::Bf16, s) => (BF16_ROW, s.as_ptr() as *const u8, 0.0, true),
+            HalfOperand::Half(Half::F16, s) => (F16_ROW, s.as_ptr() as *const u8, 0.0, false),
+            HalfOperand::Value(v) => (VALUE, std::ptr::null(), v, fits(v)),
         };
-        Operand { kind, ptr, value }
+        Operand {
+            kind,
+            ptr,
+            value,
+            fits,
+        }
     };
     let (a, b) = (parts(a), parts(b));
     let (dst, packed) = match out {
@@ -323,16 +341,9 @@ unsafe fn x16<const OP: usize, const BF16: bool, const PACK: bool, const A: u8, 
     dst: *mut u8,
     n: usize,
 ) -> usize {
-    // `bf16` rows, shifted rows and values whose NaNs are `bf16`s (not blocks, whose NaNs
-    // may be any `f32`'s, nor `f16` rows, whose widened NaNs keep payload bits in the low
-    // half): every NaN the loop's ops make has its low half clear, so the
-    // five-instruction rounding gives the rule's bits.
-    let fits = |k: u8| k != BLOCK && k != F16_ROW;
-    let arith = BF16
-        && fits(A)
-        && fits(B)
-        && crate::half_block::nan_fits_bf16(a.value)
-        && crate::half_block::nan_fits_bf16(b.value);
+    // Operands whose NaNs are `bf16`s ([`Operand::fits`]): every NaN the loop's ops make
+    // has its low half clear, so the four-instruction rounding gives the rule's bits.
+    let arith = BF16 && a.fits && b.fits;
     // SAFETY: the caller's contract.
     unsafe {
         if arith {
@@ -560,8 +571,8 @@ mod tests {
         }
     }
 
-    /// `bf16` results of `bf16` rows, shifted rows and values (the operands of the
-    /// five-instruction rounding, and values that are not: NaNs with payload bits in the low
+    /// `bf16` results of `bf16` rows, shifted rows, blocks and values (the operands of the
+    /// four-instruction rounding, and values that are not: NaNs with payload bits in the low
     /// half): the rule's exact bits, NaNs included, wherever at most one operand is a NaN
     /// (which of two NaNs comes out is not promised), unpacked and packed.
     #[test]
@@ -570,6 +581,8 @@ mod tests {
         let rows: Vec<u16> = (0..=u16::MAX).collect();
         let mut rows2 = rows.clone();
         rows2.rotate_left(4099);
+        let widened: Vec<f32> = rows.iter().map(|&h| to_f32(h, to)).collect();
+        let widened2: Vec<f32> = rows2.iter().map(|&h| to_f32(h, to)).collect();
         let values = [
             1.5f32,
             -0.0,
@@ -609,9 +622,19 @@ mod tests {
             };
             let (r, r2) = (HalfOperand::Half(to, &rows), HalfOperand::Half(to, &rows2));
             check(r, r2, "row, row");
+            // Blocks of `bf16` values: every pattern's `f32`.
+            let (b, b2) = (
+                HalfOperand::Bf16Block(&widened),
+                HalfOperand::Bf16Block(&widened2),
+            );
+            check(b, b2, "bf16 block, bf16 block");
+            check(b, r2, "bf16 block, row");
+            check(r, b2, "row, bf16 block");
             for v in values {
                 check(r, HalfOperand::Value(v), "row, value");
                 check(HalfOperand::Value(v), r, "value, row");
+                check(b, HalfOperand::Value(v), "bf16 block, value");
+                check(HalfOperand::Value(v), b2, "value, bf16 block");
                 let shifted = HalfOperand::ShiftedHalf(to, &rows, v);
                 check(shifted, r2, "shifted, row");
                 for w in values {

@@ -170,6 +170,9 @@ pub fn kernel_has_half_binary(k: &Kernel) -> bool {
 pub enum HalfBinaryOperand {
     /// An `f32` block (a staged node's).
     Block,
+    /// A `bf16` node's staged block: `f32`s each a `bf16` value's, low half clear
+    /// (`kiln_interp::HalfOperand::Bf16Block`).
+    Bf16Block,
     /// One value for the whole window.
     Value,
     /// A row of 16-bit floats of this format (a load's), widened as it is read.
@@ -180,7 +183,7 @@ impl HalfBinaryOperand {
     /// Its two bits in a [`half_binary_code`].
     fn bits(self) -> u32 {
         match self {
-            HalfBinaryOperand::Block => 0,
+            HalfBinaryOperand::Block | HalfBinaryOperand::Bf16Block => 0,
             HalfBinaryOperand::Value => 1,
             HalfBinaryOperand::Row(Half::Bf16) => 2,
             HalfBinaryOperand::Row(Half::F16) => 3,
@@ -194,7 +197,9 @@ impl HalfBinaryOperand {
 /// writes the results' 16-bit bits (`packed`, bit 7: into the stored buffer) instead of
 /// their `f32`s, and whether the first operand, a row, is read shifted (`shifted`, bit 8:
 /// the row's widening minus the call's `shift`, rounded to the row's format —
-/// [`StagedSource::ShiftedRow`](crate::cranelift::plan::StagedSource::ShiftedRow)).
+/// [`StagedSource::ShiftedRow`](crate::cranelift::plan::StagedSource::ShiftedRow)), and
+/// whether the first and the second operand, blocks, hold `bf16` values (bits 9 and 10:
+/// [`HalfBinaryOperand::Bf16Block`]).
 ///
 /// [`HostCalls::half_binary`]: super::HostCalls::half_binary
 pub fn half_binary_code(
@@ -214,7 +219,9 @@ pub fn half_binary_code(
             | lhs.bits() << 3
             | rhs.bits() << 5
             | u32::from(packed) << 7
-            | u32::from(shifted) << 8,
+            | u32::from(shifted) << 8
+            | u32::from(lhs == HalfBinaryOperand::Bf16Block) << 9
+            | u32::from(rhs == HalfBinaryOperand::Bf16Block) << 10,
     )
 }
 
@@ -254,8 +261,26 @@ pub(super) extern "C" fn kiln_half_binary_block(
     let out = packed.then_some(dst as *const u16);
     let shift = (code & 256 != 0).then_some(shift);
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    let x = operand(a, (code >> 3) & 3, c, shift, n, out, &mut xs);
-    let y = operand(b, (code >> 5) & 3, c, None, n, out, &mut ys);
+    let x = operand(
+        a,
+        (code >> 3) & 3,
+        code & 512 != 0,
+        c,
+        shift,
+        n,
+        out,
+        &mut xs,
+    );
+    let y = operand(
+        b,
+        (code >> 5) & 3,
+        code & 1024 != 0,
+        c,
+        None,
+        n,
+        out,
+        &mut ys,
+    );
     let (Some(x), Some(y)) = (x, y) else {
         return;
     };
@@ -273,13 +298,16 @@ pub(super) extern "C" fn kiln_half_binary_block(
 }
 
 /// The operand of a [`kiln_half_binary_block`] call at `p` read as `bits` says
-/// ([`HalfBinaryOperand::bits`]; the value `c`), `n` elements: a row minus `shift`, rounded,
+/// ([`HalfBinaryOperand::bits`]; the value `c`; a block of `bf16` values when `bf16`), `n`
+/// elements: a row minus `shift`, rounded,
 /// when there is one (a row's only), and a row overlapping the `n` 16-bit elements at `out`
 /// read from a copy in `buf`. `None` for a null pointer or a shift of another operand.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn operand<'a>(
     p: *const f32,
     bits: u32,
+    bf16: bool,
     c: f32,
     shift: Option<f32>,
     n: usize,
@@ -295,9 +323,11 @@ fn operand<'a>(
     if bits == 0 {
         // SAFETY: the emitted caller passes a block operand as `n` readable elements (a
         // staged node's block in the current window), never `dst`'s.
-        return shift
-            .is_none()
-            .then(|| HalfOperand::Block(unsafe { std::slice::from_raw_parts(p, n) }));
+        let block = unsafe { std::slice::from_raw_parts(p, n) };
+        return shift.is_none().then_some(match bf16 {
+            true => HalfOperand::Bf16Block(block),
+            false => HalfOperand::Block(block),
+        });
     }
     let h = if bits == 2 { Half::Bf16 } else { Half::F16 };
     // SAFETY: the emitted caller passes a row operand as `n` readable 16-bit elements (a
@@ -315,4 +345,50 @@ fn operand<'a>(
         Some(s) => HalfOperand::ShiftedHalf(h, row, s),
         None => HalfOperand::Half(h, row),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Blocks of `bf16` values (every pattern's `f32`), read as such (code bits 9 and 10:
+    /// the four-instruction rounding), give the bits they give read as `f32` blocks — the
+    /// rule's, NaNs included wherever one operand is a NaN.
+    #[test]
+    fn bf16_blocks_give_the_bits_of_f32_blocks() {
+        use HalfBinaryOperand::{Bf16Block, Block};
+        let xs: Vec<f32> = (0..=u16::MAX)
+            .map(|h| f32::from_bits(u32::from(h) << 16))
+            .collect();
+        let mut ys = xs.clone();
+        ys.rotate_left(4099);
+        let n = xs.len();
+        for op in HALF_BINARY_OPS {
+            let b = HalfBinary {
+                op,
+                to: Half::Bf16,
+                lhs: 0,
+                rhs: 1,
+            };
+            let plain = half_binary_code(b, Block, Block, false, false).unwrap();
+            let held = half_binary_code(b, Bf16Block, Bf16Block, false, false).unwrap();
+            assert_eq!(held, plain | 512 | 1024);
+            let lhs_only = half_binary_code(b, Bf16Block, Block, false, false).unwrap();
+            let run = |code: u32| {
+                let mut out = vec![0f32; n];
+                let (a, y) = (xs.as_ptr(), ys.as_ptr());
+                kiln_half_binary_block(code, a, y, 0.0, 0.0, out.as_mut_ptr(), n as i64);
+                out
+            };
+            let (want, got, half) = (run(plain), run(held), run(lhs_only));
+            for i in 0..n {
+                if xs[i].is_nan() && ys[i].is_nan() {
+                    continue;
+                }
+                let w = want[i].to_bits();
+                assert_eq!(got[i].to_bits(), w, "{op:?} at {i}");
+                assert_eq!(half[i].to_bits(), w, "{op:?} at {i}");
+            }
+        }
+    }
 }

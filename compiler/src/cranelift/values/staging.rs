@@ -353,6 +353,11 @@ impl ValueEmitter<'_> {
         let k = self.k;
         let p = self.p;
         let kind = |s: StagedSource| match s {
+            // A `bf16` node's block holds `bf16` values (the kernel IR's invariant: a
+            // 16-bit node's `f32` is exactly one of its format's values).
+            StagedSource::Block(h) if k.nodes[h].dtype == DType::Bf16 => {
+                Ok(HalfBinaryOperand::Bf16Block)
+            }
             StagedSource::Block(_) => Ok(HalfBinaryOperand::Block),
             StagedSource::Value(_) => Ok(HalfBinaryOperand::Value),
             // The format the buffer holds, as the load reads it.

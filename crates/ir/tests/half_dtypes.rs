@@ -94,3 +94,62 @@ fn half_floats_take_float_ops_and_not_integer_ones() {
         .map_or_else(|e| e.to_string(), |f| format!("{:?}", verify_func(&f)));
     assert!(err.contains("not defined for f16"), "{err}");
 }
+
+/// The tracer's `bf16` boundary: a `bf16` result of float math cast to `f32` is that op on
+/// `f32` operands (XLA:CPU's `convert(op_bf16(...))`), products included; an `f16` one, a
+/// cast to another type and a `bf16` op kept as `bf16` are rounded as usual; `mean` of a
+/// 16-bit tensor sums and divides in `f32`.
+#[test]
+fn tracer_casts_bf16_math_to_f32_as_xla_cpu_computes_it() {
+    use kiln_ir::{trace, TensorType};
+    let ty = |d: DType, s: &[usize]| TensorType::new(d, s.to_vec());
+    let ops_of = |f: &kiln_ir::Func| {
+        let out: Vec<(String, DType)> = f
+            .insts
+            .iter()
+            .map(|i| (i.op.name().to_string(), f.ty(i.results[0]).dtype))
+            .collect();
+        out
+    };
+    // bf16: the product and the tanh are recomputed in f32 (the bf16 ones stay, unused).
+    let f = trace(
+        "b",
+        &[ty(DType::Bf16, &[2, 3]), ty(DType::Bf16, &[3, 4])],
+        |a| {
+            vec![
+                a[0].matmul(&a[1]).cast(DType::F32),
+                a[0].tanh().cast(DType::F32),
+                (&a[0] * &a[0]).cast(DType::F64),
+            ]
+        },
+    )
+    .unwrap();
+    let ops = ops_of(&f);
+    assert!(ops.contains(&("dot_general".into(), DType::F32)), "{ops:?}");
+    assert!(ops.contains(&("tanh".into(), DType::F32)), "{ops:?}");
+    let results: Vec<&str> = f
+        .results
+        .iter()
+        .map(|&r| f.def_inst(r).unwrap().op.name())
+        .collect();
+    assert_eq!(
+        results,
+        ["dot_general", "tanh", "convert"],
+        "{}",
+        print_func(&f)
+    );
+    assert!(verify_func(&f).is_empty(), "{:?}", verify_func(&f));
+    // f16: rounded, then converted.
+    let g = trace("h", &[ty(DType::F16, &[4])], |a| {
+        a[0].tanh().cast(DType::F32)
+    })
+    .unwrap();
+    let r = g.results[0];
+    assert_eq!(g.def_inst(r).unwrap().op, Op::Convert, "{}", print_func(&g));
+    // mean: widened, summed and divided in f32, rounded once.
+    let m = trace("m", &[ty(DType::Bf16, &[4, 8])], |a| a[0].mean(&[1])).unwrap();
+    let ops = ops_of(&m);
+    assert!(ops.contains(&("reduce_sum".into(), DType::F32)), "{ops:?}");
+    assert!(ops.contains(&("div".into(), DType::F32)), "{ops:?}");
+    assert_eq!(m.ty(m.results[0]).dtype, DType::Bf16);
+}

@@ -568,8 +568,8 @@ impl Tracer {
         let wide: Vec<Tracer> = args
             .iter()
             .map(|a| {
-                let t = a.ty().expect("a recorded value").with_dtype(DType::F32);
-                a.record(Op::Convert, &[a], Some(t))
+                let t = a.ty().map(|t| t.with_dtype(DType::F32));
+                a.record(Op::Convert, &[a], t)
             })
             .collect();
         Some(self.record(op, &wide.iter().collect::<Vec<_>>(), None))

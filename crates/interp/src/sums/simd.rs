@@ -172,9 +172,39 @@ pub(super) fn vector_blocks(_: &mut [f32; LANES], _: SumRow, _: usize, _: usize)
     0
 }
 
+/// What form `f`'s summands are (the table both widths' `load` read): the elements
+/// ([`F32S`], [`BF16S`], [`F16S`]), and for a shifted square `(x - c)²` the roundings of the
+/// difference and of the square (0 none, 1 `bf16` by the rule, 2 `f16`, 3 `bf16` without the
+/// rule's NaN handling — see `avx2::load`).
+#[cfg(target_arch = "x86_64")]
+const fn summand(f: u8) -> (u8, Option<(u8, u8)>) {
+    match f {
+        0 => (F32S, None),
+        1 => (F32S, Some((0, 0))),
+        2 => (BF16S, None),
+        3 => (F16S, None),
+        4 => (BF16S, Some((1, 1))),
+        5 => (F16S, Some((2, 2))),
+        6 => (BF16S, Some((0, 0))),
+        7 => (F16S, Some((0, 0))),
+        8 => (BF16S, Some((3, 3))),
+        9 => (BF16S, Some((3, 0))),
+        10 => (BF16S, Some((1, 0))),
+        _ => (F16S, Some((2, 0))),
+    }
+}
+
+/// [`summand`]'s elements: `f32`s, `bf16`s, `f16`s.
+#[cfg(target_arch = "x86_64")]
+const F32S: u8 = 0;
+#[cfg(target_arch = "x86_64")]
+const BF16S: u8 = 1;
+#[cfg(target_arch = "x86_64")]
+const F16S: u8 = 2;
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::LANES;
+    use super::{summand, BF16S, F32S, LANES};
     use std::arch::x86_64::*;
 
     /// The 32 summands of block `b` at `src` as four vectors, by `FORM`: 0 `f32`s, 1
@@ -198,33 +228,29 @@ mod avx2 {
                 _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
             };
             let f16 = || _mm256_cvtph_ps(_mm_loadu_si128(src.cast::<u16>().add(i).cast()));
-            *v = match FORM {
-                0 => _mm256_loadu_ps(src.cast::<f32>().add(i)),
-                1 => square::<0, 0>(_mm256_loadu_ps(src.cast::<f32>().add(i)), c),
-                2 => bf16(),
-                3 => f16(),
-                4 => square::<1, 1>(bf16(), c),
-                5 => square::<2, 2>(f16(), c),
-                6 => square::<0, 0>(bf16(), c),
-                7 => square::<0, 0>(f16(), c),
-                8 => square::<3, 3>(bf16(), c),
-                9 => square::<3, 0>(bf16(), c),
-                10 => square::<1, 0>(bf16(), c),
-                _ => square::<2, 0>(f16(), c),
+            let (elements, rounds) = summand(FORM);
+            let x = match elements {
+                F32S => _mm256_loadu_ps(src.cast::<f32>().add(i)),
+                BF16S => bf16(),
+                _ => f16(),
+            };
+            *v = match rounds {
+                Some((r, s)) => square(x, c, r, s),
+                None => x,
             };
         }
         v
     }
 
-    /// `(x - c)²`, the difference rounded by [`round`]`::<R>` and the square by
-    /// [`round`]`::<S>`.
+    /// `(x - c)²`, the difference rounded by [`round`]`(r)` and the square by
+    /// [`round`]`(s)` (constants where `load` inlines this).
     #[inline(always)]
-    unsafe fn square<const R: u8, const S: u8>(x: __m256, c: __m256) -> __m256 {
-        let d = round::<R>(_mm256_sub_ps(x, c));
-        round::<S>(_mm256_mul_ps(d, d))
+    unsafe fn square(x: __m256, c: __m256, r: u8, s: u8) -> __m256 {
+        let d = round(r, _mm256_sub_ps(x, c));
+        round(s, _mm256_mul_ps(d, d))
     }
 
-    /// Eight lanes as they are (`R` 0), or rounded to the precision of `bf16` (1, or 3 for
+    /// Eight lanes as they are (`r` 0), or rounded to the precision of `bf16` (1, or 3 for
     /// results of ops on values whose NaNs are `bf16`s) or `f16` (2). `bf16`: the rule
     /// (`crate::half_block::round_zmm`'s steps on 256 bits; 3 `round_bf16_arith_zmm`'s) —
     /// the low 16 bits rounded to nearest even, a NaN keeping its top bits with the quiet
@@ -232,8 +258,8 @@ mod avx2 {
     /// `f16`: F16C's `vcvtps2ph` (round to nearest even) then `vcvtph2ps`, the rule's bits
     /// (`crate::half_block`'s F16C rounding).
     #[inline(always)]
-    unsafe fn round<const R: u8>(x: __m256) -> __m256 {
-        match R {
+    unsafe fn round(r: u8, x: __m256) -> __m256 {
+        match r {
             0 => x,
             1 => {
                 let b = _mm256_castps_si256(x);
@@ -337,7 +363,7 @@ mod avx2 {
 /// vector `l / 16`), the same additions in the same order, so the same bits.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::LANES;
+    use super::{summand, BF16S, F32S, LANES};
     use std::arch::x86_64::*;
 
     /// The 32 summands of block `b` at `src` as two vectors, by `FORM` (`avx2::load`'s).
@@ -350,29 +376,25 @@ mod avx512 {
             let bf16 =
                 || _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(halves())));
             let f16 = || _mm512_cvtph_ps(halves());
-            *v = match FORM {
-                0 => _mm512_loadu_ps(src.cast::<f32>().add(i)),
-                1 => square::<0, 0>(_mm512_loadu_ps(src.cast::<f32>().add(i)), c),
-                2 => bf16(),
-                3 => f16(),
-                4 => square::<1, 1>(bf16(), c),
-                5 => square::<2, 2>(f16(), c),
-                6 => square::<0, 0>(bf16(), c),
-                7 => square::<0, 0>(f16(), c),
-                8 => square::<3, 3>(bf16(), c),
-                9 => square::<3, 0>(bf16(), c),
-                10 => square::<1, 0>(bf16(), c),
-                _ => square::<2, 0>(f16(), c),
+            let (elements, rounds) = summand(FORM);
+            let x = match elements {
+                F32S => _mm512_loadu_ps(src.cast::<f32>().add(i)),
+                BF16S => bf16(),
+                _ => f16(),
+            };
+            *v = match rounds {
+                Some((r, s)) => square(x, c, r, s),
+                None => x,
             };
         }
         v
     }
 
-    /// `(x - c)²`, the difference rounded by `R` and the square by `S`: each as it is (0) or
+    /// `(x - c)²`, the difference rounded by `r` and the square by `s`: each as it is (0) or
     /// rounded to `bf16` (1; 3 by `crate::half_block::round_bf16_arith_zmm`) or `f16` (2)
-    /// by `crate::half_block::round_zmm`.
+    /// by `crate::half_block::round_zmm` (constants where `load` inlines this).
     #[inline(always)]
-    unsafe fn square<const R: u8, const S: u8>(x: __m512, c: __m512) -> __m512 {
+    unsafe fn square(x: __m512, c: __m512, r: u8, s: u8) -> __m512 {
         #[inline(always)]
         unsafe fn round(r: u8, x: __m512) -> __m512 {
             match r {
@@ -382,8 +404,8 @@ mod avx512 {
                 _ => crate::half_block::round_zmm(kiln_math::float16::Half::F16, x),
             }
         }
-        let d = round(R, _mm512_sub_ps(x, c));
-        round(S, _mm512_mul_ps(d, d))
+        let d = round(r, _mm512_sub_ps(x, c));
+        round(s, _mm512_mul_ps(d, d))
     }
 
     /// `avx2::fold` on two accumulators.

@@ -29,6 +29,15 @@ fn specials(dt: DType) -> Vec<u16> {
     v
 }
 
+/// The 16-bit pattern of element `k` of a 16-bit float tensor (0 for other dtypes).
+fn bits16(t: &Tensor, k: usize) -> u16 {
+    match t.data() {
+        Buffer::F16(v) => v[k].to_bits(),
+        Buffer::Bf16(v) => v[k].to_bits(),
+        _ => 0,
+    }
+}
+
 fn tensor(dt: DType, shape: &[usize], bits: &[u16]) -> Tensor {
     let n: usize = shape.iter().product();
     let b = (0..n).map(|i| bits[i % bits.len()]);
@@ -60,7 +69,9 @@ fn check_exact(src: &str, inputs: &[Tensor]) {
                 let (a, b) = (g.data().get(k), w.data().get(k));
                 assert!(
                     a.same_bits(b),
-                    "{threads} threads, element {k}: compiled {a} vs interpreter {b}\n{src}\n{}",
+                    "{threads} threads, element {k}: compiled {:#06x} vs interpreter {:#06x}\n{src}\n{}",
+                    bits16(g, k),
+                    bits16(w, k),
                     exe.kernel_ir_text()
                 );
             }
@@ -361,6 +372,78 @@ fn binary_roundings_read_rows_blocks_and_values() {
                     tensor(dt, &[3, n], &rotated(&s, n)),
                     tensor(dt, &[3, n], &rotated(&s, 5)),
                     tensor(dt, &[3], &rotated(&s, 9)),
+                ],
+            );
+        }
+    }
+}
+
+#[test]
+fn extrema_round_in_one_call_with_every_bit() {
+    // XLA's `max` and `min` (NaN if either operand is one, `max(-0, +0) = +0`, `min` the
+    // other way): a ReLU `max(x + b, 0)`, a clamp, the maximum of two rows and the minimum
+    // of a row and a block, each rounded by one block-math call (`half_binary`) in rows of
+    // a window or more. Which NaN comes out is not promised (docs/determinism.md; emitted
+    // code passes an operand's on, the interpreter and the calls give the default one), so
+    // NaNs compare as NaNs over the special values, and every bit over the finite ones
+    // (signed zeros, subnormals, ties).
+    for dt in [DType::F16, DType::Bf16] {
+        for n in [9, 511, 517, 1029] {
+            let t = format!("{dt}[3,{n}]");
+            let src = format!(
+                "func @f(%x: {t}, %y: {t}, %b: {dt}[{n}]) -> ({t}, {t}, {t}, {t}) {{
+  %bb = broadcast_in_dim %b, dims=[1] : {t}
+  %s = add %x, %bb : {t}
+  %z = constant 0.0 : {t}
+  %relu = max %s, %z : {t}
+  %lo = constant -1.5 : {t}
+  %hi = constant 6.0 : {t}
+  %c0 = max %x, %lo : {t}
+  %clamp = min %c0, %hi : {t}
+  %m = max %x, %y : {t}
+  %w = min %y, %s : {t}
+  return %relu, %clamp, %m, %w
+}}"
+            );
+            let c = cluster(&src);
+            let opts = CpuOptions::default();
+            if opts.block_math() && sixteen_lanes() && n >= 256 {
+                let exe = compile_cluster(&c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
+                let plans = kiln_compiler::cpu::plan_lines(&exe, &opts).expect("plans");
+                let calls = |l: &str| {
+                    let list = l.split(" half_binary=[").nth(1)?.split(']').next()?;
+                    Some(list.split(',').count())
+                };
+                assert!(
+                    plans.iter().any(|l| calls(l) == Some(6)),
+                    "not every rounding is one call: {plans:#?}"
+                );
+            }
+            let s = specials(dt);
+            let (x, y, b) = (rotated(&s, n), rotated(&s, 5), rotated(&s, 11));
+            check_with_inputs(
+                &c,
+                &[
+                    tensor(dt, &[3, n], &x),
+                    tensor(dt, &[3, n], &y),
+                    tensor(dt, &[n], &b),
+                ],
+            );
+            let finite = |v: &[u16]| -> Vec<u16> {
+                v.iter()
+                    .copied()
+                    .filter(|&b| match dt {
+                        DType::F16 => b & 0x7c00 != 0x7c00,
+                        _ => b & 0x7f80 != 0x7f80,
+                    })
+                    .collect()
+            };
+            check_exact(
+                &src,
+                &[
+                    tensor(dt, &[3, n], &finite(&x)),
+                    tensor(dt, &[3, n], &finite(&y)),
+                    tensor(dt, &[n], &finite(&b)),
                 ],
             );
         }

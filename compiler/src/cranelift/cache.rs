@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 /// the same kernel IR gets faster or safer (5: column reductions in tiles; 6: stack
 /// probes; 8: a host-table entry for shifted scalar block math; 9: one for a binary op
 /// rounded to 16 bits; A: one for a float sum's accumulation; B: 16-bit variances' sums in
-/// it), so entries compiled before are compiled again instead of reused.
-const MAGIC: &[u8] = b"KILNCPUB";
+/// it; C: the binary-rounding call's code with a third op bit, for maximum and minimum), so
+/// entries compiled before are compiled again instead of reused.
+const MAGIC: &[u8] = b"KILNCPUC";
 
 #[derive(Serialize, Deserialize)]
 struct Payload {

@@ -5,9 +5,9 @@
 //! blocks (16-bit values held exactly, or any `f32`), rows of a 16-bit buffer (widened
 //! as they are read), or one value for the whole block.
 //!
-//! The op is one IEEE operation on the two `f32`s in the order given (the interpreter's
-//! `a op b`; which NaN an op on NaNs returns is not promised, `docs/determinism.md`),
-//! and the rounding is [`crate::round_half_block`]'s — `kiln_math::float16`'s rule. Sixteen
+//! The op is one IEEE operation, or XLA's maximum or minimum, on the two `f32`s in the
+//! order given (the interpreter's `a op b`; which NaN an op on NaNs returns is not
+//! promised, `docs/determinism.md`), and the rounding is [`crate::round_half_block`]'s — `kiln_math::float16`'s rule. Sixteen
 //! lanes in one pass where the CPU has AVX-512F and BW; elsewhere, and for the last few elements,
 //! the op element by element and then [`crate::round_half_block`] over them. All give the
 //! same bits, which the tests below check against the rule over every class of input.
@@ -16,10 +16,17 @@ use kiln_ir::BinaryOp;
 use kiln_math::float16::{pack, round_f32, to_f32, Half};
 use kiln_math::ScalarF32;
 
-/// The binary ops [`binary_round_block`] applies: the IEEE operations whose `f32` result a
-/// 16-bit op rounds once (XLA's semantics: compute in `f32`, round the result).
-pub const HALF_BINARY_OPS: [BinaryOp; 4] =
-    [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
+/// The binary ops [`binary_round_block`] applies: the IEEE operations, and XLA's maximum and
+/// minimum (the interpreter's: NaN when either operand is, `max(-0, +0) = +0`), whose `f32`
+/// result a 16-bit op rounds once (XLA's semantics: compute in `f32`, round the result).
+pub const HALF_BINARY_OPS: [BinaryOp; 6] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Max,
+    BinaryOp::Min,
+];
 
 /// An operand of [`binary_round_block`].
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +133,9 @@ fn apply(op: BinaryOp, a: f32, b: f32) -> f32 {
         BinaryOp::Add => a + b,
         BinaryOp::Sub => a - b,
         BinaryOp::Mul => a * b,
-        _ => a / b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Max => crate::scalar::fmax(a, b),
+        _ => crate::scalar::fmin(a, b),
     }
 }
 
@@ -206,23 +215,37 @@ fn fast(code: usize, to: Half, a: HalfOperand, b: HalfOperand, out: Out, n: usiz
     // SAFETY (every arm): the CPU has AVX-512F and BW; each operand that is not a value covers `n`
     // elements of its kind (the callers checked the lengths), `dst` `n` results.
     unsafe {
-        match (to, code, packed) {
-            (Half::F16, 0, false) => by_lhs::<0, false, false>(a, b, dst, n),
-            (Half::F16, 1, false) => by_lhs::<1, false, false>(a, b, dst, n),
-            (Half::F16, 2, false) => by_lhs::<2, false, false>(a, b, dst, n),
-            (Half::F16, _, false) => by_lhs::<3, false, false>(a, b, dst, n),
-            (Half::Bf16, 0, false) => by_lhs::<0, true, false>(a, b, dst, n),
-            (Half::Bf16, 1, false) => by_lhs::<1, true, false>(a, b, dst, n),
-            (Half::Bf16, 2, false) => by_lhs::<2, true, false>(a, b, dst, n),
-            (Half::Bf16, _, false) => by_lhs::<3, true, false>(a, b, dst, n),
-            (Half::F16, 0, true) => by_lhs::<0, false, true>(a, b, dst, n),
-            (Half::F16, 1, true) => by_lhs::<1, false, true>(a, b, dst, n),
-            (Half::F16, 2, true) => by_lhs::<2, false, true>(a, b, dst, n),
-            (Half::F16, _, true) => by_lhs::<3, false, true>(a, b, dst, n),
-            (Half::Bf16, 0, true) => by_lhs::<0, true, true>(a, b, dst, n),
-            (Half::Bf16, 1, true) => by_lhs::<1, true, true>(a, b, dst, n),
-            (Half::Bf16, 2, true) => by_lhs::<2, true, true>(a, b, dst, n),
-            (Half::Bf16, _, true) => by_lhs::<3, true, true>(a, b, dst, n),
+        match (to, packed) {
+            (Half::F16, false) => by_op::<false, false>(code, a, b, dst, n),
+            (Half::Bf16, false) => by_op::<true, false>(code, a, b, dst, n),
+            (Half::F16, true) => by_op::<false, true>(code, a, b, dst, n),
+            (Half::Bf16, true) => by_op::<true, true>(code, a, b, dst, n),
+        }
+    }
+}
+
+/// [`x16`] for the op (`code`, its index in [`HALF_BINARY_OPS`]).
+///
+/// # Safety
+/// As [`x16`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn by_op<const BF16: bool, const PACK: bool>(
+    code: usize,
+    a: Operand,
+    b: Operand,
+    dst: *mut u8,
+    n: usize,
+) -> usize {
+    // SAFETY (each arm): the caller's contract.
+    unsafe {
+        match code {
+            0 => by_lhs::<0, BF16, PACK>(a, b, dst, n),
+            1 => by_lhs::<1, BF16, PACK>(a, b, dst, n),
+            2 => by_lhs::<2, BF16, PACK>(a, b, dst, n),
+            3 => by_lhs::<3, BF16, PACK>(a, b, dst, n),
+            4 => by_lhs::<4, BF16, PACK>(a, b, dst, n),
+            _ => by_lhs::<5, BF16, PACK>(a, b, dst, n),
         }
     }
 }
@@ -419,7 +442,9 @@ unsafe fn x16_loop<
                 0 => _mm512_add_ps(x, y),
                 1 => _mm512_sub_ps(x, y),
                 2 => _mm512_mul_ps(x, y),
-                _ => _mm512_div_ps(x, y),
+                3 => _mm512_div_ps(x, y),
+                4 => extremum::<true>(x, y),
+                _ => extremum::<false>(x, y),
             };
             if !PACK {
                 let r = round::<BF16, ARITH>(to, r);
@@ -440,6 +465,35 @@ unsafe fn x16_loop<
         i += 16;
     }
     i
+}
+
+/// XLA's maximum (`MAX`) or minimum of each lane, the interpreter's
+/// (`crate::scalar::fmax`/`fmin`): the `and` (maximum) or `or` (minimum) of the two
+/// orders' `vmaxps`/`vminps` (each returns its second operand on equal values, so ±0 meet
+/// as `+0` in a maximum, `-0` in a minimum), and the canonical NaN where either lane is one.
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn extremum<const MAX: bool>(
+    x: std::arch::x86_64::__m512,
+    y: std::arch::x86_64::__m512,
+) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::{
+        _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cmp_ps_mask,
+        _mm512_mask_blend_ps, _mm512_max_ps, _mm512_min_ps, _mm512_or_si512, _mm512_set1_ps,
+        _CMP_UNORD_Q,
+    };
+    let bits = _mm512_castps_si512;
+    let r = if MAX {
+        _mm512_and_si512(bits(_mm512_max_ps(x, y)), bits(_mm512_max_ps(y, x)))
+    } else {
+        _mm512_or_si512(bits(_mm512_min_ps(x, y)), bits(_mm512_min_ps(y, x)))
+    };
+    let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, y);
+    _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(r), _mm512_set1_ps(f32::NAN))
 }
 
 #[cfg(test)]
@@ -651,7 +705,7 @@ mod tests {
         let (block, short, row) = ([1.0f32; 3], [1.0f32; 2], [0u16; 4]);
         let b = HalfOperand::Block(&block);
         let cases = [
-            (BinaryOp::Max, b, one),
+            (BinaryOp::Pow, b, one),
             (BinaryOp::Add, HalfOperand::Block(&short), one),
             (BinaryOp::Add, one, one),
             (BinaryOp::Mul, HalfOperand::Half(Half::Bf16, &row), one),

@@ -192,14 +192,14 @@ impl HalfBinaryOperand {
 }
 
 /// The code of a [`HostCalls::half_binary`] call: the op's index in
-/// `kiln_interp::HALF_BINARY_OPS` (bits 0–1), `bf16` (bit 2), how the call reads each
-/// operand ([`HalfBinaryOperand`]: bits 3–4 the first, bits 5–6 the second), whether it
-/// writes the results' 16-bit bits (`packed`, bit 7: into the stored buffer) instead of
-/// their `f32`s, and whether the first operand, a row, is read shifted (`shifted`, bit 8:
-/// the row's widening minus the call's `shift`, rounded to the row's format —
-/// [`StagedSource::ShiftedRow`](crate::cranelift::plan::StagedSource::ShiftedRow)), and
-/// whether the first and the second operand, blocks, hold `bf16` values (bits 9 and 10:
-/// [`HalfBinaryOperand::Bf16Block`]).
+/// `kiln_interp::HALF_BINARY_OPS` (bits 0–2), `bf16` (bit 3, [`CODE_BF16`]), how the call
+/// reads each operand ([`HalfBinaryOperand`]: bits 4–5 the first, bits 6–7 the second),
+/// whether it writes the results' 16-bit bits ([`CODE_PACKED`]: into the stored buffer)
+/// instead of their `f32`s, whether the first operand, a row, is read shifted
+/// ([`CODE_SHIFTED`]: the row's widening minus the call's `shift`, rounded to the row's
+/// format — [`StagedSource::ShiftedRow`](crate::cranelift::plan::StagedSource::ShiftedRow)),
+/// and whether the first and the second operand, blocks, hold `bf16` values
+/// ([`CODE_LHS_BF16`], [`CODE_RHS_BF16`]: [`HalfBinaryOperand::Bf16Block`]).
 ///
 /// [`HostCalls::half_binary`]: super::HostCalls::half_binary
 pub fn half_binary_code(
@@ -214,16 +214,28 @@ pub fn half_binary_code(
     if shifted && !matches!(lhs, HalfBinaryOperand::Row(_)) {
         return None;
     }
+    let flag = |on: bool, bit: u32| if on { bit } else { 0 };
     Some(
-        op | to << 2
-            | lhs.bits() << 3
-            | rhs.bits() << 5
-            | u32::from(packed) << 7
-            | u32::from(shifted) << 8
-            | u32::from(lhs == HalfBinaryOperand::Bf16Block) << 9
-            | u32::from(rhs == HalfBinaryOperand::Bf16Block) << 10,
+        op | flag(to == 1, CODE_BF16)
+            | lhs.bits() << CODE_LHS_SHIFT
+            | rhs.bits() << CODE_RHS_SHIFT
+            | flag(packed, CODE_PACKED)
+            | flag(shifted, CODE_SHIFTED)
+            | flag(lhs == HalfBinaryOperand::Bf16Block, CODE_LHS_BF16)
+            | flag(rhs == HalfBinaryOperand::Bf16Block, CODE_RHS_BF16),
     )
 }
+
+/// [`half_binary_code`]'s fields: the op's index (bits 0–2), the result's format (`bf16`
+/// when set), where each operand's two bits start, and the flags.
+const CODE_OP: u32 = 7;
+const CODE_BF16: u32 = 1 << 3;
+const CODE_LHS_SHIFT: u32 = 4;
+const CODE_RHS_SHIFT: u32 = 6;
+const CODE_PACKED: u32 = 1 << 8;
+const CODE_SHIFTED: u32 = 1 << 9;
+const CODE_LHS_BF16: u32 = 1 << 10;
+const CODE_RHS_BF16: u32 = 1 << 11;
 
 /// One binary op and the rounding of its result, a window at a time
 /// ([`super::HostCalls::half_binary`]): `dst[i] = round(a[i] op b[i])` for `i < n`, where
@@ -242,29 +254,33 @@ pub(super) extern "C" fn kiln_half_binary_block(
     dst: *mut f32,
     n: i64,
 ) {
-    let Some(&op) = HALF_BINARY_OPS.get((code & 3) as usize) else {
+    let Some(&op) = HALF_BINARY_OPS.get((code & CODE_OP) as usize) else {
         return;
     };
-    let to = if code & 4 != 0 { Half::Bf16 } else { Half::F16 };
+    let to = if code & CODE_BF16 != 0 {
+        Half::Bf16
+    } else {
+        Half::F16
+    };
     let Ok(n) = usize::try_from(n) else {
         return;
     };
     if dst.is_null() || n == 0 {
         return;
     }
-    let packed = code & 128 != 0;
+    let packed = code & CODE_PACKED != 0;
     // A row may share a packed output's storage (a scratch buffer placed in the output,
     // `kernel::share`): the call then reads a copy of it, so no slice it reads is written
     // through another. The operands are built once, from their final pointers (building
     // them and then replacing one moved them through the stack, a 16-byte load of fields
     // just written one by one: a store-forwarding stall, a tenth of a `bf16` layer norm).
     let out = packed.then_some(dst as *const u16);
-    let shift = (code & 256 != 0).then_some(shift);
+    let shift = (code & CODE_SHIFTED != 0).then_some(shift);
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     let x = operand(
         a,
-        (code >> 3) & 3,
-        code & 512 != 0,
+        (code >> CODE_LHS_SHIFT) & 3,
+        code & CODE_LHS_BF16 != 0,
         c,
         shift,
         n,
@@ -273,8 +289,8 @@ pub(super) extern "C" fn kiln_half_binary_block(
     );
     let y = operand(
         b,
-        (code >> 5) & 3,
-        code & 1024 != 0,
+        (code >> CODE_RHS_SHIFT) & 3,
+        code & CODE_RHS_BF16 != 0,
         c,
         None,
         n,
@@ -351,7 +367,7 @@ fn operand<'a>(
 mod tests {
     use super::*;
 
-    /// Blocks of `bf16` values (every pattern's `f32`), read as such (code bits 9 and 10:
+    /// Blocks of `bf16` values (every pattern's `f32`), read as such (code bits 10 and 11:
     /// the four-instruction rounding), give the bits they give read as `f32` blocks — the
     /// rule's, NaNs included wherever one operand is a NaN.
     #[test]
@@ -372,7 +388,7 @@ mod tests {
             };
             let plain = half_binary_code(b, Block, Block, false, false).unwrap();
             let held = half_binary_code(b, Bf16Block, Bf16Block, false, false).unwrap();
-            assert_eq!(held, plain | 512 | 1024);
+            assert_eq!(held, plain | CODE_LHS_BF16 | CODE_RHS_BF16);
             let lhs_only = half_binary_code(b, Bf16Block, Block, false, false).unwrap();
             let run = |code: u32| {
                 let mut out = vec![0f32; n];

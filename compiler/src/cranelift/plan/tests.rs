@@ -485,17 +485,17 @@ fn half_roundings_are_staged_in_f32_blocks() {
 kernel @k0 space=[4,512] {
   v0 = load in0[(i0*512 + i1)] : f16
   v1 = convert v0 : f32
-  v2 = max v1, v1 : f32
+  v2 = neg v1 : f32
   v3 = convert v2 : f16
   v4 = convert v3 : f32
-  v5 = min v4, v1 : f32
+  v5 = abs v4 : f32
   v6 = convert v5 : f16
   v7 = convert v5 : bf16
   store out0, v6
   store out1, v7
 }
 ";
-    // (`max` and `min` are not binary roundings' ops, `binary_roundings_are_one_call`.)
+    // (`neg` and `abs` are not binary roundings, `binary_roundings_are_one_call`.)
     let p = plans(src, FULL);
     assert_eq!(
         p[0].to_string(),
@@ -616,11 +616,17 @@ kernel @k0 space=[8,1024] {
         p[0].staged[0].binary.map(|b| (b.lhs, b.rhs)),
         Some((StagedSource::Value(3), StagedSource::Row(0)))
     );
-    // `max` is not one of the ops: its rounding is staged as before (the op emitted).
+    // XLA's `max` (a ReLU's) is one of the ops; `rem` is not: its rounding is staged as
+    // before (the op emitted).
     let max = norm.replace("v4 = sub v2, v3", "v4 = max v2, v3");
     assert_eq!(
         texts(&max, FULL),
-        ["vector=4 form=rows calls=[math,half_binary] staged=[5,10] half_binary=[10] pinned@1=[3,8]"]
+        ["vector=4 form=rows calls=[math,half_binary] staged=[5,10] half_binary=[5,10] pinned@1=[3,8]"]
+    );
+    let rem = norm.replace("v4 = sub v2, v3", "v4 = rem v2, v3");
+    assert_eq!(
+        texts(&rem, FULL),
+        ["vector=none form=rows calls=[fmod,math,half_binary] staged=[5,10] half_binary=[10] pinned@1=[3,8]"]
     );
     // An f16 load that emitted code also reads (here `tanh`'s operand is computed in the
     // window from it) stays staged, and the call reads its block.

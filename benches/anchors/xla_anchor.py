@@ -28,7 +28,7 @@ BASE_WORKLOADS = ["bias_relu", "chain", "gelu", "softmax", "layernorm", "sum", "
 # The 16-bit variants of Kiln's `gelu_f16`, `layernorm_bf16`, ... rows: the same function on
 # float16 / bfloat16 arguments (jax.jit only; each op's result is 16-bit, as in Kiln).
 HALF = {"f16": "float16", "bf16": "bfloat16"}
-HALF_BASES = ["gelu", "layernorm", "mlp"]
+HALF_BASES = ["bias_relu", "gelu", "layernorm", "mlp"]
 WORKLOADS = BASE_WORKLOADS + [f"{b}_{h}" for b in HALF_BASES for h in HALF]
 
 

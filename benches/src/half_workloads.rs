@@ -29,7 +29,7 @@ fn half_input(dt: DType, shape: &[usize], seed: u64, scale: f32) -> Tensor {
     Tensor::new(shape.to_vec(), data).expect("length matches shape")
 }
 
-/// Builds the 16-bit variant `name` (of `gelu`, `layernorm` or `mlp`) at `size`: its body,
+/// Builds the 16-bit variant `name` (of `bias_relu`, `gelu`, `layernorm` or `mlp`) at `size`: its body,
 /// bytes per repetition (two per element) and agreement; `None` for another name.
 pub fn build_half(name: &str, size: Size) -> Option<Result<(Body, usize, Agreement), String>> {
     let (base, dt) = half_variant(name)?;
@@ -38,6 +38,20 @@ pub fn build_half(name: &str, size: Size) -> Option<Result<(Body, usize, Agreeme
     let [r, c] = size.rows();
     let (func, args, out, agreement): (Result<Func, _>, Vec<Tensor>, usize, Agreement) = match base
     {
+        "bias_relu" => {
+            let shapes: [&[usize]; 2] = [&[n / 1024, 1024], &[1024]];
+            (
+                trace(name, &[ty(shapes[0]), ty(shapes[1])], |a| {
+                    (&a[0] + &a[1]).relu()
+                }),
+                vec![
+                    half_input(dt, shapes[0], 12, 1.0),
+                    half_input(dt, shapes[1], 13, 1.0),
+                ],
+                n,
+                Agreement::Exact,
+            )
+        }
         "gelu" => (
             trace(name, &[ty(&[n])], |a| a[0].gelu()),
             vec![half_input(dt, &[n], 2, 1.0)],
@@ -89,7 +103,7 @@ mod tests {
         assert_eq!(half_variant("gelu_bf16"), Some(("gelu", DType::Bf16)));
         assert_eq!(half_variant("mlp_f16"), Some(("mlp", DType::F16)));
         assert_eq!(half_variant("gelu_f64"), None);
-        for name in ["gelu_f16", "layernorm_bf16", "mlp_f16"] {
+        for name in ["bias_relu_bf16", "gelu_f16", "layernorm_bf16", "mlp_f16"] {
             let (body, bytes, _) = build_half(name, Size::Small).unwrap().unwrap();
             let Body::Graph(call) = body else {
                 panic!("{name}")

@@ -6,6 +6,8 @@ use kiln_ir::{trace, Buffer, DType, Func, RandomAlg, RandomDist, Tensor, TensorT
 /// Every workload name, in the order the table shows them.
 pub const WORKLOADS: &[&str] = &[
     "bias_relu",
+    "bias_relu_f16",
+    "bias_relu_bf16",
     "narrow",
     "narrow_bias",
     "chain",

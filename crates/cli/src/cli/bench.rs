@@ -18,10 +18,10 @@ pub struct BenchArgs {
     /// Problem size: small (1M elements), medium (16M / 4096x1024), large (64M).
     #[arg(long, default_value = "medium")]
     size: String,
-    /// Comma-separated subset of: bias_relu, narrow, narrow_bias, chain, gelu, gelu_f16,
-    /// gelu_bf16, gelu_f64, softmax, layernorm, layernorm_f16, layernorm_bf16, batchnorm,
-    /// sum, mlp, mlp_f16, mlp_bf16, frozen_dense, rng_normal, dropout, many_small,
-    /// varying_shapes (a `_f16`/`_bf16` row shows "f32/16-bit": its f32 row's time over
+    /// Comma-separated subset of: bias_relu, bias_relu_f16, bias_relu_bf16, narrow,
+    /// narrow_bias, chain, gelu, gelu_f16, gelu_bf16, gelu_f64, softmax, layernorm,
+    /// layernorm_f16, layernorm_bf16, batchnorm, sum, mlp, mlp_f16, mlp_bf16, frozen_dense,
+    /// rng_normal, dropout, many_small, varying_shapes (a `_f16`/`_bf16` row shows "f32/16-bit": its f32 row's time over
     /// its own). Given without --programs, only these run (no programs).
     #[arg(long, value_name = "A,B")]
     workloads: Option<String>,

@@ -15,6 +15,7 @@
 use kiln_ir::BinaryOp;
 use kiln_math::float16::{pack, round_f32, to_f32, Half};
 use kiln_math::ScalarF32;
+use std::mem::MaybeUninit;
 
 /// The binary ops [`binary_round_block`] applies: the IEEE operations, and XLA's maximum and
 /// minimum (the interpreter's: NaN when either operand is, `max(-0, +0) = +0`), whose `f32`
@@ -104,16 +105,47 @@ pub fn binary_round_pack_block(
     b: HalfOperand,
     out: &mut [u16],
 ) -> bool {
+    // SAFETY: `MaybeUninit<u16>` has `u16`'s layout, and only `u16`s are written through it.
+    let slots = unsafe { &mut *(out as *mut [u16] as *mut [MaybeUninit<u16>]) };
+    binary_round_pack_into(op, to, a, b, slots)
+}
+
+/// [`binary_round_pack_block`] into uninitialised slots (the interpreter's fresh outputs):
+/// every slot is written when it returns true, none when it returns false.
+pub(crate) fn binary_round_pack_into(
+    op: BinaryOp,
+    to: Half,
+    a: HalfOperand,
+    b: HalfOperand,
+    out: &mut [MaybeUninit<u16>],
+) -> bool {
     let n = out.len();
     let Some(code) = op_code(op, &a, &b, n) else {
         return false;
     };
-    let done = fast(code, to, a, b, Out::Packed(out.as_mut_ptr()), n);
+    let done = fast(code, to, a, b, Out::Packed(out.as_mut_ptr() as *mut u16), n);
     for (i, o) in out.iter_mut().enumerate().skip(done) {
         let r = round_f32(apply(op, a.at(i), b.at(i)), to);
-        *o = pack(&mut ScalarF32, r, to) as u16;
+        o.write(pack(&mut ScalarF32, r, to) as u16);
     }
     true
+}
+
+/// `f32`s rounded to `to` and packed, into uninitialised slots as long as `src` (every one
+/// written): the rule's rounding then its packing, what narrowing a computed `f32` result
+/// to its 16-bit dtype stores. Computed as `x * 1` rounded ([`binary_round_pack_into`],
+/// sixteen lanes): `x * 1` is `x` for every `x` (subnormals included) but a signalling NaN,
+/// which it quiets — as the rounding itself does, so the bits are the rule's.
+pub(crate) fn round_pack_into(to: Half, src: &[f32], out: &mut [MaybeUninit<u16>]) {
+    let n = src.len().min(out.len());
+    let (src, out) = (&src[..n], &mut out[..n]);
+    let one = HalfOperand::Value(1.0);
+    if !binary_round_pack_into(BinaryOp::Mul, to, HalfOperand::Block(src), one, out) {
+        // Unreachable (`mul` is an op of the table, the lengths are equal); the rule then.
+        for (o, &x) in out.iter_mut().zip(src) {
+            o.write(kiln_math::float16::from_f32(x, to));
+        }
+    }
 }
 
 /// `op`'s index in [`HALF_BINARY_OPS`], if it is one and the operands suit a block of `n`
@@ -128,7 +160,7 @@ fn op_code(op: BinaryOp, a: &HalfOperand, b: &HalfOperand, n: usize) -> Option<u
 
 /// The interpreter's `a op b` for the ops of [`HALF_BINARY_OPS`].
 #[inline]
-fn apply(op: BinaryOp, a: f32, b: f32) -> f32 {
+pub(crate) fn apply(op: BinaryOp, a: f32, b: f32) -> f32 {
     match op {
         BinaryOp::Add => a + b,
         BinaryOp::Sub => a - b,

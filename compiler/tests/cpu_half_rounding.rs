@@ -107,3 +107,44 @@ fn reductions_of_rounded_f16_products_match_the_interpreter() {
         }
     }
 }
+
+/// Random chains of the ops a binary rounding computes in one sixteen-lane call (`add`,
+/// `sub`, `mul`, `div`, `max`, `min`) over 16-bit rows long enough for those calls (around
+/// the staging window of 512 and the sixteen lanes), each operand drawn from an input row, an
+/// earlier result, a row broadcast down the rows (`dims=[1]`), one value per row
+/// (`dims=[0]`, either side) or a constant; both formats; random bits (NaNs, infinities,
+/// subnormals) and finite values with ties, at `check_with_inputs`' thread counts and
+/// options. Two outputs: the last result and the first (read by later ops, so staged).
+#[test]
+fn random_binary_chains_over_long_rows_match_the_interpreter() {
+    let ops = ["add", "sub", "mul", "div", "max", "min"];
+    let mut r = Rng(0x5eed_2911);
+    for case in 0..48u64 {
+        let h = if case % 2 == 0 { "bf16" } else { "f16" };
+        let rows = 1 + (r.next() % 3) as usize;
+        let cols = [255, 256, 257, 511, 512, 513, 1029][(r.next() % 7) as usize];
+        let t = format!("{h}[{rows},{cols}]");
+        let mut body = format!(
+            "  %rb = broadcast_in_dim %b, dims=[1] : {t}
+  %cb = broadcast_in_dim %c, dims=[0] : {t}
+  %k = constant 0.75 : {t}
+"
+        );
+        let mut values: Vec<String> = ["%x", "%y", "%rb", "%cb", "%k"].map(String::from).to_vec();
+        let steps = 2 + (r.next() % 5) as usize;
+        for s in 0..steps {
+            let op = ops[(r.next() % ops.len() as u64) as usize];
+            let a = values[(r.next() % values.len() as u64) as usize].clone();
+            let b = values[(r.next() % values.len() as u64) as usize].clone();
+            body += &format!("  %v{s} = {op} {a}, {b} : {t}\n");
+            values.push(format!("%v{s}"));
+        }
+        let src = format!(
+            "func @f(%x: {t}, %y: {t}, %b: {h}[{cols}], %c: {h}[{rows}]) -> ({t}, {t}) {{
+{body}  return %v{}, %v0
+}}",
+            steps - 1
+        );
+        check(&src, case);
+    }
+}

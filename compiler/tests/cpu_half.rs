@@ -257,7 +257,6 @@ fn what_stays_on_the_interpreter_is_refused_with_a_reason() {
     assert!(r.contains("f64 -> f16"), "{r}");
 }
 
-/// `bits` rotated by `k` (so short lengths still meet different special values).
 /// Whether the CPU runs the sixteen-lane block math that binary roundings are planned on.
 fn sixteen_lanes() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -271,6 +270,24 @@ fn sixteen_lanes() -> bool {
     }
 }
 
+/// The plan lines of `c` (from `src`) compiled with the default options, when those plan
+/// sixteen-lane block math for rows of `n`; `None` otherwise (nothing to assert about calls).
+fn sixteen_lane_plans(c: &kiln_ir::Cluster, src: &str, n: usize) -> Option<Vec<String>> {
+    let opts = CpuOptions::default();
+    if !(opts.block_math() && sixteen_lanes() && n >= 256) {
+        return None;
+    }
+    let exe = compile_cluster(c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    Some(kiln_compiler::cpu::plan_lines(&exe, &opts).expect("plans"))
+}
+
+/// How many nodes plan line `l` lists under `key` (`staged`, `half_binary`), if any.
+fn listed(l: &str, key: &str) -> Option<usize> {
+    let list = l.split(&format!(" {key}=[")).nth(1)?.split(']').next()?;
+    Some(list.split(',').count())
+}
+
+/// `bits` rotated by `k` (so short lengths still meet different special values).
 fn rotated(bits: &[u16], k: usize) -> Vec<u16> {
     let mut v = bits.to_vec();
     v.rotate_left(k % bits.len());
@@ -406,16 +423,9 @@ fn extrema_round_in_one_call_with_every_bit() {
 }}"
             );
             let c = cluster(&src);
-            let opts = CpuOptions::default();
-            if opts.block_math() && sixteen_lanes() && n >= 256 {
-                let exe = compile_cluster(&c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
-                let plans = kiln_compiler::cpu::plan_lines(&exe, &opts).expect("plans");
-                let calls = |l: &str| {
-                    let list = l.split(" half_binary=[").nth(1)?.split(']').next()?;
-                    Some(list.split(',').count())
-                };
+            if let Some(plans) = sixteen_lane_plans(&c, &src, n) {
                 assert!(
-                    plans.iter().any(|l| calls(l) == Some(6)),
+                    plans.iter().any(|l| listed(l, "half_binary") == Some(6)),
                     "not every rounding is one call: {plans:#?}"
                 );
             }
@@ -476,18 +486,11 @@ fn sixteen_bit_layer_norms_normalise_shifted_rows_in_one_call() {
 }}"
             );
             let c = cluster(&src);
-            let opts = CpuOptions::default();
-            if opts.block_math() && sixteen_lanes() && n >= 256 {
-                let exe = compile_cluster(&c, &opts).unwrap_or_else(|e| panic!("{e}\n{src}"));
-                let plans = kiln_compiler::cpu::plan_lines(&exe, &opts).expect("plans");
-                let staged = |l: &str| {
-                    let list = l.split(" staged=[").nth(1)?.split(']').next()?;
-                    Some(list.split(',').count())
-                };
+            if let Some(plans) = sixteen_lane_plans(&c, &src, n) {
                 assert!(
                     plans
                         .iter()
-                        .any(|l| l.contains("form=rows") && staged(l) == Some(1)),
+                        .any(|l| l.contains("form=rows") && listed(l, "staged") == Some(1)),
                     "the normalisation is not one call: {plans:#?}"
                 );
                 assert!(

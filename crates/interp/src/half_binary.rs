@@ -17,6 +17,9 @@ use kiln_math::float16::{pack, round_f32, to_f32, Half};
 use kiln_math::ScalarF32;
 use std::mem::MaybeUninit;
 
+#[cfg(target_arch = "x86_64")]
+mod pairs;
+
 /// The binary ops [`binary_round_block`] applies: the IEEE operations, and XLA's maximum and
 /// minimum (the interpreter's: NaN when either operand is, `max(-0, +0) = +0`), whose `f32`
 /// result a 16-bit op rounds once (XLA's semantics: compute in `f32`, round the result).
@@ -453,9 +456,9 @@ unsafe fn x16_loop<
     n: usize,
 ) -> usize {
     use std::arch::x86_64::{
-        __m256i, _mm256_storeu_si256, _mm512_add_ps, _mm512_castps_si512, _mm512_castsi512_si256,
-        _mm512_cvtps_ph, _mm512_div_ps, _mm512_mul_ps, _mm512_permutexvar_epi16, _mm512_set1_ps,
-        _mm512_set_epi16, _mm512_storeu_ps, _mm512_sub_ps, _MM_FROUND_TO_NEAREST_INT,
+        __m256i, _mm256_storeu_si256, _mm512_castps_si512, _mm512_castsi512_si256, _mm512_cvtps_ph,
+        _mm512_permutexvar_epi16, _mm512_set1_ps, _mm512_set_epi16, _mm512_storeu_ps,
+        _MM_FROUND_TO_NEAREST_INT,
     };
     let to = if BF16 { Half::Bf16 } else { Half::F16 };
     let (va, vb) = (_mm512_set1_ps(a.value), _mm512_set1_ps(b.value));
@@ -464,20 +467,19 @@ unsafe fn x16_loop<
         31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1, 31, 29, 27, 25, 23, 21, 19, 17,
         15, 13, 11, 9, 7, 5, 3, 1,
     );
-    let mut i = 0;
+    // Packed `bf16` results: 32 a step, one 64-byte store (`pairs`).
+    let mut i = if BF16 && PACK {
+        // SAFETY: the caller's contract (`dst` holds `u16`s).
+        unsafe { pairs::bf16_pairs::<OP, A, B, ARITH>(a, b, dst as *mut u16, n) }
+    } else {
+        0
+    };
     while i + 16 <= n {
         // SAFETY: `i + 16 <= n`; operands and `dst` cover `n` elements.
         unsafe {
             let x = load16::<A, BF16, ARITH>(a, va, i);
             let y = load16::<B, BF16, ARITH>(b, vb, i);
-            let r = match OP {
-                0 => _mm512_add_ps(x, y),
-                1 => _mm512_sub_ps(x, y),
-                2 => _mm512_mul_ps(x, y),
-                3 => _mm512_div_ps(x, y),
-                4 => extremum::<true>(x, y),
-                _ => extremum::<false>(x, y),
-            };
+            let r = op16::<OP>(x, y);
             if !PACK {
                 let r = round::<BF16, ARITH>(to, r);
                 _mm512_storeu_ps((dst as *mut f32).add(i), r);
@@ -497,6 +499,31 @@ unsafe fn x16_loop<
         i += 16;
     }
     i
+}
+
+/// Op `OP` (its index in [`HALF_BINARY_OPS`]) on sixteen lanes, in `f32`.
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn op16<const OP: usize>(
+    x: std::arch::x86_64::__m512,
+    y: std::arch::x86_64::__m512,
+) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::{_mm512_add_ps, _mm512_div_ps, _mm512_mul_ps, _mm512_sub_ps};
+    // SAFETY: the caller's contract.
+    unsafe {
+        match OP {
+            0 => _mm512_add_ps(x, y),
+            1 => _mm512_sub_ps(x, y),
+            2 => _mm512_mul_ps(x, y),
+            3 => _mm512_div_ps(x, y),
+            4 => extremum::<true>(x, y),
+            _ => extremum::<false>(x, y),
+        }
+    }
 }
 
 /// XLA's maximum (`MAX`) or minimum of each lane, the interpreter's
@@ -614,7 +641,7 @@ mod tests {
                         );
                     }
                 };
-                for n in [x.len(), 0, 1, 15, 16, 17, 31, 33, 512] {
+                for n in [x.len(), 0, 1, 15, 16, 17, 31, 32, 33, 48, 63, 65, 512] {
                     let (a, b) = (&x[..n], &y[..n]);
                     check(HalfOperand::Block(a), HalfOperand::Block(b), n, "blocks");
                     check(HalfOperand::Block(a), HalfOperand::Block(a), n, "a, a");
@@ -628,7 +655,7 @@ mod tests {
                 // Rows of 16-bit floats, widened as they are read: every pattern of both
                 // formats (NaNs, subnormals, infinities) against blocks, values and rows.
                 for h in [Half::F16, Half::Bf16] {
-                    for n in [rows.len(), 1, 15, 16, 17, 33] {
+                    for n in [rows.len(), 1, 15, 16, 17, 33, 47, 64, 81] {
                         let r = HalfOperand::Half(h, &rows[..n]);
                         let r2 = HalfOperand::Half(h, &rows2[..n]);
                         let other = HalfOperand::Half(other_half(h), &rows2[..n]);

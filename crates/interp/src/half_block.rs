@@ -109,32 +109,55 @@ pub(crate) unsafe fn round_zmm(
     x: std::arch::x86_64::__m512,
 ) -> std::arch::x86_64::__m512 {
     use std::arch::x86_64::{
-        _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cmp_ps_mask,
-        _mm512_cvtph_ps, _mm512_cvtps_ph, _mm512_mask_add_epi32, _mm512_mask_mov_epi32,
-        _mm512_or_si512, _mm512_set1_epi32, _mm512_test_epi32_mask, _CMP_ORD_Q,
+        _mm512_and_si512, _mm512_castsi512_ps, _mm512_cvtph_ps, _mm512_cvtps_ph, _mm512_set1_epi32,
         _MM_FROUND_TO_NEAREST_INT,
     };
     match to {
         Half::F16 => _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x)),
-        Half::Bf16 => {
-            // The rule in six instructions: the bias `0x7fff + odd` added to the bits of
-            // every ordered lane (a NaN keeps its bits, with the quiet bit set), then the
-            // low 16 bits cleared. The same bits as the rule's `r`/`q` blend, one masked
-            // add instead of four instructions of NaN handling (17% faster a pass).
-            // The bias picked by a test of the bit above the low half (`0x8000` where it
-            // is set, `0x7fff` where not): one instruction fewer than shifting it out.
-            let b = _mm512_castps_si512(x);
-            let odd = _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x1_0000));
-            let bias =
-                _mm512_mask_mov_epi32(_mm512_set1_epi32(0x7fff), odd, _mm512_set1_epi32(0x8000));
-            let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x);
-            let quiet = _mm512_or_si512(b, _mm512_set1_epi32(0x0040_0000));
-            let r = _mm512_mask_add_epi32(quiet, ordered, b, bias);
-            _mm512_castsi512_ps(_mm512_and_si512(
-                r,
-                _mm512_set1_epi32(0xffff_0000u32 as i32),
-            ))
-        }
+        Half::Bf16 => _mm512_castsi512_ps(_mm512_and_si512(
+            round_bf16_high_zmm::<false>(x),
+            _mm512_set1_epi32(0xffff_0000u32 as i32),
+        )),
+    }
+}
+
+/// The `bf16` rounding of sixteen lanes in their high halves, the low halves left as the
+/// sum made them: [`round_zmm`]'s steps to `bf16` (or with `ARITH`
+/// [`round_bf16_arith_zmm`]'s) but the last, the `and` that clears the low halves — for a
+/// caller that keeps only the high halves (packing them) and would clear them again.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) unsafe fn round_bf16_high_zmm<const ARITH: bool>(
+    x: std::arch::x86_64::__m512,
+) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::{
+        _mm512_add_epi32, _mm512_castps_si512, _mm512_cmp_ps_mask, _mm512_mask_add_epi32,
+        _mm512_mask_mov_epi32, _mm512_or_si512, _mm512_set1_epi32, _mm512_test_epi32_mask,
+        _CMP_ORD_Q,
+    };
+    let b = _mm512_castps_si512(x);
+    // The bias picked by a test of the bit above the low half (`0x8000` where it is set,
+    // `0x7fff` where not): one instruction fewer than shifting it out.
+    let odd = _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x1_0000));
+    if ARITH {
+        // `b + 0x7fff + odd` as `b + 0x7fff`, or `b + 0x8000` where the bit above the low
+        // half is set: the same sum, both adds from `b` (a shorter chain than shifting
+        // `odd` out).
+        let r = _mm512_add_epi32(b, _mm512_set1_epi32(0x7fff));
+        _mm512_mask_add_epi32(r, odd, b, _mm512_set1_epi32(0x8000))
+    } else {
+        // The rule: the bias `0x7fff + odd` added to the bits of every ordered lane (a NaN
+        // keeps its bits, with the quiet bit set). The same bits as the rule's `r`/`q`
+        // blend, one masked add instead of four instructions of NaN handling (17% faster a
+        // pass).
+        let bias = _mm512_mask_mov_epi32(_mm512_set1_epi32(0x7fff), odd, _mm512_set1_epi32(0x8000));
+        let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x);
+        let quiet = _mm512_or_si512(b, _mm512_set1_epi32(0x0040_0000));
+        _mm512_mask_add_epi32(quiet, ordered, b, bias)
     }
 }
 
@@ -156,18 +179,9 @@ pub(crate) unsafe fn round_zmm(
 pub(crate) unsafe fn round_bf16_arith_zmm(
     x: std::arch::x86_64::__m512,
 ) -> std::arch::x86_64::__m512 {
-    use std::arch::x86_64::{
-        _mm512_add_epi32, _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps,
-        _mm512_mask_add_epi32, _mm512_set1_epi32, _mm512_test_epi32_mask,
-    };
-    // `b + 0x7fff + odd` as `b + 0x7fff`, or `b + 0x8000` where the bit above the low half
-    // is set: the same sum, both adds from `b` (a shorter chain than shifting `odd` out).
-    let b = _mm512_castps_si512(x);
-    let odd = _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x1_0000));
-    let r = _mm512_add_epi32(b, _mm512_set1_epi32(0x7fff));
-    let r = _mm512_mask_add_epi32(r, odd, b, _mm512_set1_epi32(0x8000));
+    use std::arch::x86_64::{_mm512_and_si512, _mm512_castsi512_ps, _mm512_set1_epi32};
     _mm512_castsi512_ps(_mm512_and_si512(
-        r,
+        round_bf16_high_zmm::<true>(x),
         _mm512_set1_epi32(0xffff_0000u32 as i32),
     ))
 }

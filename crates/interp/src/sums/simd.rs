@@ -366,9 +366,31 @@ mod avx512 {
     use super::{summand, BF16S, F32S, LANES};
     use std::arch::x86_64::*;
 
-    /// The 32 summands of block `b` at `src` as two vectors, by `FORM` (`avx2::load`'s).
+    /// Whether `FORM`'s summands come as even and odd elements ([`load`]): its elements
+    /// are `bf16`s.
+    const fn even_odd(form: u8) -> bool {
+        summand(form).0 == BF16S
+    }
+
+    /// The 32 summands of block `b` at `src` as two vectors, by `FORM` (`avx2::load`'s):
+    /// summands 0–15 and 16–31, or where [`even_odd`] says so the even summands and the
+    /// odd ones — read as one 64-byte vector, whose elements' `f32`s are the `bf16`s
+    /// shifted into the high half (`w << 16` the even elements', `w & 0xffff_0000` the odd
+    /// ones'), with no shuffle.
     #[inline(always)]
     unsafe fn load<const FORM: u8>(src: *const u8, c: __m512, b: usize) -> [__m512; 2] {
+        if even_odd(FORM) {
+            let w = _mm512_loadu_si512(src.cast::<u16>().add(b * LANES).cast());
+            let even = _mm512_castsi512_ps(_mm512_slli_epi32::<16>(w));
+            let odd = _mm512_castsi512_ps(_mm512_and_si512(
+                w,
+                _mm512_set1_epi32(0xffff_0000u32 as i32),
+            ));
+            return match summand(FORM).1 {
+                Some((r, s)) => [square(even, c, r, s), square(odd, c, r, s)],
+                None => [even, odd],
+            };
+        }
         let mut v = [_mm512_setzero_ps(); 2];
         for (k, v) in v.iter_mut().enumerate() {
             let i = b * LANES + k * 16;
@@ -408,7 +430,33 @@ mod avx512 {
         round(s, _mm512_mul_ps(d, d))
     }
 
-    /// `avx2::fold` on two accumulators.
+    /// The 32 lanes (lane `l` in vector `l / 16`) as even lanes and odd ones, the
+    /// accumulators [`fold`] keeps for a form [`even_odd`] says is read so.
+    #[inline(always)]
+    unsafe fn to_even_odd(v: [__m512; 2]) -> [__m512; 2] {
+        let even: [i32; 16] = std::array::from_fn(|j| 2 * j as i32);
+        let odd: [i32; 16] = std::array::from_fn(|j| 2 * j as i32 + 1);
+        let pick = |idx: [i32; 16]| {
+            _mm512_permutex2var_ps(v[0], _mm512_loadu_si512(idx.as_ptr().cast()), v[1])
+        };
+        [pick(even), pick(odd)]
+    }
+
+    /// [`to_even_odd`] undone: lane `l` back in vector `l / 16`.
+    #[inline(always)]
+    unsafe fn from_even_odd(v: [__m512; 2]) -> [__m512; 2] {
+        // Lane `l`: the even vector's element `l / 2` (index `l / 2`) or the odd one's
+        // (index `16 + l / 2`), for `l` from `16 h`.
+        let lanes = |h: i32| -> [i32; 16] {
+            std::array::from_fn(|k| (8 * h + k as i32 / 2) + if k % 2 == 1 { 16 } else { 0 })
+        };
+        let pick = |idx: [i32; 16]| {
+            _mm512_permutex2var_ps(v[0], _mm512_loadu_si512(idx.as_ptr().cast()), v[1])
+        };
+        [pick(lanes(0)), pick(lanes(1))]
+    }
+
+    /// `avx2::fold` on two accumulators (even and odd lanes where [`even_odd`] says so).
     #[inline(always)]
     unsafe fn fold<const FORM: u8>(
         acc: &mut [__m512; 2],
@@ -440,7 +488,13 @@ mod avx512 {
             _mm512_loadu_ps(p.as_ptr()),
             _mm512_loadu_ps(p.as_ptr().add(16)),
         ];
+        if even_odd(FORM) {
+            acc = to_even_odd(acc);
+        }
         let done = fold::<FORM>(&mut acc, src, c, blocks);
+        if even_odd(FORM) {
+            acc = from_even_odd(acc);
+        }
         _mm512_storeu_ps(p.as_mut_ptr(), acc[0]);
         _mm512_storeu_ps(p.as_mut_ptr().add(16), acc[1]);
         done
@@ -457,6 +511,9 @@ mod avx512 {
         let mut acc = [_mm512_setzero_ps(); 2];
         if fold::<FORM>(&mut acc, src, c, blocks) != blocks {
             return None;
+        }
+        if even_odd(FORM) {
+            acc = from_even_odd(acc);
         }
         let w = _mm512_add_ps(acc[0], acc[1]);
         let v = _mm256_add_ps(
@@ -488,6 +545,8 @@ mod tests {
             .map(|i| ((i * 7919) % 1000) as f32 * 0.37 - 150.0)
             .collect();
         let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan();
+        // A different value in every lane: a lane fold into the wrong lane shows.
+        let first: [f32; LANES] = std::array::from_fn(|l| 0.5 + 1e3 * l as f32);
         for start in [0usize, 4096, 20_000, 61_000] {
             let h = &all[start..start + 4096];
             let rows = [
@@ -551,7 +610,7 @@ mod tests {
                 // 4096 elements.
                 unsafe {
                     let narrow = dispatch_chunk(false, form, src, c, blocks);
-                    let mut p = [0.5f32; LANES];
+                    let mut p = first;
                     let done = dispatch_blocks(false, form, &mut p, src, c, blocks);
                     if avx512f() {
                         let wide = dispatch_chunk(true, form, src, c, blocks);
@@ -559,12 +618,64 @@ mod tests {
                             (Some(a), Some(b)) => assert!(same(a, b), "form {form}: {a} {b}"),
                             (a, b) => assert_eq!(a.is_some(), b.is_some(), "form {form}"),
                         }
-                        let mut q = [0.5f32; LANES];
+                        let mut q = first;
                         let done512 = dispatch_blocks(true, form, &mut q, src, c, blocks);
                         assert_eq!(done, done512, "form {form}");
                         for l in 0..LANES {
                             assert!(same(p[l], q[l]), "form {form} lane {l}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Blocks folded into lanes that hold different values land in their own lanes, in
+    /// order, at both widths (the `bf16` forms' even and odd accumulators mapped back):
+    /// each lane `l` is its start plus the summands `32 b + l`, one by one, on finite rows.
+    #[test]
+    fn blocks_fold_into_their_own_lanes() {
+        if !avx2_f16c() {
+            return;
+        }
+        // Finite 16-bit patterns of every sign and of exponents up to 2^60 or so.
+        let bits: Vec<u16> = (0..1024u16)
+            .map(|i| i.wrapping_mul(40503) & 0xbbff)
+            .collect();
+        let f: Vec<f32> = bits.iter().map(|&b| f32::from(b) * 0.37 - 9e3).collect();
+        let first: [f32; LANES] = std::array::from_fn(|l| 0.5 + 1e3 * l as f32);
+        for h in [Half::Bf16, Half::F16] {
+            let mut rows = vec![SumRow::Half(h, &bits)];
+            for rounded in [
+                SquareRounding::Both,
+                SquareRounding::Difference,
+                SquareRounding::Neither,
+            ] {
+                rows.push(SumRow::HalfShiftedSquare {
+                    h,
+                    xs: &bits,
+                    c: 0.75,
+                    rounded,
+                });
+            }
+            rows.extend([SumRow::F32(&f), SumRow::ShiftedSquare(&f, 0.25)]);
+            for row in rows {
+                let mut want = first;
+                for i in 0..bits.len() {
+                    want[i % LANES] += super::super::summand(row, i);
+                }
+                let (form, src, c) = form(row);
+                for wide in [false, true] {
+                    if wide && !avx512f() {
+                        continue;
+                    }
+                    let mut p = first;
+                    // SAFETY: the CPU has AVX2 and F16C (and AVX-512F when `wide`); each
+                    // row holds 1024 elements, 32 blocks.
+                    let done = unsafe { dispatch_blocks(wide, form, &mut p, src, c, 32) };
+                    assert_eq!(done, 32, "form {form}");
+                    for l in 0..LANES {
+                        assert_eq!(p[l].to_bits(), want[l].to_bits(), "form {form} lane {l}");
                     }
                 }
             }

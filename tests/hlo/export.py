@@ -259,6 +259,39 @@ def export_jax():
 
     export("jax_control", control, normal(9, 3, 4), jnp.array(1, jnp.int32))
 
+    # Linear algebra as jnp.linalg and jax.scipy run it on the CPU: LAPACK custom calls
+    # (getrf, potrf, trsm) around the HLO that pivots, solves and masks.
+    def linalg(a, b, s, r):
+        spd = s @ jnp.swapaxes(s, -1, -2) + 5.0 * jnp.eye(5)
+        chol = jnp.linalg.cholesky(spd)
+        sign, logdet = jnp.linalg.slogdet(a)
+        lu, piv, perm = lax.linalg.lu(r)
+        indefinite = jnp.linalg.cholesky(spd - 100.0 * jnp.eye(5))
+        singular = jnp.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+        # Positive semidefinite: the second pivot is exactly zero (LAPACK's info = 2).
+        semidefinite = jnp.linalg.cholesky(jnp.ones((2, 2)) + 0.0 * a[0, :2, :2])
+        return (
+            jnp.linalg.solve(a, b),
+            jnp.linalg.inv(a),
+            jnp.linalg.det(a),
+            sign,
+            logdet,
+            chol,
+            jax.scipy.linalg.cho_solve((chol, True), b),
+            lax.linalg.triangular_solve(chol, b, left_side=True, lower=True, transpose_a=True),
+            lax.linalg.triangular_solve(chol, jnp.swapaxes(b, -1, -2), lower=True, unit_diagonal=True),
+            jax.scipy.linalg.solve_triangular(jnp.swapaxes(chol, -1, -2), b, lower=False),
+            lu,
+            piv,
+            perm,
+            indefinite,
+            jnp.linalg.det(singular),
+            semidefinite,
+        )
+
+    export("jax_linalg", linalg, normal(10, 2, 5, 5) + 3.0 * jnp.eye(5), normal(11, 2, 5, 3),
+           normal(12, 2, 5, 5), normal(13, 2, 4, 6))
+
 
 # --------------------------------------------------------------------------------------------
 # TensorFlow / Keras

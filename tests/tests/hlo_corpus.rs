@@ -74,6 +74,11 @@ const PROGRAMS: &[(&str, f64, &str)] = &[
         "cumsum, sin/cos/tanh in a cond, switch and loop",
     ),
     (
+        "jax_linalg",
+        1e-5,
+        "LU, Cholesky and triangular solves (LAPACK custom calls) on 5 x 5 matrices",
+    ),
+    (
         "keras_mobilenet_v2",
         1e-4,
         "52 convolutions and batch norms deep",

@@ -274,7 +274,8 @@ impl<'a> KernelBuilder<'a> {
             | Op::Sort { .. }
             | Op::ArgReduce { .. }
             | Op::Cholesky { .. }
-            | Op::TriangularSolve(_) => {
+            | Op::TriangularSolve(_)
+            | Op::Lu { .. } => {
                 return unsupported(
                     crate::lower::no_compiled_code(self.f, inst)
                         .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),

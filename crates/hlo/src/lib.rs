@@ -19,6 +19,7 @@ mod control;
 mod convert;
 mod error;
 mod indexing;
+mod lapack;
 mod lexer;
 mod linalg;
 mod literal;

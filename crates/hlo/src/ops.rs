@@ -14,7 +14,7 @@ use kiln_ir::{
 use std::sync::Arc;
 
 /// Attributes that never change the values an instruction computes.
-const HARMLESS: &[&str] = &[
+pub(crate) const HARMLESS: &[&str] = &[
     "metadata",
     "sharding",
     "frontend_attributes",
@@ -160,6 +160,9 @@ impl Ctx<'_> {
     /// Lowers one instruction whose operands are `args`.
     pub(crate) fn lower(&mut self, inst: &Instruction, args: Vec<Tree>) -> Lowered {
         let op = inst.opcode.as_str();
+        if op == "custom-call" {
+            return self.custom_call(inst, &args);
+        }
         let Some((reads, arity)) = signature(op) else {
             let detail = match inst.attr("custom_call_target").map(|a| &a.value) {
                 Some(AttrValue::Str(t)) => format!(" (target \"{}\")", t.escape_debug()),

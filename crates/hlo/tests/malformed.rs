@@ -31,6 +31,7 @@ fn sources() -> Vec<&'static str> {
         include_str!("data/control/nested.hlo"),
         include_str!("data/indexing/take_along_grad.hlo"),
         include_str!("data/indexing/tf_scatter_nd.hlo"),
+        include_str!("data/linalg/lapack.hlo"),
     ]
 }
 

@@ -246,7 +246,8 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
         | Op::Sort { .. }
         | Op::ArgReduce { .. }
         | Op::Cholesky { .. }
-        | Op::TriangularSolve(_) => true,
+        | Op::TriangularSolve(_)
+        | Op::Lu { .. } => true,
         Op::Random { .. } => result.num_elements() <= 4096,
         Op::Convolution(_) | Op::DotGeneral(_) => {
             !contraction_is_parallel(op, args[0].shape(), args[1].data().len(), result)
@@ -310,6 +311,7 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         } => sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
         Op::ArgReduce { kind, axes, output } => sorting::arg_reduce(args, *kind, axes, *output)?,
         Op::Cholesky { lower } => linalg::cholesky(args[0], *lower)?,
+        Op::Lu { output } => linalg::lu(args[0], *output)?,
         Op::TriangularSolve(o) => linalg::triangular_solve(args[0], args[1], o)?,
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
         Op::Convert => convert::convert(data(0), result.dtype)?,

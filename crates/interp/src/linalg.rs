@@ -1,5 +1,6 @@
-//! `cholesky` and `triangular_solve` ([`kiln_ir::Op::Cholesky`],
-//! [`kiln_ir::Op::TriangularSolve`]) on each matrix of a batch, in one documented order:
+//! `cholesky`, `triangular_solve` and `lu` ([`kiln_ir::Op::Cholesky`],
+//! [`kiln_ir::Op::TriangularSolve`], [`kiln_ir::Op::Lu`]) on each matrix of a batch, in one
+//! documented order:
 //! every sum runs over increasing `k`, one multiply and one subtract per term, never fused,
 //! and each unknown is that sum divided by its diagonal element (`docs/ir.md`). XLA's own
 //! expanders block larger matrices into products, so results agree with XLA's to rounding,
@@ -8,13 +9,16 @@
 use kiln_ir::{Buffer, Tensor, TriangularSolve};
 use std::ops::{Div, Mul, Sub};
 
-/// The float types the two ops take.
-trait Real: Copy + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> {
+/// The float types the ops take.
+trait Real: Copy + PartialOrd + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> {
     const ZERO: Self;
     const ONE: Self;
     const NAN: Self;
+    /// The smallest positive normal value: LAPACK's `sfmin` (`1 / sfmin` is finite).
+    const MIN_NORMAL: Self;
     fn sqrt(self) -> Self;
     fn is_nan(self) -> bool;
+    fn abs(self) -> Self;
 }
 
 macro_rules! impl_real {
@@ -23,6 +27,10 @@ macro_rules! impl_real {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAN: Self = <$t>::NAN;
+            const MIN_NORMAL: Self = <$t>::MIN_POSITIVE;
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
             }
@@ -72,6 +80,95 @@ pub fn triangular_solve(a: &Tensor, b: &Tensor, o: &TriangularSolve) -> Result<B
             ))
         }
     })
+}
+
+/// `lu`'s result `output` ([`kiln_ir::Op::Lu`]): per `m × n` matrix, LAPACK's unblocked
+/// `getf2` — for each column `j < min(m, n)`, the pivot is the first row `p ≥ j` of the
+/// largest `|a[p][j]|` (BLAS `isamax`: a later row only when strictly larger, so a NaN
+/// never displaces an earlier row); unless it is zero, rows `j` and `p` are swapped and
+/// the column below the diagonal scaled — multiplied by `1 / a[j][j]` where
+/// `|a[j][j]|` is at least the smallest normal, else divided by it — and a zero pivot
+/// sets `info` to `j + 1` (the first only); then `a[i][c] = a[i][c] - a[i][j] * a[j][c]`
+/// below and right of it (one product, one subtraction). LAPACK's blocked `getrf`
+/// orders the same updates differently for larger matrices, so its factors agree to
+/// rounding, with the same pivots wherever the column maxima are not near ties.
+pub fn lu(a: &Tensor, output: usize) -> Result<Buffer, String> {
+    let r = a.shape().len();
+    if r < 2 {
+        return Err(format!("lu of {}: matrices [..., m, n] only", a.ty()));
+    }
+    let (m, n) = (a.shape()[r - 2], a.shape()[r - 1]);
+    let batch: usize = a.shape()[..r - 2].iter().product();
+    fn run<T: Real>(
+        x: &[T],
+        batch: usize,
+        m: usize,
+        n: usize,
+        output: usize,
+        wrap: fn(Vec<T>) -> Buffer,
+    ) -> Buffer {
+        let k = m.min(n);
+        let mut factors = x.to_vec();
+        let (mut pivots, mut info) = (vec![0i32; batch * k], vec![0i32; batch]);
+        for b in 0..batch {
+            let mat = &mut factors[b * m * n..(b + 1) * m * n];
+            info[b] = getf2(mat, m, n, &mut pivots[b * k..(b + 1) * k]);
+        }
+        match output {
+            0 => wrap(factors),
+            1 => Buffer::I32(pivots.into()),
+            _ => Buffer::I32(info.into()),
+        }
+    }
+    Ok(match a.data() {
+        Buffer::F32(x) => run(x, batch, m, n, output, |v| Buffer::F32(v.into())),
+        Buffer::F64(x) => run(x, batch, m, n, output, |v| Buffer::F64(v.into())),
+        _ => return Err(format!("lu of {}: f32 or f64 only", a.ty())),
+    })
+}
+
+/// [`lu`] of one row-major `m × n` matrix in place; writes the 1-based pivots and returns
+/// `info`.
+fn getf2<T: Real>(a: &mut [T], m: usize, n: usize, pivots: &mut [i32]) -> i32 {
+    let mut info = 0;
+    for (j, pivot) in pivots.iter_mut().enumerate() {
+        let mut p = j;
+        let mut best = a[j * n + j].abs();
+        for i in j + 1..m {
+            let v = a[i * n + j].abs();
+            if v > best {
+                (p, best) = (i, v);
+            }
+        }
+        *pivot = p as i32 + 1;
+        let d = a[p * n + j];
+        if d != T::ZERO {
+            if p != j {
+                for c in 0..n {
+                    a.swap(j * n + c, p * n + c);
+                }
+            }
+            if d.abs() >= T::MIN_NORMAL {
+                let r = T::ONE / d;
+                for i in j + 1..m {
+                    a[i * n + j] = a[i * n + j] * r;
+                }
+            } else {
+                for i in j + 1..m {
+                    a[i * n + j] = a[i * n + j] / d;
+                }
+            }
+        } else if info == 0 {
+            info = j as i32 + 1;
+        }
+        for i in j + 1..m {
+            let l = a[i * n + j];
+            for c in j + 1..n {
+                a[i * n + c] = a[i * n + c] - l * a[j * n + c];
+            }
+        }
+    }
+    info
 }
 
 /// Applies `f` to each `size`-element matrix of `x`, collecting the results.
@@ -269,5 +366,81 @@ mod tests {
     fn other_dtypes_are_refused() {
         let a = Tensor::new(vec![1, 1], Buffer::I32(vec![1].into())).unwrap();
         assert!(cholesky(&a, true).unwrap_err().contains("f32 or f64"));
+    }
+
+    fn ints(b: &Buffer) -> Vec<i32> {
+        match b {
+            Buffer::I32(x) => x.to_vec(),
+            _ => panic!("i32"),
+        }
+    }
+
+    /// `P a = L U` of small integer matrices whose every step is exact: the factors, the
+    /// 1-based pivots and `info` as LAPACK's `getrf` gives them; a batch of two, a wide
+    /// and a tall matrix, and a zero pivot.
+    #[test]
+    fn lu_is_getrf_with_partial_pivoting() {
+        // [[1, 2], [4, 4]]: row 2 is the pivot (|4| > |1|), then l = 1/4, u = 2 - 1.
+        // [[2, 1], [2, 3]]: a tie keeps the first row; l = 1, u = 3 - 1.
+        let a = f64s(&[2, 2, 2], &[1.0, 2.0, 4.0, 4.0, 2.0, 1.0, 2.0, 3.0]);
+        let lu_of = |t: &Tensor| {
+            (
+                values(&lu(t, 0).unwrap()),
+                ints(&lu(t, 1).unwrap()),
+                ints(&lu(t, 2).unwrap()),
+            )
+        };
+        let (f, p, info) = lu_of(&a);
+        assert_eq!(f, [4.0, 4.0, 0.25, 1.0, 2.0, 1.0, 1.0, 2.0]);
+        assert_eq!(p, [2, 2, 1, 2]);
+        assert_eq!(info, [0, 0]);
+        // Wide (2 × 3): two pivots, the last column updated.
+        let (f, p, _) = lu_of(&f64s(&[2, 3], &[2.0, 4.0, 6.0, 4.0, 2.0, 0.0]));
+        assert_eq!(f, [4.0, 2.0, 0.0, 0.5, 3.0, 6.0]);
+        assert_eq!(p, [2, 2]);
+        // Tall (3 × 2), with a zero column: the second pivot is zero, nothing swapped or
+        // scaled for it, info names it.
+        let (f, p, info) = lu_of(&f64s(&[3, 2], &[1.0, 0.0, -2.0, 0.0, 4.0, 0.0]));
+        assert_eq!(f, [4.0, 0.0, -0.5, 0.0, 0.25, 0.0]);
+        assert_eq!(p, [3, 2]);
+        assert_eq!(info, [2]);
+    }
+
+    /// Reassembled, `P⁻¹ L U` is the matrix to rounding (random `f32` matrices, pivots
+    /// applied as LAPACK's row swaps in order), and a NaN never becomes the pivot over an
+    /// earlier row.
+    #[test]
+    fn lu_factors_reassemble_their_matrix() {
+        let n = 7;
+        let mut s = 0x9e37_79b9u32;
+        let a: Vec<f32> = (0..n * n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+            })
+            .collect();
+        let t = Tensor::new(vec![n, n], Buffer::F32(a.clone().into())).unwrap();
+        let f = values(&lu(&t, 0).unwrap());
+        let p = ints(&lu(&t, 1).unwrap());
+        let mut rows: Vec<usize> = (0..n).collect();
+        for (j, &q) in p.iter().enumerate() {
+            rows.swap(j, q as usize - 1);
+        }
+        for i in 0..n {
+            for j in 0..n {
+                let mut v = 0.0;
+                for k in 0..=i.min(j) {
+                    let l = if k == i { 1.0 } else { f[i * n + k] };
+                    v += l * f[k * n + j];
+                }
+                let want = f64::from(a[rows[i] * n + j]);
+                assert!((v - want).abs() < 1e-5, "({i}, {j}): {v} vs {want}");
+            }
+        }
+        let nan_second = f64s(&[2, 2], &[1.0, 0.0, f64::NAN, 1.0]);
+        assert_eq!(ints(&lu(&nan_second, 1).unwrap()), [1, 2]);
+        assert!(lu(&f64s(&[3], &[1.0; 3]), 0).is_err());
     }
 }

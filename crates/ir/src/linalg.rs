@@ -1,6 +1,7 @@
 //! Matrix factorizations and solves: XLA's `Cholesky` and `TriangularSolve`, which
 //! TensorFlow's `tf.linalg.cholesky`, `triangular_solve` and `cholesky_solve` (and
-//! TensorFlow Probability's Gaussian processes on them) lower to. Their attributes and typing
+//! TensorFlow Probability's Gaussian processes on them) lower to, and LAPACK's `getrf`
+//! (`lu`), which JAX's CPU `jnp.linalg` calls. Their attributes and typing
 //! rules ([`crate::typecheck::infer`] dispatches here); the interpreter runs them
 //! (`kiln_interp::linalg`), the compiled backends do not (category
 //! [`crate::OpCategory::Linalg`]).
@@ -31,6 +32,33 @@ fn square(what: &str, a: &TensorType) -> Result<usize, String> {
         [.., m, n] if m == n => Ok(*n),
         _ => Err(format!(
             "{what} must be square matrices [..., n, n], got {a}"
+        )),
+    }
+}
+
+/// `lu %a, output=j`: `a` is `[..., m, n]` of `f32` or `f64`; the result is `a`'s type
+/// (`output` 0), the pivots `i32[..., min(m, n)]` (1) or `info` `i32[...]` (2).
+pub fn lu(a: &TensorType, output: usize) -> Result<TensorType, String> {
+    if !matches!(a.dtype, DType::F32 | DType::F64) {
+        return Err(format!("lu's operand must be f32 or f64, got {a}"));
+    }
+    let r = a.rank();
+    if r < 2 {
+        return Err(format!(
+            "lu's operand must be matrices [..., m, n], got {a}"
+        ));
+    }
+    let batch = &a.shape[..r - 2];
+    let k = a.shape[r - 2].min(a.shape[r - 1]);
+    match output {
+        0 => Ok(a.clone()),
+        1 => Ok(TensorType::new(
+            DType::I32,
+            batch.iter().copied().chain([k]).collect::<Vec<usize>>(),
+        )),
+        2 => Ok(TensorType::new(DType::I32, batch.to_vec())),
+        _ => Err(format!(
+            "lu has outputs 0 (the factors), 1 (the pivots) and 2 (info), not {output}"
         )),
     }
 }

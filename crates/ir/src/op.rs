@@ -41,7 +41,7 @@ pub enum OpCategory {
     /// Control flow with regions (`while`, `conditional`): runs its regions on the
     /// interpreter, never clustered itself.
     Control,
-    /// Matrix factorizations and solves (`cholesky`, `triangular_solve`): interpreted,
+    /// Matrix factorizations and solves (`cholesky`, `triangular_solve`, `lu`): interpreted,
     /// never clustered.
     Linalg,
 }
@@ -579,6 +579,17 @@ pub enum Op {
     /// XLA's `TriangularSolve`, `x` with `op(a) x = b` or `x op(a) = b` for the triangular
     /// `a` (`crate::linalg`).
     TriangularSolve(crate::linalg::TriangularSolve),
+    /// `lu %a, output=j : T`: LAPACK's `getrf` of each matrix `a[..., :, :]` (`m × n`, batch
+    /// dimensions first), the LU factorization with partial pivoting `P a = L U` that
+    /// JAX's `lu`, `solve`, `inv` and `det` are built on (`crate::linalg`). The result is
+    /// `output` 0: `L` (unit diagonal, not stored) below the diagonal and `U` on and above
+    /// it, `a`'s type; 1: the pivots, `i32[..., min(m, n)]`, LAPACK's 1-based `ipiv` (row
+    /// `j` was swapped with row `ipiv[j] - 1`); 2: LAPACK's `info`, `i32[...]`: 0, or
+    /// `j + 1` for the first zero pivot `U[j][j]`.
+    Lu {
+        /// Which result: 0 the factors, 1 the pivots, 2 `info`.
+        output: usize,
+    },
 }
 
 /// The region of a `cluster` instruction.

@@ -205,6 +205,7 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         }
         Op::Reverse { dims } => vec![format!("dims={}", list(dims))],
         Op::Cholesky { lower } => vec![format!("lower={lower}")],
+        Op::Lu { output } => vec![format!("output={output}")],
         Op::TriangularSolve(o) => vec![
             format!("left_side={}", o.left_side),
             format!("lower={}", o.lower),

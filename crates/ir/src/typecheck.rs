@@ -87,6 +87,7 @@ pub fn infer(
         } => crate::sorting::sort(args, *dim, *keys, *dir, *order, *output)?,
         Op::ArgReduce { axes, output, .. } => crate::sorting::arg_reduce(args, axes, *output)?,
         Op::Cholesky { .. } => crate::linalg::cholesky(args[0])?,
+        Op::Lu { output } => crate::linalg::lu(args[0], *output)?,
         Op::TriangularSolve(o) => crate::linalg::triangular_solve(o, args[0], args[1])?,
         Op::Convert => {
             let ty = need_declared()?;

@@ -39,6 +39,7 @@ impl Op {
             Op::ReduceWindow { .. } => "reduce_window",
             Op::SelectAndScatter { .. } => "select_and_scatter",
             Op::Cholesky { .. } => "cholesky",
+            Op::Lu { .. } => "lu",
             Op::TriangularSolve(_) => "triangular_solve",
         }
     }
@@ -76,7 +77,7 @@ impl Op {
                 OpCategory::Window
             }
             Op::While(_) | Op::Conditional(_) => OpCategory::Control,
-            Op::Cholesky { .. } | Op::TriangularSolve(_) => OpCategory::Linalg,
+            Op::Cholesky { .. } | Op::TriangularSolve(_) | Op::Lu { .. } => OpCategory::Linalg,
         }
     }
 
@@ -96,7 +97,8 @@ impl Op {
             | Op::Random { .. }
             | Op::Reverse { .. }
             | Op::BitcastConvert
-            | Op::Cholesky { .. } => Some(1),
+            | Op::Cholesky { .. }
+            | Op::Lu { .. } => Some(1),
             Op::Binary(_)
             | Op::Compare(_)
             | Op::CompareTotalOrder(_)
@@ -150,6 +152,7 @@ pub fn all_op_names() -> Vec<&'static str> {
         "sort",
         "cholesky",
         "triangular_solve",
+        "lu",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

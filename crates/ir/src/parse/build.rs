@@ -152,6 +152,9 @@ pub(super) fn build_op(
             "cholesky" => Op::Cholesky {
                 lower: a.flag("lower")?,
             },
+            "lu" => Op::Lu {
+                output: a.int("output")?,
+            },
             "triangular_solve" => Op::TriangularSolve(crate::TriangularSolve {
                 left_side: a.flag("left_side")?,
                 lower: a.flag("lower")?,

@@ -1,0 +1,136 @@
+//! JAX's LAPACK custom calls on the CPU (`lapack_sgetrf_ffi`, `lapack_spotrf_ffi`,
+//! `lapack_strsm_ffi`) import as Kiln's `lu`, `cholesky` and `triangular_solve` with the
+//! options their `backend_config` spells, and run on the interpreter to LAPACK's results;
+//! kernels Kiln has no op for, and options it does not know, are errors that name them.
+//! (`tests/hlo/corpus/jax_linalg` checks whole `jnp.linalg` programs against JAX.)
+
+use kiln_interp::Interpreter;
+use kiln_ir::{Buffer, Op, Tensor};
+
+const LAPACK: &str = include_str!("data/linalg/lapack.hlo");
+
+fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+    Tensor::new(shape.to_vec(), Buffer::F32(v.to_vec().into())).unwrap()
+}
+
+fn close(got: &Tensor, want: &[f32], what: &str) {
+    let g = got.as_f32().unwrap();
+    assert_eq!(g.len(), want.len(), "{what}");
+    for (i, (a, b)) in g.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+            "{what}[{i}]: {a} vs {b}"
+        );
+    }
+}
+
+fn ints(t: &Tensor) -> Vec<i32> {
+    match t.data() {
+        Buffer::I32(x) => x.to_vec(),
+        other => panic!("not i32: {:?}", other.dtype()),
+    }
+}
+
+#[test]
+fn lapack_calls_run_as_kiln_ops() {
+    let module = kiln_hlo::import(LAPACK, "lapack.hlo").unwrap_or_else(|e| panic!("{e}"));
+    let f = module.entry().unwrap();
+    let ops: Vec<&Op> = f.insts.iter().map(|i| &i.op).collect();
+    let lus: Vec<usize> = ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Lu { output } => Some(*output),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lus, [0, 1, 2]);
+    assert!(ops.contains(&&Op::Cholesky { lower: false }));
+    let solve = ops.iter().find_map(|o| match o {
+        Op::TriangularSolve(t) => Some(*t),
+        _ => None,
+    });
+    assert_eq!(
+        solve,
+        Some(kiln_ir::TriangularSolve {
+            left_side: true,
+            lower: false,
+            unit_diagonal: false,
+            transpose_a: true,
+        })
+    );
+    // a = L Lᵀ, L = [[2, 0, 0], [1, 3, 0], [-1, 2, 1]]; b = L x for x = [[1, 0], [2, -1], [0, 3]].
+    let a = f32s(&[3, 3], &[4.0, 2.0, -2.0, 2.0, 10.0, 5.0, -2.0, 5.0, 6.0]);
+    let b = f32s(&[3, 2], &[2.0, 0.0, 7.0, -3.0, 3.0, 1.0]);
+    let out = Interpreter::new(2).unwrap().run(f, &[a, b]).unwrap();
+    // getrf: no row swaps (4 is its column's largest, then 9 over 6).
+    close(
+        &out[0],
+        &[4.0, 2.0, -2.0, 0.5, 9.0, 6.0, -0.5, 6.0 / 9.0, 1.0],
+        "lu",
+    );
+    assert_eq!(ints(&out[1]), [1, 2, 3]);
+    assert_eq!(ints(&out[2]), [0]);
+    // potrf, uplo U: U = Lᵀ above the diagonal, a's own values below it (LAPACK leaves them).
+    close(
+        &out[3],
+        &[2.0, 1.0, -1.0, 2.0, 3.0, 2.0, -2.0, 5.0, 1.0],
+        "potrf",
+    );
+    assert_eq!(ints(&out[4]), [0]);
+    // trsm: Uᵀ x = b, reading U's upper triangle only.
+    close(&out[5], &[1.0, 0.0, 2.0, -1.0, 0.0, 3.0], "trsm");
+}
+
+#[test]
+fn a_failed_cholesky_sets_info_and_jax_masks_it() {
+    // Not positive definite: the second pivot is 1 - 4 < 0.
+    let a = f32s(&[3, 3], &[1.0, 2.0, 0.0, 2.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+    let b = f32s(&[3, 2], &[1.0; 6]);
+    let module = kiln_hlo::import(LAPACK, "lapack.hlo").unwrap();
+    let out = Interpreter::new(1)
+        .unwrap()
+        .run(module.entry().unwrap(), &[a, b])
+        .unwrap();
+    assert_ne!(ints(&out[4]), [0]);
+    assert!(out[3].as_f32().unwrap()[0].is_nan());
+}
+
+#[test]
+fn other_kernels_and_unknown_options_are_named() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "custom_call_target=\"lapack_spotrf_ffi\"",
+            "custom_call_target=\"lapack_sgeqrf_ffi\"",
+            "unsupported HLO op 'custom-call' (target \"lapack_sgeqrf_ffi\")",
+        ),
+        (
+            "backend_config={uplo = 85 : ui8}",
+            "backend_config={uplo = 88 : ui8}",
+            "%chol needs backend_config {uplo = N : ui8} with N one of 76 ('L'), 85 ('U')",
+        ),
+        (
+            "trans_x = 84 : ui8",
+            "trans_x = 7 : ui8",
+            "%x needs backend_config {trans_x = N : ui8} with N one of 78 ('N'), 84 ('T'), 67 ('C')",
+        ),
+        (
+            "custom-call(u, b), custom_call_target=\"lapack_strsm_ffi\"",
+            "custom-call(u), custom_call_target=\"lapack_strsm_ffi\"",
+            "custom-call \"lapack_strsm_ffi\" takes 2 operand(s), %x has 1",
+        ),
+        (
+            "frontend_attributes={num_batch_dims=\"0\"}, backend_config={}",
+            "frontend_attributes={num_batch_dims=\"0\"}, backend_config={}, custom_call_has_side_effect=true",
+            "unsupported attribute 'custom_call_has_side_effect' of custom-call \"lapack_sgetrf_ffi\" in %lu",
+        ),
+    ];
+    for (from, to, message) in cases {
+        assert!(LAPACK.contains(from), "{from}");
+        let text = LAPACK.replacen(from, to, 1);
+        let err = kiln_hlo::import(&text, "lapack.hlo")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(message), "{to}: {err}");
+        assert!(err.contains("lapack.hlo:"), "{err}");
+    }
+}

@@ -161,14 +161,27 @@ def test_stats_and_as_kir():
 
 
 def test_unsupported_op_names_itself():
-    # jnp.linalg.inv calls LAPACK through a custom-call, which Kiln does not run.
-    f = kiln.jit(lambda x: jnp.linalg.inv(x + 4 * jnp.eye(3)))
+    # jnp.linalg.qr calls LAPACK's geqrf through a custom-call, which Kiln does not run.
+    f = kiln.jit(lambda x: jnp.linalg.qr(x + 4 * jnp.eye(3))[1])
     with pytest.raises(kiln.UnsupportedError,
-                       match=r"unsupported HLO op 'custom-call' \(target \"[^\"]+\"\) at <<lambda>>:\d+:\d+"):
+                       match=r"unsupported HLO op 'custom-call' \(target \"lapack_sgeqrf_ffi\"\) at <<lambda>>:\d+:\d+"):
         f(np.ones((3, 3), dtype=np.float32))
     # fft converts to complex first: the dtype is what Kiln lacks, and is named.
     with pytest.raises(kiln.UnsupportedError, match="unsupported dtype 'c64'"):
         kiln.jit(jnp.fft.fft)(np.zeros(8, np.float32))
+
+
+def test_linalg_through_lapack_calls_matches_jax():
+    # jnp.linalg's LU (getrf), Cholesky (potrf) and triangular solves (trsm) custom calls.
+    def f(a, b):
+        spd = a @ a.T + 6.0 * jnp.eye(4)
+        return (jnp.linalg.solve(a, b), jnp.linalg.inv(a), jnp.linalg.det(a),
+                jnp.linalg.cholesky(spd))
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((4, 4)) + 4 * np.eye(4)).astype(np.float32)
+    b = rng.standard_normal((4, 2)).astype(np.float32)
+    for got, want in zip(kiln.jit(f)(a, b), jax.jit(f)(a, b)):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
 def test_top_k_matches_jax():

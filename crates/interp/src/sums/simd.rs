@@ -394,15 +394,12 @@ mod avx512 {
         let mut v = [_mm512_setzero_ps(); 2];
         for (k, v) in v.iter_mut().enumerate() {
             let i = b * LANES + k * 16;
-            let halves = || _mm256_loadu_si256(src.cast::<u16>().add(i).cast());
-            let bf16 =
-                || _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(halves())));
-            let f16 = || _mm512_cvtph_ps(halves());
+            // `f32`s or `f16`s (`bf16`s are read even and odd above).
             let (elements, rounds) = summand(FORM);
-            let x = match elements {
-                F32S => _mm512_loadu_ps(src.cast::<f32>().add(i)),
-                BF16S => bf16(),
-                _ => f16(),
+            let x = if elements == F32S {
+                _mm512_loadu_ps(src.cast::<f32>().add(i))
+            } else {
+                _mm512_cvtph_ps(_mm256_loadu_si256(src.cast::<u16>().add(i).cast()))
             };
             *v = match rounds {
                 Some((r, s)) => square(x, c, r, s),

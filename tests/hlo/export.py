@@ -292,6 +292,36 @@ def export_jax():
     export("jax_linalg", linalg, normal(10, 2, 5, 5) + 3.0 * jnp.eye(5), normal(11, 2, 5, 3),
            normal(12, 2, 5, 5), normal(13, 2, 4, 6))
 
+    # QR and symmetric eigendecompositions (LAPACK geqrf, orgqr, syevd) as programs use
+    # them. QR follows LAPACK's sign convention, so Q and R compare directly; an
+    # eigenvector's sign is the implementation's choice, so the eigenvectors appear
+    # through what does not depend on it.
+    def decomp(a, w, s):
+        q, r = jnp.linalg.qr(a)
+        qc, rc = jnp.linalg.qr(a, mode="complete")
+        qw, rw = jnp.linalg.qr(jnp.swapaxes(a, -1, -2))
+        ortho = jax.nn.initializers.orthogonal()(jax.random.key(3), (6, 4))
+        spd = s @ jnp.swapaxes(s, -1, -2) + 0.5 * jnp.eye(4)
+        evals, evecs = jnp.linalg.eigh(spd)
+        sqrtm = (evecs * jnp.sqrt(evals)[..., None, :]) @ jnp.swapaxes(evecs, -1, -2)
+        # PCA of the rows of w: variances and the data projected and back.
+        centred = w - w.mean(axis=0)
+        var, pcs = jnp.linalg.eigh(centred.T @ centred / (w.shape[0] - 1))
+        top = pcs[:, -2:]
+        return (
+            q, r, qc, rc, qw, rw,
+            jnp.linalg.qr(a, mode="r"),
+            ortho,
+            evals,
+            jnp.abs(evecs),
+            sqrtm,
+            jnp.linalg.eigvalsh(spd, UPLO="U"),
+            var,
+            centred @ top @ top.T,
+        )
+
+    export("jax_decomp", decomp, normal(14, 2, 5, 3), normal(15, 16, 3), normal(16, 3, 4, 4))
+
 
 # --------------------------------------------------------------------------------------------
 # TensorFlow / Keras

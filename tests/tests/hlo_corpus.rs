@@ -79,6 +79,11 @@ const PROGRAMS: &[(&str, f64, &str)] = &[
         "LU, Cholesky and triangular solves (LAPACK custom calls) on 5 x 5 matrices",
     ),
     (
+        "jax_decomp",
+        1e-5,
+        "QR (geqrf, orgqr) and eigh (syevd): Q and R as LAPACK signs them, eigenvectors sign-free",
+    ),
+    (
         "keras_mobilenet_v2",
         1e-4,
         "52 convolutions and batch norms deep",

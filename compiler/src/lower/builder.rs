@@ -275,7 +275,10 @@ impl<'a> KernelBuilder<'a> {
             | Op::ArgReduce { .. }
             | Op::Cholesky { .. }
             | Op::TriangularSolve(_)
-            | Op::Lu { .. } => {
+            | Op::Lu { .. }
+            | Op::Geqrf { .. }
+            | Op::HouseholderProduct
+            | Op::Eigh { .. } => {
                 return unsupported(
                     crate::lower::no_compiled_code(self.f, inst)
                         .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),

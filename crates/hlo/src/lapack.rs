@@ -7,13 +7,19 @@
 //!   Kiln's `cholesky`, the triangle it does not write taken from `a` as LAPACK leaves it,
 //!   and `info` from the factor's diagonal;
 //! - `lapack_{s,d}trsm_ffi(a, b)`, `side`, `uplo`, `trans_x`, `diag` → `x`: Kiln's
-//!   `triangular_solve`.
+//!   `triangular_solve`;
+//! - `lapack_{s,d}geqrf_ffi(a)` → `(a, tau)` and `lapack_{s,d}orgqr_ffi(a, tau)` → `q`
+//!   (`jnp.linalg.qr`): Kiln's `geqrf` (one per result) and `householder_product`;
+//! - `lapack_{s,d}syevd_ffi(a)`, `mode` `V`/`N`, `uplo` → `(vectors, values, info)`
+//!   (`jnp.linalg.eigh`, `eigvalsh`): Kiln's `eigh`, one per result, and `info` 0 (a
+//!   matrix with a NaN or an infinity is NaN in both results, which is what JAX makes of
+//!   a nonzero `info`).
 //!
 //! The options are LAPACK's characters as numbers in `backend_config={uplo = 76 : ui8, …}`
 //! (`L` 76, `U` 85, `N` 78, `T` 84, `C` 67, `R` 82). Matrices are the logical `[..., m, n]`
 //! of the operand's shape (the call's column-major layout constraint changes where elements
 //! live, not which matrix it is); leading dimensions are the batch. Any other target, the
-//! QR, eigen and SVD kernels among them, is an unsupported op naming its target.
+//! SVD kernel (`gesdd`) among them, is an unsupported op naming its target.
 
 use crate::ast::Instruction;
 use crate::attrs::AttrValue;
@@ -47,6 +53,9 @@ impl Ctx<'_> {
             "lapack_sgetrf_ffi" | "lapack_dgetrf_ffi" => 0,
             "lapack_spotrf_ffi" | "lapack_dpotrf_ffi" => 1,
             "lapack_strsm_ffi" | "lapack_dtrsm_ffi" => 2,
+            "lapack_sgeqrf_ffi" | "lapack_dgeqrf_ffi" => 3,
+            "lapack_sorgqr_ffi" | "lapack_dorgqr_ffi" => 4,
+            "lapack_ssyevd_ffi" | "lapack_dsyevd_ffi" => 5,
             _ => {
                 let detail = format!(" (target \"{}\")", target.escape_debug());
                 return Err(unsupported_op(inst, &detail));
@@ -61,7 +70,7 @@ impl Ctx<'_> {
             );
             return Err(crate::convert::unsupported(a.pos, msg));
         }
-        let arity = if kind == 2 { 2 } else { 1 };
+        let arity = if kind == 2 || kind == 4 { 2 } else { 1 };
         if args.len() != arity {
             let msg = format!(
                 "custom-call \"{target}\" takes {arity} operand(s), %{} has {}",
@@ -73,7 +82,10 @@ impl Ctx<'_> {
         match kind {
             0 => self.getrf(inst, args),
             1 => self.potrf(inst, args),
-            _ => self.trsm(inst, args),
+            2 => self.trsm(inst, args),
+            3 => self.geqrf(inst, args),
+            4 => self.orgqr(inst, args),
+            _ => self.syevd(inst, args),
         }
     }
 
@@ -236,6 +248,49 @@ impl Ctx<'_> {
             .map_err(|m| invalid(inst.pos, format!("%{}: {m}", inst.name)))?;
         let x = self.emit(inst, Op::TriangularSolve(o), vec![a, b], ty);
         self.check_tree(inst, Tree::Leaf(x))
+    }
+
+    /// `geqrf`: `(geqrf output=0, geqrf output=1)`.
+    fn geqrf(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
+        let a = self.leaf(inst, args, 0)?;
+        let ty = self.matrix_type(inst, a, |t| kiln_ir::linalg::geqrf(t, 0))?;
+        let mut outs = Vec::new();
+        for output in 0..2 {
+            let rty = kiln_ir::linalg::geqrf(&ty, output).expect("checked above");
+            let name = output.to_string();
+            let op = Op::Geqrf { output };
+            outs.push(Tree::Leaf(self.emit_tmp(inst, &name, op, vec![a], rty)));
+        }
+        self.check_tree(inst, Tree::Tuple(outs))
+    }
+
+    /// `orgqr`: `householder_product`.
+    fn orgqr(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
+        let (a, tau) = (self.leaf(inst, args, 0)?, self.leaf(inst, args, 1)?);
+        let (aty, tty) = (self.f.ty(a).clone(), self.f.ty(tau).clone());
+        let ty = kiln_ir::linalg::householder_product(&aty, &tty)
+            .map_err(|m| invalid(inst.pos, format!("%{}: {m}", inst.name)))?;
+        let q = self.emit(inst, Op::HouseholderProduct, vec![a, tau], ty);
+        self.check_tree(inst, Tree::Leaf(q))
+    }
+
+    /// `syevd`: `(eigh output=0, eigh output=1, 0)`; `mode` `V` and `N` alike (the vectors
+    /// of `N` are not read).
+    fn syevd(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
+        let a = self.leaf(inst, args, 0)?;
+        let ty = self.matrix_type(inst, a, |t| kiln_ir::linalg::eigh(t, 0))?;
+        self.lapack_option(inst, "mode", b"VN")?;
+        let lower = self.lapack_option(inst, "uplo", b"LU")? == b'L';
+        let mut outs = Vec::new();
+        for output in 0..2 {
+            let rty = kiln_ir::linalg::eigh(&ty, output).expect("checked above");
+            let name = output.to_string();
+            let op = Op::Eigh { lower, output };
+            outs.push(Tree::Leaf(self.emit_tmp(inst, &name, op, vec![a], rty)));
+        }
+        let info_ty = TensorType::new(DType::I32, ty.shape[..ty.rank() - 2].to_vec());
+        outs.push(Tree::Leaf(self.scalar(inst, Scalar::I32(0), &info_ty)));
+        self.check_tree(inst, Tree::Tuple(outs))
     }
 
     /// The constant `s` broadcast to `ty`'s shape.

@@ -1,13 +1,16 @@
 //! JAX's LAPACK custom calls on the CPU (`lapack_sgetrf_ffi`, `lapack_spotrf_ffi`,
-//! `lapack_strsm_ffi`) import as Kiln's `lu`, `cholesky` and `triangular_solve` with the
-//! options their `backend_config` spells, and run on the interpreter to LAPACK's results;
-//! kernels Kiln has no op for, and options it does not know, are errors that name them.
-//! (`tests/hlo/corpus/jax_linalg` checks whole `jnp.linalg` programs against JAX.)
+//! `lapack_strsm_ffi`, `lapack_sgeqrf_ffi`, `lapack_sorgqr_ffi`, `lapack_ssyevd_ffi`) import
+//! as Kiln's `lu`, `cholesky`, `triangular_solve`, `geqrf`, `householder_product` and
+//! `eigh` with the options their `backend_config` spells, and run on the interpreter to
+//! LAPACK's results; kernels Kiln has no op for, and options it does not know, are errors
+//! that name them. (`tests/hlo/corpus/jax_linalg` and `jax_decomp` check whole
+//! `jnp.linalg` programs against JAX.)
 
 use kiln_interp::Interpreter;
 use kiln_ir::{Buffer, Op, Tensor};
 
 const LAPACK: &str = include_str!("data/linalg/lapack.hlo");
+const QR_EIGH: &str = include_str!("data/linalg/qr_eigh.hlo");
 
 fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
     Tensor::new(shape.to_vec(), Buffer::F32(v.to_vec().into())).unwrap()
@@ -100,8 +103,8 @@ fn other_kernels_and_unknown_options_are_named() {
     let cases: &[(&str, &str, &str)] = &[
         (
             "custom_call_target=\"lapack_spotrf_ffi\"",
-            "custom_call_target=\"lapack_sgeqrf_ffi\"",
-            "unsupported HLO op 'custom-call' (target \"lapack_sgeqrf_ffi\")",
+            "custom_call_target=\"lapack_sgesdd_ffi\"",
+            "unsupported HLO op 'custom-call' (target \"lapack_sgesdd_ffi\")",
         ),
         (
             "backend_config={uplo = 85 : ui8}",
@@ -132,5 +135,68 @@ fn other_kernels_and_unknown_options_are_named() {
             .to_string();
         assert!(err.contains(message), "{to}: {err}");
         assert!(err.contains("lapack.hlo:"), "{err}");
+    }
+}
+
+/// `a = [[3, 1], [4, 2], [0, 0]]`: the first reflector takes `(3, 4, 0)` to `(-5, 0, 0)`
+/// (`tau = 1.6`, `v = (1, 0.5, 0)`), the second column becomes `(-2.2, 0.4, 0)` and needs no
+/// reflector (`tau = 0`); `Q` is `H(0)`'s first two columns. The symmetric matrix is read
+/// from its upper triangle (`uplo = U`): `[[2, 1], [1, 2]]`, eigenvalues 1 and 3.
+#[test]
+fn qr_and_eigh_calls_run_as_kiln_ops() {
+    let module = kiln_hlo::import(QR_EIGH, "qr_eigh.hlo").unwrap_or_else(|e| panic!("{e}"));
+    let f = module.entry().unwrap();
+    let ops: Vec<&Op> = f.insts.iter().map(|i| &i.op).collect();
+    assert!(ops.contains(&&Op::Geqrf { output: 1 }));
+    assert!(ops.contains(&&Op::HouseholderProduct));
+    let eigh = Op::Eigh {
+        lower: false,
+        output: 0,
+    };
+    assert!(ops.contains(&&eigh));
+    let a = f32s(&[3, 2], &[3.0, 1.0, 4.0, 2.0, 0.0, 0.0]);
+    let s = f32s(&[2, 2], &[2.0, 1.0, 99.0, 2.0]);
+    let out = Interpreter::new(2).unwrap().run(f, &[a, s]).unwrap();
+    close(&out[0], &[-5.0, -2.2, 0.5, 0.4, 0.0, 0.0], "geqrf");
+    close(&out[1], &[1.6, 0.0], "tau");
+    close(&out[2], &[-0.6, -0.8, -0.8, 0.6, 0.0, 0.0], "orgqr");
+    let h = std::f32::consts::FRAC_1_SQRT_2;
+    close(&out[3], &[h, h, -h, h], "eigenvectors");
+    close(&out[4], &[1.0, 3.0], "eigenvalues");
+    assert_eq!(ints(&out[5]), [0]);
+}
+
+#[test]
+fn qr_and_eigh_errors_are_named() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "backend_config={mode = 86 : ui8, uplo = 85 : ui8}",
+            "backend_config={mode = 7 : ui8, uplo = 85 : ui8}",
+            "%eig needs backend_config {mode = N : ui8} with N one of 86 ('V'), 78 ('N')",
+        ),
+        (
+            "custom-call(packed, tau)",
+            "custom-call(packed)",
+            "custom-call \"lapack_sorgqr_ffi\" takes 2 operand(s), %q has 1",
+        ),
+        (
+            "custom-call(packed, tau)",
+            "custom-call(tau, tau)",
+            "%q: householder_product's a must be matrices [..., m, n], got f32[2]",
+        ),
+        (
+            "eig = (f32[2,2]{0,1}, f32[2]{0}, s32[]) custom-call(s)",
+            "eig = (f32[2,2]{0,1}, f32[2]{0}, s32[]) custom-call(packed)",
+            "%eig: eigh's operand must be square matrices [..., n, n], got f32[3,2]",
+        ),
+    ];
+    for (from, to, message) in cases {
+        assert!(QR_EIGH.contains(from), "{from}");
+        let text = QR_EIGH.replacen(from, to, 1);
+        let err = kiln_hlo::import(&text, "qr_eigh.hlo")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(message), "{to}: {err}");
+        assert!(err.contains("qr_eigh.hlo:"), "{err}");
     }
 }

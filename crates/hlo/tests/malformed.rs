@@ -32,6 +32,7 @@ fn sources() -> Vec<&'static str> {
         include_str!("data/indexing/take_along_grad.hlo"),
         include_str!("data/indexing/tf_scatter_nd.hlo"),
         include_str!("data/linalg/lapack.hlo"),
+        include_str!("data/linalg/qr_eigh.hlo"),
     ]
 }
 

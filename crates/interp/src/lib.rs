@@ -247,7 +247,10 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
         | Op::ArgReduce { .. }
         | Op::Cholesky { .. }
         | Op::TriangularSolve(_)
-        | Op::Lu { .. } => true,
+        | Op::Lu { .. }
+        | Op::Geqrf { .. }
+        | Op::HouseholderProduct
+        | Op::Eigh { .. } => true,
         Op::Random { .. } => result.num_elements() <= 4096,
         Op::Convolution(_) | Op::DotGeneral(_) => {
             !contraction_is_parallel(op, args[0].shape(), args[1].data().len(), result)
@@ -312,6 +315,9 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::ArgReduce { kind, axes, output } => sorting::arg_reduce(args, *kind, axes, *output)?,
         Op::Cholesky { lower } => linalg::cholesky(args[0], *lower)?,
         Op::Lu { output } => linalg::lu(args[0], *output)?,
+        Op::Geqrf { output } => linalg::geqrf(args[0], *output)?,
+        Op::HouseholderProduct => linalg::householder_product(args[0], args[1])?,
+        Op::Eigh { lower, output } => linalg::eigh(args[0], *lower, *output)?,
         Op::TriangularSolve(o) => linalg::triangular_solve(args[0], args[1], o)?,
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
         Op::Convert => convert::convert(data(0), result.dtype)?,

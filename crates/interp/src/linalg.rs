@@ -1,5 +1,6 @@
 //! `cholesky`, `triangular_solve` and `lu` ([`kiln_ir::Op::Cholesky`],
-//! [`kiln_ir::Op::TriangularSolve`], [`kiln_ir::Op::Lu`]) on each matrix of a batch, in one
+//! [`kiln_ir::Op::TriangularSolve`], [`kiln_ir::Op::Lu`]) on each matrix of a batch (and, in
+//! the submodules, `geqrf`, `householder_product` and `eigh`), in one
 //! documented order:
 //! every sum runs over increasing `k`, one multiply and one subtract per term, never fused,
 //! and each unknown is that sum divided by its diagonal element (`docs/ir.md`). XLA's own
@@ -7,18 +8,36 @@
 //! not bit for bit.
 
 use kiln_ir::{Buffer, Tensor, TriangularSolve};
-use std::ops::{Div, Mul, Sub};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+mod eigh;
+mod householder;
+
+pub use eigh::eigh;
+pub use householder::{geqrf, householder_product};
 
 /// The float types the ops take.
-trait Real: Copy + PartialOrd + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> {
+trait Real:
+    Copy
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
     const ZERO: Self;
     const ONE: Self;
     const NAN: Self;
+    const MAX: Self;
     /// The smallest positive normal value: LAPACK's `sfmin` (`1 / sfmin` is finite).
     const MIN_NORMAL: Self;
+    /// Half the machine epsilon: LAPACK's `lamch('E')`, the unit roundoff.
+    const HALF_EPSILON: Self;
     fn sqrt(self) -> Self;
     fn is_nan(self) -> bool;
     fn abs(self) -> Self;
+    fn copysign(self, sign: Self) -> Self;
 }
 
 macro_rules! impl_real {
@@ -27,7 +46,12 @@ macro_rules! impl_real {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAN: Self = <$t>::NAN;
+            const MAX: Self = <$t>::MAX;
             const MIN_NORMAL: Self = <$t>::MIN_POSITIVE;
+            const HALF_EPSILON: Self = <$t>::EPSILON / 2.0;
+            fn copysign(self, sign: Self) -> Self {
+                <$t>::copysign(self, sign)
+            }
             fn abs(self) -> Self {
                 <$t>::abs(self)
             }

@@ -1,7 +1,8 @@
 //! Matrix factorizations and solves: XLA's `Cholesky` and `TriangularSolve`, which
 //! TensorFlow's `tf.linalg.cholesky`, `triangular_solve` and `cholesky_solve` (and
 //! TensorFlow Probability's Gaussian processes on them) lower to, and LAPACK's `getrf`
-//! (`lu`), which JAX's CPU `jnp.linalg` calls. Their attributes and typing
+//! (`lu`), `geqrf` and `orgqr` (`geqrf`, `householder_product`) and `syevd` (`eigh`), which
+//! JAX's CPU `jnp.linalg` calls. Their attributes and typing
 //! rules ([`crate::typecheck::infer`] dispatches here); the interpreter runs them
 //! (`kiln_interp::linalg`), the compiled backends do not (category
 //! [`crate::OpCategory::Linalg`]).
@@ -60,6 +61,69 @@ pub fn lu(a: &TensorType, output: usize) -> Result<TensorType, String> {
         _ => Err(format!(
             "lu has outputs 0 (the factors), 1 (the pivots) and 2 (info), not {output}"
         )),
+    }
+}
+
+/// `geqrf %a, output=j`: `a` is `[..., m, n]` of `f32` or `f64`; the result is `a`'s type
+/// (`output` 0, the Householder vectors below the diagonal and `R` on and above it) or
+/// the scalar factors `tau`, `[..., min(m, n)]` of `a`'s dtype (1).
+pub fn geqrf(a: &TensorType, output: usize) -> Result<TensorType, String> {
+    let (batch, m, n) = matrices("geqrf's operand", a)?;
+    match output {
+        0 => Ok(a.clone()),
+        1 => Ok(TensorType::new(a.dtype, [batch, &[m.min(n)]].concat())),
+        _ => Err(format!(
+            "geqrf has outputs 0 (the reflectors and R) and 1 (tau), not {output}"
+        )),
+    }
+}
+
+/// `householder_product %a, %tau`: `a` is `[..., m, n]` with `m ≥ n`, `tau` `[..., k]`
+/// with `k ≤ n`, the same batch dimensions and dtype (`f32` or `f64`); the result has
+/// `a`'s type.
+pub fn householder_product(a: &TensorType, tau: &TensorType) -> Result<TensorType, String> {
+    let (batch, m, n) = matrices("householder_product's a", a)?;
+    if m < n {
+        return Err(format!(
+            "householder_product's a must have at least as many rows as columns, got {a}"
+        ));
+    }
+    let ok = tau.dtype == a.dtype
+        && tau.rank() == a.rank() - 1
+        && tau.shape[..batch.len()] == *batch
+        && tau.shape[batch.len()] <= n;
+    if !ok {
+        return Err(format!(
+            "householder_product's tau must be [..., k] with a's batch dimensions and dtype \
+             and k <= {n}, got a {a} and tau {tau}"
+        ));
+    }
+    Ok(a.clone())
+}
+
+/// `eigh %a, lower=…, output=j`: `a` is `[..., n, n]` of `f32` or `f64`; the result is
+/// `a`'s type (`output` 0, the eigenvectors as columns) or the eigenvalues `[..., n]` (1).
+pub fn eigh(a: &TensorType, output: usize) -> Result<TensorType, String> {
+    let n = square("eigh's operand", a)?;
+    let batch = &a.shape[..a.rank() - 2];
+    match output {
+        0 => Ok(a.clone()),
+        1 => Ok(TensorType::new(a.dtype, [batch, &[n]].concat())),
+        _ => Err(format!(
+            "eigh has outputs 0 (the eigenvectors) and 1 (the eigenvalues), not {output}"
+        )),
+    }
+}
+
+/// The batch dimensions and the matrix size `m × n` of a matrix operand `a`
+/// (`[..., m, n]`, a float type of 32 or 64 bits).
+fn matrices<'a>(what: &str, a: &'a TensorType) -> Result<(&'a [usize], usize, usize), String> {
+    if !matches!(a.dtype, DType::F32 | DType::F64) {
+        return Err(format!("{what} must be f32 or f64, got {a}"));
+    }
+    match a.shape.as_slice() {
+        [batch @ .., m, n] => Ok((batch, *m, *n)),
+        _ => Err(format!("{what} must be matrices [..., m, n], got {a}")),
     }
 }
 

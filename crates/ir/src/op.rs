@@ -590,6 +590,30 @@ pub enum Op {
         /// Which result: 0 the factors, 1 the pivots, 2 `info`.
         output: usize,
     },
+    /// `geqrf %a, output=j : T`: LAPACK's `geqrf` of each matrix `a[..., :, :]` (`m × n`),
+    /// the QR factorization as Householder reflectors that `jnp.linalg.qr` starts from
+    /// (`crate::linalg`). `output` 0: `R` on and above the diagonal and the reflectors'
+    /// vectors below it (their leading 1 not stored), `a`'s type; 1: the reflectors'
+    /// scalar factors `tau`, `[..., min(m, n)]`.
+    Geqrf {
+        /// Which result: 0 the packed factors, 1 `tau`.
+        output: usize,
+    },
+    /// `householder_product %a, %tau : T`: LAPACK's `orgqr`, the first `n` columns of the
+    /// product `H(0) H(1) … H(k-1)` of the reflectors `H(i) = I - tau[i] v(i) v(i)ᵀ`, `v(i)`
+    /// read from column `i` of `a` below the diagonal (`m × n`, `m ≥ n ≥ k`): `Q` of
+    /// `jnp.linalg.qr` (`crate::linalg`).
+    HouseholderProduct,
+    /// `eigh %a, lower=true|false, output=j : T`: the eigendecomposition of each symmetric
+    /// matrix `a[..., :, :]` read from its lower (or upper) triangle, as LAPACK's `syevd`
+    /// that `jnp.linalg.eigh` calls: `output` 0 the eigenvectors as columns, `a`'s type;
+    /// 1 the eigenvalues in ascending order, `[..., n]` (`crate::linalg`).
+    Eigh {
+        /// Which triangle is read.
+        lower: bool,
+        /// Which result: 0 the eigenvectors, 1 the eigenvalues.
+        output: usize,
+    },
 }
 
 /// The region of a `cluster` instruction.

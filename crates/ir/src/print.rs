@@ -205,7 +205,8 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         }
         Op::Reverse { dims } => vec![format!("dims={}", list(dims))],
         Op::Cholesky { lower } => vec![format!("lower={lower}")],
-        Op::Lu { output } => vec![format!("output={output}")],
+        Op::Lu { output } | Op::Geqrf { output } => vec![format!("output={output}")],
+        Op::Eigh { lower, output } => vec![format!("lower={lower}"), format!("output={output}")],
         Op::TriangularSolve(o) => vec![
             format!("left_side={}", o.left_side),
             format!("lower={}", o.lower),
@@ -255,7 +256,8 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         | Op::Cluster(_)
         | Op::DynamicUpdateSlice
         | Op::While(_)
-        | Op::Conditional(_) => Vec::new(),
+        | Op::Conditional(_)
+        | Op::HouseholderProduct => Vec::new(),
     }
 }
 

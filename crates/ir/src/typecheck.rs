@@ -88,6 +88,9 @@ pub fn infer(
         Op::ArgReduce { axes, output, .. } => crate::sorting::arg_reduce(args, axes, *output)?,
         Op::Cholesky { .. } => crate::linalg::cholesky(args[0])?,
         Op::Lu { output } => crate::linalg::lu(args[0], *output)?,
+        Op::Geqrf { output } => crate::linalg::geqrf(args[0], *output)?,
+        Op::HouseholderProduct => crate::linalg::householder_product(args[0], args[1])?,
+        Op::Eigh { output, .. } => crate::linalg::eigh(args[0], *output)?,
         Op::TriangularSolve(o) => crate::linalg::triangular_solve(o, args[0], args[1])?,
         Op::Convert => {
             let ty = need_declared()?;

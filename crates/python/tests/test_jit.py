@@ -161,10 +161,10 @@ def test_stats_and_as_kir():
 
 
 def test_unsupported_op_names_itself():
-    # jnp.linalg.qr calls LAPACK's geqrf through a custom-call, which Kiln does not run.
-    f = kiln.jit(lambda x: jnp.linalg.qr(x + 4 * jnp.eye(3))[1])
+    # jnp.linalg.svd calls LAPACK's gesdd through a custom-call, which Kiln does not run.
+    f = kiln.jit(lambda x: jnp.linalg.svd(x + 4 * jnp.eye(3), compute_uv=False))
     with pytest.raises(kiln.UnsupportedError,
-                       match=r"unsupported HLO op 'custom-call' \(target \"lapack_sgeqrf_ffi\"\) at <<lambda>>:\d+:\d+"):
+                       match=r"unsupported HLO op 'custom-call' \(target \"lapack_sgesdd_ffi\"\) at <<lambda>>:\d+:\d+"):
         f(np.ones((3, 3), dtype=np.float32))
     # fft converts to complex first: the dtype is what Kiln lacks, and is named.
     with pytest.raises(kiln.UnsupportedError, match="unsupported dtype 'c64'"):
@@ -182,6 +182,20 @@ def test_linalg_through_lapack_calls_matches_jax():
     b = rng.standard_normal((4, 2)).astype(np.float32)
     for got, want in zip(kiln.jit(f)(a, b), jax.jit(f)(a, b)):
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_qr_and_eigh_match_jax():
+    # geqrf and orgqr (Q and R as LAPACK signs them), syevd (eigenvalues, and the
+    # eigenvectors through what does not depend on their signs).
+    def f(a, s):
+        q, r = jnp.linalg.qr(a)
+        w, v = jnp.linalg.eigh(s @ s.T)
+        return q, r, w, jnp.abs(v), (v * w) @ v.T
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((5, 3)).astype(np.float32)
+    s = rng.standard_normal((4, 4)).astype(np.float32)
+    for got, want in zip(kiln.jit(f)(a, s), jax.jit(f)(a, s)):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
 def test_top_k_matches_jax():

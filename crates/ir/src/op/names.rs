@@ -40,6 +40,9 @@ impl Op {
             Op::SelectAndScatter { .. } => "select_and_scatter",
             Op::Cholesky { .. } => "cholesky",
             Op::Lu { .. } => "lu",
+            Op::Geqrf { .. } => "geqrf",
+            Op::HouseholderProduct => "householder_product",
+            Op::Eigh { .. } => "eigh",
             Op::TriangularSolve(_) => "triangular_solve",
         }
     }
@@ -77,7 +80,12 @@ impl Op {
                 OpCategory::Window
             }
             Op::While(_) | Op::Conditional(_) => OpCategory::Control,
-            Op::Cholesky { .. } | Op::TriangularSolve(_) | Op::Lu { .. } => OpCategory::Linalg,
+            Op::Cholesky { .. }
+            | Op::TriangularSolve(_)
+            | Op::Lu { .. }
+            | Op::Geqrf { .. }
+            | Op::HouseholderProduct
+            | Op::Eigh { .. } => OpCategory::Linalg,
         }
     }
 
@@ -98,7 +106,9 @@ impl Op {
             | Op::Reverse { .. }
             | Op::BitcastConvert
             | Op::Cholesky { .. }
-            | Op::Lu { .. } => Some(1),
+            | Op::Lu { .. }
+            | Op::Geqrf { .. }
+            | Op::Eigh { .. } => Some(1),
             Op::Binary(_)
             | Op::Compare(_)
             | Op::CompareTotalOrder(_)
@@ -108,7 +118,8 @@ impl Op {
             | Op::Gather(_)
             | Op::Convolution(_)
             | Op::ReduceWindow { .. }
-            | Op::TriangularSolve(_) => Some(2),
+            | Op::TriangularSolve(_)
+            | Op::HouseholderProduct => Some(2),
             Op::Select | Op::Scatter { .. } | Op::SelectAndScatter { .. } => Some(3),
             Op::ArgReduce { .. } => Some(4),
             Op::Concat { .. }
@@ -153,6 +164,9 @@ pub fn all_op_names() -> Vec<&'static str> {
         "cholesky",
         "triangular_solve",
         "lu",
+        "geqrf",
+        "householder_product",
+        "eigh",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

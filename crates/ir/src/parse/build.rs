@@ -155,6 +155,14 @@ pub(super) fn build_op(
             "lu" => Op::Lu {
                 output: a.int("output")?,
             },
+            "geqrf" => Op::Geqrf {
+                output: a.int("output")?,
+            },
+            "householder_product" => Op::HouseholderProduct,
+            "eigh" => Op::Eigh {
+                lower: a.flag("lower")?,
+                output: a.int("output")?,
+            },
             "triangular_solve" => Op::TriangularSolve(crate::TriangularSolve {
                 left_side: a.flag("left_side")?,
                 lower: a.flag("lower")?,

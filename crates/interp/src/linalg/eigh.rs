@@ -1,0 +1,262 @@
+//! `eigh` ([`kiln_ir::Op::Eigh`]): the eigendecomposition of symmetric matrices by cyclic
+//! Jacobi rotations in `f64` (`docs/ir.md`, "Matrix factorizations").
+//!
+//! LAPACK's `syevd`, which JAX calls, reduces to a tridiagonal matrix and divides and
+//! conquers; the eigenvalues agree with it to rounding (Jacobi's are at least as
+//! accurate), and each eigenvector to rounding up to its sign, which neither promises:
+//! Kiln's has its largest component positive. Where eigenvalues repeat, any orthonormal
+//! basis of their space is an answer and the two may return different ones.
+
+use kiln_ir::{Buffer, Tensor};
+
+/// More sweeps than any matrix needs: each sweep squares the off-diagonal part's
+/// relative size once it is small, so a few suffice; the bound only guarantees an end.
+const MAX_SWEEPS: usize = 64;
+
+/// `eigh`'s result `output`: per `n × n` matrix (batch dimensions first) read from its
+/// lower (or upper) triangle, the eigenvectors as columns (`output` 0) or the eigenvalues
+/// in ascending order (1), each vector's largest component positive (the first of equal
+/// magnitude). A matrix with a NaN or an infinity is NaN in both.
+pub fn eigh(a: &Tensor, lower: bool, output: usize) -> Result<Buffer, String> {
+    let n = match a.shape() {
+        [.., m, n] if m == n => *n,
+        _ => {
+            return Err(format!(
+                "eigh of {}: square matrices [..., n, n] only",
+                a.ty()
+            ))
+        }
+    };
+    let x: Vec<f64> = match a.data() {
+        Buffer::F32(x) => x.iter().map(|&v| f64::from(v)).collect(),
+        Buffer::F64(x) => x.to_vec(),
+        _ => return Err(format!("eigh of {}: f32 or f64 only", a.ty())),
+    };
+    let mut vectors = vec![0.0; x.len()];
+    let batch = if n == 0 { 0 } else { x.len() / (n * n) };
+    let mut values = vec![0.0; batch * n];
+    for b in 0..batch {
+        let (w, v) = one(&x[b * n * n..(b + 1) * n * n], n, lower);
+        values[b * n..(b + 1) * n].copy_from_slice(&w);
+        vectors[b * n * n..(b + 1) * n * n].copy_from_slice(&v);
+    }
+    let out = if output == 0 { vectors } else { values };
+    Ok(match a.data() {
+        Buffer::F32(_) => Buffer::F32(out.iter().map(|&v| v as f32).collect::<Vec<_>>().into()),
+        _ => Buffer::F64(out.into()),
+    })
+}
+
+/// The eigenvalues (ascending) and eigenvectors (columns, row-major) of one matrix.
+fn one(x: &[f64], n: usize, lower: bool) -> (Vec<f64>, Vec<f64>) {
+    let read = |i: usize, j: usize| {
+        let (r, c) = if (i >= j) == lower { (i, j) } else { (j, i) };
+        x[r * n + c]
+    };
+    let mut a: Vec<f64> = (0..n * n).map(|e| read(e / n, e % n)).collect();
+    if a.iter().any(|v| !v.is_finite()) {
+        return (vec![f64::NAN; n], vec![f64::NAN; n * n]);
+    }
+    // Scaled by a power of two (exactly) so that the largest magnitude is in [0.5, 1):
+    // no square or difference below overflows or loses its value to underflow.
+    let largest = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let e = if largest > 0.0 {
+        largest.log2().floor() as i32 + 1
+    } else {
+        0
+    };
+    scale(&mut a, -e);
+    let mut v: Vec<f64> = (0..n * n)
+        .map(|e| if e / n == e % n { 1.0 } else { 0.0 })
+        .collect();
+    for _ in 0..MAX_SWEEPS {
+        if !sweep(&mut a, &mut v, n) {
+            break;
+        }
+    }
+    let mut w: Vec<f64> = (0..n).map(|i| a[i * n + i]).collect();
+    scale(&mut w, e);
+    // Ascending eigenvalues, ties in the order Jacobi left them.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| w[i].total_cmp(&w[j]));
+    let values = order.iter().map(|&i| w[i]).collect();
+    let mut vectors = vec![0.0; n * n];
+    for (c, &src) in order.iter().enumerate() {
+        let mut big = 0;
+        for r in 1..n {
+            if v[r * n + src].abs() > v[big * n + src].abs() {
+                big = r;
+            }
+        }
+        let sign = if v[big * n + src] < 0.0 { -1.0 } else { 1.0 };
+        for r in 0..n {
+            vectors[r * n + c] = sign * v[r * n + src];
+        }
+    }
+    (values, vectors)
+}
+
+/// One cyclic sweep over the pairs `p < q` in row order: each off-diagonal element that
+/// is not negligible (above half an ulp of the geometric mean of its two diagonal
+/// elements, and above the smallest normal) is zeroed by a rotation (Rutishauser's
+/// formulas); `v` accumulates the rotations. Returns whether any rotation ran.
+fn sweep(a: &mut [f64], v: &mut [f64], n: usize) -> bool {
+    let mut rotated = false;
+    for p in 0..n {
+        for q in p + 1..n {
+            let apq = a[p * n + q];
+            let (app, aqq) = (a[p * n + p], a[q * n + q]);
+            let negligible = (f64::EPSILON / 2.0) * app.abs().sqrt() * aqq.abs().sqrt();
+            if apq.abs() <= negligible.max(f64::MIN_POSITIVE) {
+                a[p * n + q] = 0.0;
+                a[q * n + p] = 0.0;
+                continue;
+            }
+            rotated = true;
+            let theta = (aqq - app) / (2.0 * apq);
+            let t = if theta.abs() > 1e150 {
+                0.5 / theta
+            } else {
+                let t = 1.0 / (theta.abs() + (theta * theta + 1.0).sqrt());
+                if theta < 0.0 {
+                    -t
+                } else {
+                    t
+                }
+            };
+            let c = 1.0 / (t * t + 1.0).sqrt();
+            let s = t * c;
+            for k in 0..n {
+                if k != p && k != q {
+                    let (akp, akq) = (a[k * n + p], a[k * n + q]);
+                    let (np, nq) = (c * akp - s * akq, s * akp + c * akq);
+                    a[k * n + p] = np;
+                    a[p * n + k] = np;
+                    a[k * n + q] = nq;
+                    a[q * n + k] = nq;
+                }
+            }
+            a[p * n + p] = app - t * apq;
+            a[q * n + q] = aqq + t * apq;
+            a[p * n + q] = 0.0;
+            a[q * n + p] = 0.0;
+            for k in 0..n {
+                let (vkp, vkq) = (v[k * n + p], v[k * n + q]);
+                v[k * n + p] = c * vkp - s * vkq;
+                v[k * n + q] = s * vkp + c * vkq;
+            }
+        }
+    }
+    rotated
+}
+
+/// Multiplies by `2^e` exactly (in two steps, so that the factors stay normal).
+fn scale(x: &mut [f64], e: i32) {
+    let (h1, h2) = (e / 2, e - e / 2);
+    let (f1, f2) = (2f64.powi(h1), 2f64.powi(h2));
+    for v in x {
+        *v = *v * f1 * f2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
+        Tensor::new(shape.to_vec(), Buffer::F64(v.to_vec().into())).unwrap()
+    }
+
+    fn values(b: &Buffer) -> Vec<f64> {
+        match b {
+            Buffer::F64(x) => x.to_vec(),
+            Buffer::F32(x) => x.iter().map(|&v| v as f64).collect(),
+            _ => panic!("float"),
+        }
+    }
+
+    /// `[[2, 1], [1, 2]]`: eigenvalues 1 and 3 with `(1, -1)/√2` and `(1, 1)/√2`, signed
+    /// so the largest component is positive (the first of the tie); the triangle not read
+    /// is ignored.
+    #[test]
+    fn a_two_by_two() {
+        let a = f64s(&[2, 2], &[2.0, 99.0, 1.0, 2.0]);
+        let w = values(&eigh(&a, true, 1).unwrap());
+        let v = values(&eigh(&a, true, 0).unwrap());
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        assert!(
+            (w[0] - 1.0).abs() < 1e-15 && (w[1] - 3.0).abs() < 1e-15,
+            "{w:?}"
+        );
+        let want = [h, h, -h, h];
+        assert!(
+            v.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-15),
+            "{v:?}"
+        );
+        let upper = f64s(&[2, 2], &[2.0, 1.0, 99.0, 2.0]);
+        assert_eq!(values(&eigh(&upper, false, 0).unwrap()), v);
+    }
+
+    /// Random symmetric matrices of several sizes and scales, a batch, and a singular
+    /// one: `A v = w v` for every pair, `V` orthogonal, eigenvalues ascending.
+    #[test]
+    fn vectors_diagonalize_their_matrix() {
+        let mut s = 0x2545_f491u32;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s >> 8) as f64 / (1u32 << 24) as f64 - 0.5
+        };
+        for (batch, n, mag) in [(1, 1, 1.0), (2, 3, 1.0), (1, 7, 1e200), (1, 12, 1e-200)] {
+            let mut x = vec![0.0; batch * n * n];
+            for b in 0..batch {
+                for i in 0..n {
+                    for j in 0..=i {
+                        let r = next() * mag;
+                        x[b * n * n + i * n + j] = r;
+                        x[b * n * n + j * n + i] = r;
+                    }
+                }
+            }
+            let a = f64s(&[batch, n, n], &x);
+            let w = values(&eigh(&a, true, 1).unwrap());
+            let v = values(&eigh(&a, true, 0).unwrap());
+            for b in 0..batch {
+                let (xb, vb, wb) = (&x[b * n * n..], &v[b * n * n..], &w[b * n..]);
+                for c in 0..n {
+                    assert!(c == 0 || wb[c - 1] <= wb[c], "{wb:?}");
+                    for r in 0..n {
+                        let av: f64 = (0..n).map(|k| xb[r * n + k] * vb[k * n + c]).sum();
+                        let err = (av - wb[c] * vb[r * n + c]).abs();
+                        assert!(err < 1e-13 * mag, "n={n} ({r}, {c}): {err}");
+                        let dot: f64 = (0..n).map(|k| vb[k * n + r] * vb[k * n + c]).sum();
+                        let want = if r == c { 1.0 } else { 0.0 };
+                        assert!((dot - want).abs() < 1e-13, "VᵀV ({r}, {c}) = {dot}");
+                    }
+                }
+            }
+        }
+        // Rank one: eigenvalues 0, 0, 14 for (1, 2, 3)(1, 2, 3)ᵀ.
+        let u = [1.0, 2.0, 3.0];
+        let r1: Vec<f64> = (0..9).map(|e| u[e / 3] * u[e % 3]).collect();
+        let w = values(&eigh(&f64s(&[3, 3], &r1), true, 1).unwrap());
+        assert!(w[0].abs() < 1e-14 && w[1].abs() < 1e-14 && (w[2] - 14.0).abs() < 1e-13);
+    }
+
+    #[test]
+    fn nan_and_bad_operands() {
+        let a = f64s(&[2, 2], &[1.0, 0.0, f64::INFINITY, 1.0]);
+        assert!(values(&eigh(&a, true, 0).unwrap())
+            .iter()
+            .all(|v| v.is_nan()));
+        assert!(values(&eigh(&a, true, 1).unwrap())
+            .iter()
+            .all(|v| v.is_nan()));
+        // The infinity is in the triangle not read.
+        assert_eq!(values(&eigh(&a, false, 1).unwrap()), [1.0, 1.0]);
+        assert!(eigh(&f64s(&[2, 3], &[0.0; 6]), true, 0).is_err());
+        let f32s = Tensor::new(vec![1, 1], Buffer::F32(vec![-2.5].into())).unwrap();
+        assert_eq!(values(&eigh(&f32s, true, 1).unwrap()), [-2.5]);
+    }
+}

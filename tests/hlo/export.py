@@ -292,8 +292,8 @@ def export_jax():
     export("jax_linalg", linalg, normal(10, 2, 5, 5) + 3.0 * jnp.eye(5), normal(11, 2, 5, 3),
            normal(12, 2, 5, 5), normal(13, 2, 4, 6))
 
-    # QR and symmetric eigendecompositions (LAPACK geqrf, orgqr, syevd) as programs use
-    # them. QR follows LAPACK's sign convention, so Q and R compare directly; an
+    # QR, symmetric eigendecompositions and SVDs (LAPACK geqrf, orgqr, syevd, gesdd) as
+    # programs use them. QR follows LAPACK's sign convention, so Q and R compare directly; an
     # eigenvector's sign is the implementation's choice, so the eigenvectors appear
     # through what does not depend on it.
     def decomp(a, w, s):
@@ -308,6 +308,10 @@ def export_jax():
         centred = w - w.mean(axis=0)
         var, pcs = jnp.linalg.eigh(centred.T @ centred / (w.shape[0] - 1))
         top = pcs[:, -2:]
+        # SVD (gesdd): singular values, the vectors through sign-free products, pinv,
+        # lstsq, matrix_rank and the spectral norm.
+        u, sv, vt = jnp.linalg.svd(a, full_matrices=False)
+        uf, _, vtf = jnp.linalg.svd(a)
         return (
             q, r, qc, rc, qw, rw,
             jnp.linalg.qr(a, mode="r"),
@@ -318,6 +322,16 @@ def export_jax():
             jnp.linalg.eigvalsh(spd, UPLO="U"),
             var,
             centred @ top @ top.T,
+            jnp.linalg.svd(a, compute_uv=False),
+            jnp.abs(u),
+            jnp.abs(vt),
+            (u * sv[..., None, :]) @ vt,
+            uf[..., :, :3] * sv[..., None, :] @ vtf,
+            jnp.linalg.pinv(w[:5]),
+            jnp.linalg.lstsq(w[:6], a[0, :, 0].repeat(2)[:6])[0],
+            jnp.linalg.matrix_rank(s),
+            jnp.linalg.norm(w, ord=2),
+            jnp.linalg.svd(jnp.swapaxes(s, -1, -2)[0, :2], compute_uv=False),
         )
 
     export("jax_decomp", decomp, normal(14, 2, 5, 3), normal(15, 16, 3), normal(16, 3, 4, 4))

@@ -81,7 +81,7 @@ const PROGRAMS: &[(&str, f64, &str)] = &[
     (
         "jax_decomp",
         1e-5,
-        "QR (geqrf, orgqr) and eigh (syevd): Q and R as LAPACK signs them, eigenvectors sign-free",
+        "QR, eigh and SVD (geqrf, orgqr, syevd, gesdd): Q and R as LAPACK signs them, vectors sign-free",
     ),
     (
         "keras_mobilenet_v2",

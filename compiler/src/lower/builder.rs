@@ -278,7 +278,8 @@ impl<'a> KernelBuilder<'a> {
             | Op::Lu { .. }
             | Op::Geqrf { .. }
             | Op::HouseholderProduct
-            | Op::Eigh { .. } => {
+            | Op::Eigh { .. }
+            | Op::Svd { .. } => {
                 return unsupported(
                     crate::lower::no_compiled_code(self.f, inst)
                         .unwrap_or_else(|| format!("{}: no compiled code", inst.op.name())),

@@ -13,13 +13,17 @@
 //! - `lapack_{s,d}syevd_ffi(a)`, `mode` `V`/`N`, `uplo` → `(vectors, values, info)`
 //!   (`jnp.linalg.eigh`, `eigvalsh`): Kiln's `eigh`, one per result, and `info` 0 (a
 //!   matrix with a NaN or an infinity is NaN in both results, which is what JAX makes of
-//!   a nonzero `info`).
+//!   a nonzero `info`);
+//! - `lapack_{s,d}gesdd_ffi(a)`, `mode` `A`/`S`/`N` → `(a, s, u, vt, info)`
+//!   (`jnp.linalg.svd`, `pinv`, `lstsq`, `matrix_rank`, `norm(ord=2)`): the operand (which
+//!   LAPACK overwrites and JAX does not read), Kiln's `svd` for the three factors (square
+//!   `U` and `Vᵀ` for `A` and `N`, whose declared shapes are the square ones) and `info` 0.
 //!
 //! The options are LAPACK's characters as numbers in `backend_config={uplo = 76 : ui8, …}`
 //! (`L` 76, `U` 85, `N` 78, `T` 84, `C` 67, `R` 82). Matrices are the logical `[..., m, n]`
 //! of the operand's shape (the call's column-major layout constraint changes where elements
 //! live, not which matrix it is); leading dimensions are the batch. Any other target, the
-//! SVD kernel (`gesdd`) among them, is an unsupported op naming its target.
+//! complex kernels among them, is an unsupported op naming its target.
 
 use crate::ast::Instruction;
 use crate::attrs::AttrValue;
@@ -56,6 +60,7 @@ impl Ctx<'_> {
             "lapack_sgeqrf_ffi" | "lapack_dgeqrf_ffi" => 3,
             "lapack_sorgqr_ffi" | "lapack_dorgqr_ffi" => 4,
             "lapack_ssyevd_ffi" | "lapack_dsyevd_ffi" => 5,
+            "lapack_sgesdd_ffi" | "lapack_dgesdd_ffi" => 6,
             _ => {
                 let detail = format!(" (target \"{}\")", target.escape_debug());
                 return Err(unsupported_op(inst, &detail));
@@ -85,7 +90,8 @@ impl Ctx<'_> {
             2 => self.trsm(inst, args),
             3 => self.geqrf(inst, args),
             4 => self.orgqr(inst, args),
-            _ => self.syevd(inst, args),
+            5 => self.syevd(inst, args),
+            _ => self.gesdd(inst, args),
         }
     }
 
@@ -286,6 +292,26 @@ impl Ctx<'_> {
             let rty = kiln_ir::linalg::eigh(&ty, output).expect("checked above");
             let name = output.to_string();
             let op = Op::Eigh { lower, output };
+            outs.push(Tree::Leaf(self.emit_tmp(inst, &name, op, vec![a], rty)));
+        }
+        let info_ty = TensorType::new(DType::I32, ty.shape[..ty.rank() - 2].to_vec());
+        outs.push(Tree::Leaf(self.scalar(inst, Scalar::I32(0), &info_ty)));
+        self.check_tree(inst, Tree::Tuple(outs))
+    }
+
+    /// `gesdd`: `(a, svd output=0, svd output=1, svd output=2, 0)`.
+    fn gesdd(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
+        let a = self.leaf(inst, args, 0)?;
+        let ty = self.matrix_type(inst, a, |t| kiln_ir::linalg::svd(t, true, 0))?;
+        let full_matrices = self.lapack_option(inst, "mode", b"ASN")? != b'S';
+        let mut outs = vec![Tree::Leaf(a)];
+        for output in 0..3 {
+            let rty = kiln_ir::linalg::svd(&ty, full_matrices, output).expect("checked above");
+            let name = output.to_string();
+            let op = Op::Svd {
+                full_matrices,
+                output,
+            };
             outs.push(Tree::Leaf(self.emit_tmp(inst, &name, op, vec![a], rty)));
         }
         let info_ty = TensorType::new(DType::I32, ty.shape[..ty.rank() - 2].to_vec());

@@ -1,7 +1,7 @@
 //! JAX's LAPACK custom calls on the CPU (`lapack_sgetrf_ffi`, `lapack_spotrf_ffi`,
-//! `lapack_strsm_ffi`, `lapack_sgeqrf_ffi`, `lapack_sorgqr_ffi`, `lapack_ssyevd_ffi`) import
-//! as Kiln's `lu`, `cholesky`, `triangular_solve`, `geqrf`, `householder_product` and
-//! `eigh` with the options their `backend_config` spells, and run on the interpreter to
+//! `lapack_strsm_ffi`, `lapack_sgeqrf_ffi`, `lapack_sorgqr_ffi`, `lapack_ssyevd_ffi`,
+//! `lapack_sgesdd_ffi`) import as Kiln's `lu`, `cholesky`, `triangular_solve`, `geqrf`,
+//! `householder_product`, `eigh` and `svd` with the options their `backend_config` spells, and run on the interpreter to
 //! LAPACK's results; kernels Kiln has no op for, and options it does not know, are errors
 //! that name them. (`tests/hlo/corpus/jax_linalg` and `jax_decomp` check whole
 //! `jnp.linalg` programs against JAX.)
@@ -103,8 +103,8 @@ fn other_kernels_and_unknown_options_are_named() {
     let cases: &[(&str, &str, &str)] = &[
         (
             "custom_call_target=\"lapack_spotrf_ffi\"",
-            "custom_call_target=\"lapack_sgesdd_ffi\"",
-            "unsupported HLO op 'custom-call' (target \"lapack_sgesdd_ffi\")",
+            "custom_call_target=\"lapack_sgehrd_ffi\"",
+            "unsupported HLO op 'custom-call' (target \"lapack_sgehrd_ffi\")",
         ),
         (
             "backend_config={uplo = 85 : ui8}",
@@ -141,9 +141,11 @@ fn other_kernels_and_unknown_options_are_named() {
 /// `a = [[3, 1], [4, 2], [0, 0]]`: the first reflector takes `(3, 4, 0)` to `(-5, 0, 0)`
 /// (`tau = 1.6`, `v = (1, 0.5, 0)`), the second column becomes `(-2.2, 0.4, 0)` and needs no
 /// reflector (`tau = 0`); `Q` is `H(0)`'s first two columns. The symmetric matrix is read
-/// from its upper triangle (`uplo = U`): `[[2, 1], [1, 2]]`, eigenvalues 1 and 3.
+/// from its upper triangle (`uplo = U`): `[[2, 1], [1, 2]]`, eigenvalues 1 and 3. The SVD
+/// of `a` (`mode = S`): `aᵀa = [[25, 11], [11, 5]]`, so `s² = 15 ± √221`, and
+/// `U diag(s) Vᵀ = a`.
 #[test]
-fn qr_and_eigh_calls_run_as_kiln_ops() {
+fn qr_eigh_and_svd_calls_run_as_kiln_ops() {
     let module = kiln_hlo::import(QR_EIGH, "qr_eigh.hlo").unwrap_or_else(|e| panic!("{e}"));
     let f = module.entry().unwrap();
     let ops: Vec<&Op> = f.insts.iter().map(|i| &i.op).collect();
@@ -164,15 +166,49 @@ fn qr_and_eigh_calls_run_as_kiln_ops() {
     close(&out[3], &[h, h, -h, h], "eigenvectors");
     close(&out[4], &[1.0, 3.0], "eigenvalues");
     assert_eq!(ints(&out[5]), [0]);
+    let svd = Op::Svd {
+        full_matrices: false,
+        output: 2,
+    };
+    assert!(ops.contains(&&svd));
+    let r = 221f32.sqrt();
+    close(
+        &out[6],
+        &[(15.0 + r).sqrt(), (15.0 - r).sqrt()],
+        "singular values",
+    );
+    let (s, u, vt) = (
+        out[6].as_f32().unwrap(),
+        out[7].as_f32().unwrap(),
+        out[8].as_f32().unwrap(),
+    );
+    let back: Vec<f32> = (0..6)
+        .map(|e| {
+            (0..2)
+                .map(|l| u[(e / 2) * 2 + l] * s[l] * vt[l * 2 + e % 2])
+                .sum()
+        })
+        .collect();
+    close(
+        &f32s(&[3, 2], &back),
+        &[3.0, 1.0, 4.0, 2.0, 0.0, 0.0],
+        "U diag(s) Vᵀ",
+    );
+    assert_eq!(ints(&out[9]), [0]);
 }
 
 #[test]
-fn qr_and_eigh_errors_are_named() {
+fn qr_eigh_and_svd_errors_are_named() {
     let cases: &[(&str, &str, &str)] = &[
         (
             "backend_config={mode = 86 : ui8, uplo = 85 : ui8}",
             "backend_config={mode = 7 : ui8, uplo = 85 : ui8}",
             "%eig needs backend_config {mode = N : ui8} with N one of 86 ('V'), 78 ('N')",
+        ),
+        (
+            "backend_config={mode = 83 : ui8}",
+            "backend_config={mode = 86 : ui8}",
+            "%svd needs backend_config {mode = N : ui8} with N one of 65 ('A'), 83 ('S'), 78 ('N')",
         ),
         (
             "custom-call(packed, tau)",

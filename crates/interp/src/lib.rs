@@ -250,7 +250,8 @@ fn runs_inline(op: &Op, args: &[&Tensor], result: &TensorType) -> bool {
         | Op::Lu { .. }
         | Op::Geqrf { .. }
         | Op::HouseholderProduct
-        | Op::Eigh { .. } => true,
+        | Op::Eigh { .. }
+        | Op::Svd { .. } => true,
         Op::Random { .. } => result.num_elements() <= 4096,
         Op::Convolution(_) | Op::DotGeneral(_) => {
             !contraction_is_parallel(op, args[0].shape(), args[1].data().len(), result)
@@ -318,6 +319,10 @@ fn eval_checked(op: &Op, args: &[&Tensor], result: &TensorType) -> Result<kiln_i
         Op::Geqrf { output } => linalg::geqrf(args[0], *output)?,
         Op::HouseholderProduct => linalg::householder_product(args[0], args[1])?,
         Op::Eigh { lower, output } => linalg::eigh(args[0], *lower, *output)?,
+        Op::Svd {
+            full_matrices,
+            output,
+        } => linalg::svd(args[0], *full_matrices, *output)?,
         Op::TriangularSolve(o) => linalg::triangular_solve(args[0], args[1], o)?,
         Op::Select => elementwise::select(data(0), data(1), data(2))?,
         Op::Convert => convert::convert(data(0), result.dtype)?,

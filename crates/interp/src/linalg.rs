@@ -12,9 +12,11 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 mod eigh;
 mod householder;
+mod svd;
 
 pub use eigh::eigh;
 pub use householder::{geqrf, householder_product};
+pub use svd::svd;
 
 /// The float types the ops take.
 trait Real:

@@ -1,7 +1,8 @@
 //! Matrix factorizations and solves: XLA's `Cholesky` and `TriangularSolve`, which
 //! TensorFlow's `tf.linalg.cholesky`, `triangular_solve` and `cholesky_solve` (and
 //! TensorFlow Probability's Gaussian processes on them) lower to, and LAPACK's `getrf`
-//! (`lu`), `geqrf` and `orgqr` (`geqrf`, `householder_product`) and `syevd` (`eigh`), which
+//! (`lu`), `geqrf` and `orgqr` (`geqrf`, `householder_product`), `syevd` (`eigh`) and
+//! `gesdd` (`svd`), which
 //! JAX's CPU `jnp.linalg` calls. Their attributes and typing
 //! rules ([`crate::typecheck::infer`] dispatches here); the interpreter runs them
 //! (`kiln_interp::linalg`), the compiled backends do not (category
@@ -113,6 +114,28 @@ pub fn eigh(a: &TensorType, output: usize) -> Result<TensorType, String> {
             "eigh has outputs 0 (the eigenvectors) and 1 (the eigenvalues), not {output}"
         )),
     }
+}
+
+/// `svd %a, full_matrices=…, output=j`: `a` is `[..., m, n]` of `f32` or `f64`, `k =
+/// min(m, n)`; the result is the singular values `[..., k]` (`output` 0), `U`
+/// `[..., m, m]` (`[..., m, k]` without `full_matrices`) (1) or `Vᵀ` `[..., n, n]`
+/// (`[..., k, n]`) (2), all of `a`'s dtype.
+pub fn svd(a: &TensorType, full_matrices: bool, output: usize) -> Result<TensorType, String> {
+    let (batch, m, n) = matrices("svd's operand", a)?;
+    let k = m.min(n);
+    let dims: &[usize] = match (output, full_matrices) {
+        (0, _) => &[k],
+        (1, true) => &[m, m],
+        (1, false) => &[m, k],
+        (2, true) => &[n, n],
+        (2, false) => &[k, n],
+        _ => {
+            return Err(format!(
+                "svd has outputs 0 (the singular values), 1 (U) and 2 (Vᵀ), not {output}"
+            ))
+        }
+    };
+    Ok(TensorType::new(a.dtype, [batch, dims].concat()))
 }
 
 /// The batch dimensions and the matrix size `m × n` of a matrix operand `a`

@@ -614,6 +614,17 @@ pub enum Op {
         /// Which result: 0 the eigenvectors, 1 the eigenvalues.
         output: usize,
     },
+    /// `svd %a, full_matrices=true|false, output=j : T`: the singular value decomposition
+    /// `a = U diag(s) Vᵀ` of each matrix `a[..., :, :]` (`m × n`, `k = min(m, n)`), as
+    /// LAPACK's `gesdd` that `jnp.linalg.svd`, `pinv` and `lstsq` call: `output` 0 the
+    /// singular values in descending order, `[..., k]`; 1 `U`, `[..., m, m]` (`[..., m, k]`
+    /// without `full_matrices`); 2 `Vᵀ`, `[..., n, n]` (`[..., k, n]`) (`crate::linalg`).
+    Svd {
+        /// `U` and `Vᵀ` square (completed to orthonormal bases), or only their `k` vectors.
+        full_matrices: bool,
+        /// Which result: 0 the singular values, 1 `U`, 2 `Vᵀ`.
+        output: usize,
+    },
 }
 
 /// The region of a `cluster` instruction.

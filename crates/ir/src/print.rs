@@ -207,6 +207,13 @@ fn attributes(op: &Op, lit: LiteralFn<'_>) -> Vec<String> {
         Op::Cholesky { lower } => vec![format!("lower={lower}")],
         Op::Lu { output } | Op::Geqrf { output } => vec![format!("output={output}")],
         Op::Eigh { lower, output } => vec![format!("lower={lower}"), format!("output={output}")],
+        Op::Svd {
+            full_matrices,
+            output,
+        } => vec![
+            format!("full_matrices={full_matrices}"),
+            format!("output={output}"),
+        ],
         Op::TriangularSolve(o) => vec![
             format!("left_side={}", o.left_side),
             format!("lower={}", o.lower),

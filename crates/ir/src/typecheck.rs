@@ -91,6 +91,10 @@ pub fn infer(
         Op::Geqrf { output } => crate::linalg::geqrf(args[0], *output)?,
         Op::HouseholderProduct => crate::linalg::householder_product(args[0], args[1])?,
         Op::Eigh { output, .. } => crate::linalg::eigh(args[0], *output)?,
+        Op::Svd {
+            full_matrices,
+            output,
+        } => crate::linalg::svd(args[0], *full_matrices, *output)?,
         Op::TriangularSolve(o) => crate::linalg::triangular_solve(o, args[0], args[1])?,
         Op::Convert => {
             let ty = need_declared()?;

@@ -161,10 +161,11 @@ def test_stats_and_as_kir():
 
 
 def test_unsupported_op_names_itself():
-    # jnp.linalg.svd calls LAPACK's gesdd through a custom-call, which Kiln does not run.
-    f = kiln.jit(lambda x: jnp.linalg.svd(x + 4 * jnp.eye(3), compute_uv=False))
+    # lax.linalg.hessenberg calls LAPACK's gehrd through a custom-call, which Kiln does not
+    # run.
+    f = kiln.jit(lambda x: jax.lax.linalg.hessenberg(x + 4 * jnp.eye(3))[0])
     with pytest.raises(kiln.UnsupportedError,
-                       match=r"unsupported HLO op 'custom-call' \(target \"lapack_sgesdd_ffi\"\) at <<lambda>>:\d+:\d+"):
+                       match=r"unsupported HLO op 'custom-call' \(target \"lapack_sgehrd_ffi\"\) at <<lambda>>:\d+:\d+"):
         f(np.ones((3, 3), dtype=np.float32))
     # fft converts to complex first: the dtype is what Kiln lacks, and is named.
     with pytest.raises(kiln.UnsupportedError, match="unsupported dtype 'c64'"):
@@ -184,13 +185,15 @@ def test_linalg_through_lapack_calls_matches_jax():
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
-def test_qr_and_eigh_match_jax():
-    # geqrf and orgqr (Q and R as LAPACK signs them), syevd (eigenvalues, and the
-    # eigenvectors through what does not depend on their signs).
+def test_qr_eigh_and_svd_match_jax():
+    # geqrf and orgqr (Q and R as LAPACK signs them), syevd and gesdd (eigenvalues and
+    # singular values, and the vectors through what does not depend on their signs).
     def f(a, s):
         q, r = jnp.linalg.qr(a)
         w, v = jnp.linalg.eigh(s @ s.T)
-        return q, r, w, jnp.abs(v), (v * w) @ v.T
+        u, sv, vt = jnp.linalg.svd(a, full_matrices=False)
+        return (q, r, w, jnp.abs(v), (v * w) @ v.T, sv, jnp.abs(u), jnp.abs(vt),
+                jnp.linalg.pinv(a))
     rng = np.random.default_rng(4)
     a = rng.standard_normal((5, 3)).astype(np.float32)
     s = rng.standard_normal((4, 4)).astype(np.float32)

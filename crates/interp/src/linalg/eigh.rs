@@ -59,12 +59,7 @@ fn one(x: &[f64], n: usize, lower: bool) -> (Vec<f64>, Vec<f64>) {
     }
     // Scaled by a power of two (exactly) so that the largest magnitude is in [0.5, 1):
     // no square or difference below overflows or loses its value to underflow.
-    let largest = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let e = if largest > 0.0 {
-        largest.log2().floor() as i32 + 1
-    } else {
-        0
-    };
+    let e = binade(&a);
     scale(&mut a, -e);
     let mut v: Vec<f64> = (0..n * n)
         .map(|e| if e / n == e % n { 1.0 } else { 0.0 })
@@ -82,13 +77,7 @@ fn one(x: &[f64], n: usize, lower: bool) -> (Vec<f64>, Vec<f64>) {
     let values = order.iter().map(|&i| w[i]).collect();
     let mut vectors = vec![0.0; n * n];
     for (c, &src) in order.iter().enumerate() {
-        let mut big = 0;
-        for r in 1..n {
-            if v[r * n + src].abs() > v[big * n + src].abs() {
-                big = r;
-            }
-        }
-        let sign = if v[big * n + src] < 0.0 { -1.0 } else { 1.0 };
+        let sign = sign_of_largest((0..n).map(|r| v[r * n + src]));
         for r in 0..n {
             vectors[r * n + c] = sign * v[r * n + src];
         }
@@ -150,8 +139,34 @@ fn sweep(a: &mut [f64], v: &mut [f64], n: usize) -> bool {
     rotated
 }
 
+/// The sign (±1) of a vector's largest component, the first of equal magnitude: the
+/// vector times it has that component positive.
+pub(super) fn sign_of_largest(x: impl Iterator<Item = f64>) -> f64 {
+    let mut big = 0.0f64;
+    for v in x {
+        if v.abs() > big.abs() {
+            big = v;
+        }
+    }
+    if big < 0.0 {
+        -1.0
+    } else {
+        1.0
+    }
+}
+
+/// The `e` with the largest magnitude of `x` in `[2^(e-1), 2^e)` (0 for zeros).
+pub(super) fn binade(x: &[f64]) -> i32 {
+    let largest = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if largest > 0.0 {
+        largest.log2().floor() as i32 + 1
+    } else {
+        0
+    }
+}
+
 /// Multiplies by `2^e` exactly (in two steps, so that the factors stay normal).
-fn scale(x: &mut [f64], e: i32) {
+pub(super) fn scale(x: &mut [f64], e: i32) {
     let (h1, h2) = (e / 2, e - e / 2);
     let (f1, f2) = (2f64.powi(h1), 2f64.powi(h2));
     for v in x {

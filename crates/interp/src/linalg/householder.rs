@@ -88,7 +88,7 @@ fn dims(a: &Tensor, what: &str) -> Result<(usize, usize, usize), String> {
 /// LAPACK's `geqr2` on one row-major `m × n` matrix in place, `tau` its `min(m, n)`
 /// factors: for each column `i`, the reflector `H(i)` that zeroes the column below the
 /// diagonal ([`larfg`]), applied from the left to the columns right of it ([`larf`]).
-fn geqr2<T: Real>(a: &mut [T], m: usize, n: usize, tau: &mut [T]) {
+pub(super) fn geqr2<T: Real>(a: &mut [T], m: usize, n: usize, tau: &mut [T]) {
     for i in 0..m.min(n) {
         let column: Vec<usize> = (i..m).map(|r| r * n + i).collect();
         tau[i] = larfg(a, &column);
@@ -103,7 +103,7 @@ fn geqr2<T: Real>(a: &mut [T], m: usize, n: usize, tau: &mut [T]) {
 
 /// LAPACK's `org2r` on one row-major `m × n` matrix in place (`m ≥ n ≥ k`): the columns
 /// past `k` start as the identity's, then the reflectors are applied from the last.
-fn org2r<T: Real>(a: &mut [T], m: usize, n: usize, tau: &[T]) {
+pub(super) fn org2r<T: Real>(a: &mut [T], m: usize, n: usize, tau: &[T]) {
     let k = tau.len();
     for j in k..n {
         for l in 0..m {

@@ -43,6 +43,7 @@ impl Op {
             Op::Geqrf { .. } => "geqrf",
             Op::HouseholderProduct => "householder_product",
             Op::Eigh { .. } => "eigh",
+            Op::Svd { .. } => "svd",
             Op::TriangularSolve(_) => "triangular_solve",
         }
     }
@@ -85,7 +86,8 @@ impl Op {
             | Op::Lu { .. }
             | Op::Geqrf { .. }
             | Op::HouseholderProduct
-            | Op::Eigh { .. } => OpCategory::Linalg,
+            | Op::Eigh { .. }
+            | Op::Svd { .. } => OpCategory::Linalg,
         }
     }
 
@@ -108,7 +110,8 @@ impl Op {
             | Op::Cholesky { .. }
             | Op::Lu { .. }
             | Op::Geqrf { .. }
-            | Op::Eigh { .. } => Some(1),
+            | Op::Eigh { .. }
+            | Op::Svd { .. } => Some(1),
             Op::Binary(_)
             | Op::Compare(_)
             | Op::CompareTotalOrder(_)
@@ -167,6 +170,7 @@ pub fn all_op_names() -> Vec<&'static str> {
         "geqrf",
         "householder_product",
         "eigh",
+        "svd",
     ];
     names.extend(UnaryOp::ALL.iter().map(|u| u.name()));
     names.extend(BinaryOp::ALL.iter().map(|b| b.name()));

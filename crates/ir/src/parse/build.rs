@@ -163,6 +163,10 @@ pub(super) fn build_op(
                 lower: a.flag("lower")?,
                 output: a.int("output")?,
             },
+            "svd" => Op::Svd {
+                full_matrices: a.flag("full_matrices")?,
+                output: a.int("output")?,
+            },
             "triangular_solve" => Op::TriangularSolve(crate::TriangularSolve {
                 left_side: a.flag("left_side")?,
                 lower: a.flag("lower")?,

@@ -1,0 +1,325 @@
+//! `svd` ([`kiln_ir::Op::Svd`]): the singular value decomposition by one-sided (Hestenes)
+//! Jacobi rotations in `f64` (`docs/ir.md`, "Matrix factorizations").
+//!
+//! LAPACK's `gesdd`, which JAX calls, bidiagonalizes and divides and conquers; singular
+//! values agree with it to rounding, and each pair of singular vectors to rounding up to
+//! a shared sign, which neither promises: Kiln's `u` has its largest component positive.
+//! Where singular values repeat (zeros included), and for the columns that complete `U`
+//! or `V` to square matrices, any orthonormal basis is an answer.
+
+use super::eigh::{binade, scale, sign_of_largest};
+use kiln_ir::{Buffer, Tensor};
+
+/// A bound that only guarantees an end: each sweep squares the columns' largest
+/// relative inner product once it is small.
+const MAX_SWEEPS: usize = 64;
+
+/// `svd`'s result `output` for each `m × n` matrix of `a` (batch dimensions first):
+/// the singular values in descending order (0), `U` (1) or `Vᵀ` (2), square with
+/// `full_matrices`, else their `min(m, n)` vectors. A matrix with a NaN or an infinity
+/// is NaN in all three.
+pub fn svd(a: &Tensor, full_matrices: bool, output: usize) -> Result<Buffer, String> {
+    let (batch, m, n) = match a.shape() {
+        [batch @ .., m, n] => (batch.iter().product::<usize>(), *m, *n),
+        _ => return Err(format!("svd of {}: matrices [..., m, n] only", a.ty())),
+    };
+    let x: Vec<f64> = match a.data() {
+        Buffer::F32(x) => x.iter().map(|&v| f64::from(v)).collect(),
+        Buffer::F64(x) => x.to_vec(),
+        _ => return Err(format!("svd of {}: f32 or f64 only", a.ty())),
+    };
+    let mut out = Vec::new();
+    for b in 0..batch {
+        let (s, u, vt) = one(&x[b * m * n..(b + 1) * m * n], m, n, full_matrices);
+        out.extend(match output {
+            0 => s,
+            1 => u,
+            _ => vt,
+        });
+    }
+    Ok(match a.data() {
+        Buffer::F32(_) => Buffer::F32(out.iter().map(|&v| v as f32).collect::<Vec<_>>().into()),
+        _ => Buffer::F64(out.into()),
+    })
+}
+
+/// `(s, U, Vᵀ)` of one row-major `m × n` matrix.
+fn one(x: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let (ucols, vrows) = if full { (m, n) } else { (k, k) };
+    if x.iter().any(|v| !v.is_finite()) {
+        let nan = |len| vec![f64::NAN; len];
+        return (nan(k), nan(m * ucols), nan(vrows * n));
+    }
+    // The rotations act on the columns of `g`, `p × q` with `p ≥ q`: `a`, or `aᵀ` when
+    // `a` is wide (then `a = V Σ Uᵀ` in `g`'s terms, and the roles swap below).
+    let wide = m < n;
+    let (p, q) = if wide { (n, m) } else { (m, n) };
+    let mut g: Vec<f64> = (0..p * q)
+        .map(|e| {
+            let (r, c) = (e / q, e % q);
+            if wide {
+                x[c * n + r]
+            } else {
+                x[r * n + c]
+            }
+        })
+        .collect();
+    let e = binade(&g);
+    scale(&mut g, -e);
+    let mut v: Vec<f64> = (0..q * q)
+        .map(|i| if i / q == i % q { 1.0 } else { 0.0 })
+        .collect();
+    for _ in 0..MAX_SWEEPS {
+        if !sweep(&mut g, &mut v, p, q) {
+            break;
+        }
+    }
+    let norms: Vec<f64> = (0..q).map(|c| norm((0..p).map(|r| g[r * q + c]))).collect();
+    let mut order: Vec<usize> = (0..q).collect();
+    order.sort_by(|&i, &j| norms[j].total_cmp(&norms[i]));
+    // `g`'s side: the normalized columns, in order; zero ones completed below.
+    let gcols = if wide { vrows } else { ucols };
+    let mut long: Vec<Option<Vec<f64>>> = vec![None; gcols];
+    for (c, &src) in order.iter().enumerate() {
+        if norms[src] > 0.0 {
+            long[c] = Some((0..p).map(|r| g[r * q + src] / norms[src]).collect());
+        }
+    }
+    let long = complete(long, p);
+    let short: Vec<Vec<f64>> = order
+        .iter()
+        .map(|&src| (0..q).map(|r| v[r * q + src]).collect())
+        .collect();
+    let mut s: Vec<f64> = order.iter().map(|&i| norms[i]).collect();
+    scale(&mut s, e);
+    // Column vectors of U and V.
+    let (mut us, mut vs) = if wide { (short, long) } else { (long, short) };
+    // Each pair signed by `u`'s largest component; completing vectors by their own.
+    for i in 0..k {
+        let sign = sign_of_largest(us[i].iter().copied());
+        us[i]
+            .iter_mut()
+            .chain(vs[i].iter_mut())
+            .for_each(|x| *x *= sign);
+    }
+    for t in us.iter_mut().skip(k).chain(vs.iter_mut().skip(k)) {
+        let sign = sign_of_largest(t.iter().copied());
+        t.iter_mut().for_each(|x| *x *= sign);
+    }
+    let u: Vec<f64> = (0..m * ucols).map(|e| us[e % ucols][e / ucols]).collect();
+    let vt: Vec<f64> = (0..vrows * n).map(|e| vs[e / n][e % n]).collect();
+    (s, u, vt)
+}
+
+/// One cyclic sweep over the column pairs `i < j` of `g` (`p × q`): each pair whose
+/// inner product is not negligible (above `√p` ulps of the product of their norms) is
+/// rotated to orthogonality, `v` accumulating the rotations. Returns whether any ran.
+fn sweep(g: &mut [f64], v: &mut [f64], p: usize, q: usize) -> bool {
+    let tol = (p as f64).sqrt() * f64::EPSILON;
+    let mut rotated = false;
+    for i in 0..q {
+        for j in i + 1..q {
+            let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, 0.0);
+            for r in 0..p {
+                let (gi, gj) = (g[r * q + i], g[r * q + j]);
+                alpha += gi * gi;
+                beta += gj * gj;
+                gamma += gi * gj;
+            }
+            if gamma.abs() <= (tol * alpha.sqrt() * beta.sqrt()).max(f64::MIN_POSITIVE) {
+                continue;
+            }
+            rotated = true;
+            let zeta = (beta - alpha) / (2.0 * gamma);
+            let t = if zeta.abs() > 1e150 {
+                0.5 / zeta
+            } else {
+                let t = 1.0 / (zeta.abs() + (zeta * zeta + 1.0).sqrt());
+                if zeta < 0.0 {
+                    -t
+                } else {
+                    t
+                }
+            };
+            let c = 1.0 / (t * t + 1.0).sqrt();
+            let s = t * c;
+            for (x, rows) in [(&mut *g, p), (&mut *v, q)] {
+                for r in 0..rows {
+                    let (xi, xj) = (x[r * q + i], x[r * q + j]);
+                    x[r * q + i] = c * xi - s * xj;
+                    x[r * q + j] = s * xi + c * xj;
+                }
+            }
+        }
+    }
+    rotated
+}
+
+/// The Euclidean norm, scaled so that no square underflows.
+fn norm(x: impl Iterator<Item = f64> + Clone) -> f64 {
+    let big = x.clone().fold(0.0f64, |m, v| m.max(v.abs()));
+    if big == 0.0 {
+        return 0.0;
+    }
+    big * x.map(|v| (v / big) * (v / big)).sum::<f64>().sqrt()
+}
+
+/// The vectors with the missing ones (`None`) filled in, in order, by an orthonormal
+/// basis of what the present ones leave: the last columns of the complete `Q` of the
+/// present vectors' Householder QR (LAPACK's `geqr2` and `org2r`).
+fn complete(cols: Vec<Option<Vec<f64>>>, p: usize) -> Vec<Vec<f64>> {
+    let present: Vec<&Vec<f64>> = cols.iter().flatten().collect();
+    let c = present.len();
+    if c == cols.len() {
+        return cols.into_iter().flatten().collect();
+    }
+    // The present vectors' reflectors, in the first `c` columns of a `p × p` matrix.
+    let mut f: Vec<f64> = (0..p * c).map(|e| present[e % c][e / c]).collect();
+    let mut tau = vec![0.0; c];
+    super::householder::geqr2(&mut f, p, c, &mut tau);
+    let mut q: Vec<f64> = (0..p * p)
+        .map(|e| {
+            if e % p < c {
+                f[(e / p) * c + e % p]
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    super::householder::org2r(&mut q, p, p, &tau);
+    let mut extra = (c..p).map(|j| (0..p).map(|r| q[r * p + j]).collect::<Vec<f64>>());
+    cols.into_iter()
+        .map(|v| v.unwrap_or_else(|| extra.next().expect("p - c vectors for the missing")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
+        Tensor::new(shape.to_vec(), Buffer::F64(v.to_vec().into())).unwrap()
+    }
+
+    fn values(b: &Buffer) -> Vec<f64> {
+        match b {
+            Buffer::F64(x) => x.to_vec(),
+            Buffer::F32(x) => x.iter().map(|&v| v as f64).collect(),
+            _ => panic!("float"),
+        }
+    }
+
+    /// `[[3, 0], [4, 5]]` has singular values `3√5` and `√5` (`aᵀa = [[25, 20], [20, 25]]`,
+    /// eigenvalues 45 and 5), `v = (1, 1)/√2` and `(1, -1)/√2`; `u` has its largest
+    /// component positive and `v` the same sign.
+    #[test]
+    fn a_two_by_two() {
+        let a = f64s(&[2, 2], &[3.0, 0.0, 4.0, 5.0]);
+        let s = values(&svd(&a, true, 0).unwrap());
+        let r5 = 5f64.sqrt();
+        assert!(
+            (s[0] - 3.0 * r5).abs() < 1e-14 && (s[1] - r5).abs() < 1e-14,
+            "{s:?}"
+        );
+        let u = values(&svd(&a, true, 1).unwrap());
+        let vt = values(&svd(&a, true, 2).unwrap());
+        let h = std::f64::consts::FRAC_1_SQRT_2;
+        // u1 = a v1 / s1 = (3, 9)/(√2 · 3√5) = (1, 3)/√10; u2 = (3, -1)/√10.
+        let t = 10f64.sqrt();
+        let want_u = [1.0 / t, 3.0 / t, 3.0 / t, -1.0 / t];
+        let want_vt = [h, h, h, -h];
+        assert!(
+            u.iter().zip(want_u).all(|(a, b)| (a - b).abs() < 1e-14),
+            "{u:?}"
+        );
+        assert!(
+            vt.iter().zip(want_vt).all(|(a, b)| (a - b).abs() < 1e-14),
+            "{vt:?}"
+        );
+    }
+
+    /// Tall, wide, square, rank-one, tiny and huge matrices, a batch: `U diag(s) Vᵀ` is
+    /// the matrix, `U` and `V` orthonormal (square ones completed), `s` descending and
+    /// nonnegative.
+    #[test]
+    fn factors_reassemble_their_matrix() {
+        let mut st = 0x1b87_3593u32;
+        let mut next = || {
+            st ^= st << 13;
+            st ^= st >> 17;
+            st ^= st << 5;
+            (st >> 8) as f64 / (1u32 << 24) as f64 - 0.5
+        };
+        let cases = [
+            (1, 5, 3, 1.0, false),
+            (2, 3, 6, 1.0, false),
+            (1, 4, 4, 1e250, false),
+            (1, 6, 4, 1e-250, true),
+            (1, 1, 1, 1.0, false),
+            (1, 4, 1, 1.0, true),
+            (1, 2, 5, 1.0, true),
+        ];
+        for (batch, m, n, mag, rank1) in cases {
+            let k = m.min(n);
+            let x: Vec<f64> = if rank1 {
+                let u: Vec<f64> = (0..m).map(|_| next()).collect();
+                let w: Vec<f64> = (0..n).map(|_| next()).collect();
+                (0..batch * m * n)
+                    .map(|e| u[(e / n) % m] * w[e % n] * mag)
+                    .collect()
+            } else {
+                (0..batch * m * n).map(|_| next() * mag).collect()
+            };
+            let a = f64s(&[batch, m, n], &x);
+            for full in [true, false] {
+                let (uc, vr) = if full { (m, n) } else { (k, k) };
+                let s = values(&svd(&a, full, 0).unwrap());
+                let u = values(&svd(&a, full, 1).unwrap());
+                let vt = values(&svd(&a, full, 2).unwrap());
+                for b in 0..batch {
+                    let (sb, ub, vb) = (&s[b * k..], &u[b * m * uc..], &vt[b * vr * n..]);
+                    assert!((1..k).all(|i| sb[i - 1] >= sb[i]) && sb[k - 1] >= 0.0);
+                    for i in 0..m {
+                        for j in 0..n {
+                            let r: f64 =
+                                (0..k).map(|l| ub[i * uc + l] * sb[l] * vb[l * n + j]).sum();
+                            let want = x[b * m * n + i * n + j];
+                            let err = (r - want).abs();
+                            assert!(err < 1e-13 * mag, "{m}x{n} ({i}, {j}): {r} vs {want}");
+                        }
+                    }
+                    let gram = |c1: usize, c2: usize, of_u: bool| -> f64 {
+                        if of_u {
+                            (0..m).map(|r| ub[r * uc + c1] * ub[r * uc + c2]).sum()
+                        } else {
+                            (0..n).map(|r| vb[c1 * n + r] * vb[c2 * n + r]).sum()
+                        }
+                    };
+                    for (cols, of_u) in [(uc, true), (vr, false)] {
+                        for c1 in 0..cols {
+                            for c2 in 0..cols {
+                                let d = gram(c1, c2, of_u);
+                                let want = if c1 == c2 { 1.0 } else { 0.0 };
+                                assert!((d - want).abs() < 1e-13, "{m}x{n} {full}: {d}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nan_and_bad_operands() {
+        let a = f64s(&[2, 2], &[1.0, 0.0, f64::NAN, 1.0]);
+        assert!(values(&svd(&a, true, 1).unwrap())
+            .iter()
+            .all(|v| v.is_nan()));
+        assert!(svd(&f64s(&[3], &[1.0; 3]), true, 0).is_err());
+        // Empty: no singular values, identity U.
+        let e = f64s(&[2, 0], &[]);
+        assert_eq!(values(&svd(&e, true, 1).unwrap()), [1.0, 0.0, 0.0, 1.0]);
+        assert!(values(&svd(&e, true, 0).unwrap()).is_empty());
+    }
+}

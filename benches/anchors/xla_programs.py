@@ -129,11 +129,13 @@ def main():
         return client.compile_and_load(mlir, devices, xla_client.CompileOptions())
 
     compile_text(TRIVIAL)
-    # jaxlib binds its LAPACK kernels (the custom calls of jnp.linalg: getrf, potrf, trsm)
-    # when JAX first lowers one; HLO text that calls them crashes XLA before that.
+    # jaxlib binds its LAPACK kernels (the custom calls of jnp.linalg: getrf, potrf, trsm,
+    # geqrf, orgqr, syevd, gesdd) when JAX first lowers one; HLO text that calls them
+    # crashes XLA before that.
     import jax.numpy as jnp
     eye = jnp.eye(2, dtype=jnp.float32)
-    jax.block_until_ready((jnp.linalg.solve(eye, eye), jnp.linalg.cholesky(eye)))
+    jax.block_until_ready((jnp.linalg.solve(eye, eye), jnp.linalg.cholesky(eye),
+                           jnp.linalg.qr(eye), jnp.linalg.eigh(eye), jnp.linalg.svd(eye)))
     out = []
     for name in sorted(os.listdir(a.dir)):
         folder = os.path.join(a.dir, name)

@@ -140,18 +140,9 @@ impl Ctx<'_> {
     fn getrf(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
         let a = self.leaf(inst, args, 0)?;
         let ty = self.matrix_type(inst, a, |t| kiln_ir::linalg::lu(t, 0))?;
-        let mut outs = Vec::new();
-        for output in 0..3 {
-            let rty = kiln_ir::linalg::lu(&ty, output).expect("checked above");
-            let op = Op::Lu { output };
-            outs.push(Tree::Leaf(self.emit_tmp(
-                inst,
-                &output.to_string(),
-                op,
-                vec![a],
-                rty,
-            )));
-        }
+        let outs = self.each_output(inst, a, 3, |output| {
+            (Op::Lu { output }, kiln_ir::linalg::lu(&ty, output))
+        });
         self.check_tree(inst, Tree::Tuple(outs))
     }
 
@@ -260,13 +251,9 @@ impl Ctx<'_> {
     fn geqrf(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
         let a = self.leaf(inst, args, 0)?;
         let ty = self.matrix_type(inst, a, |t| kiln_ir::linalg::geqrf(t, 0))?;
-        let mut outs = Vec::new();
-        for output in 0..2 {
-            let rty = kiln_ir::linalg::geqrf(&ty, output).expect("checked above");
-            let name = output.to_string();
-            let op = Op::Geqrf { output };
-            outs.push(Tree::Leaf(self.emit_tmp(inst, &name, op, vec![a], rty)));
-        }
+        let outs = self.each_output(inst, a, 2, |output| {
+            (Op::Geqrf { output }, kiln_ir::linalg::geqrf(&ty, output))
+        });
         self.check_tree(inst, Tree::Tuple(outs))
     }
 
@@ -287,13 +274,12 @@ impl Ctx<'_> {
         let ty = self.matrix_type(inst, a, |t| kiln_ir::linalg::eigh(t, 0))?;
         self.lapack_option(inst, "mode", b"VN")?;
         let lower = self.lapack_option(inst, "uplo", b"LU")? == b'L';
-        let mut outs = Vec::new();
-        for output in 0..2 {
-            let rty = kiln_ir::linalg::eigh(&ty, output).expect("checked above");
-            let name = output.to_string();
-            let op = Op::Eigh { lower, output };
-            outs.push(Tree::Leaf(self.emit_tmp(inst, &name, op, vec![a], rty)));
-        }
+        let mut outs = self.each_output(inst, a, 2, |output| {
+            (
+                Op::Eigh { lower, output },
+                kiln_ir::linalg::eigh(&ty, output),
+            )
+        });
         let info_ty = TensorType::new(DType::I32, ty.shape[..ty.rank() - 2].to_vec());
         outs.push(Tree::Leaf(self.scalar(inst, Scalar::I32(0), &info_ty)));
         self.check_tree(inst, Tree::Tuple(outs))
@@ -305,18 +291,34 @@ impl Ctx<'_> {
         let ty = self.matrix_type(inst, a, |t| kiln_ir::linalg::svd(t, true, 0))?;
         let full_matrices = self.lapack_option(inst, "mode", b"ASN")? != b'S';
         let mut outs = vec![Tree::Leaf(a)];
-        for output in 0..3 {
-            let rty = kiln_ir::linalg::svd(&ty, full_matrices, output).expect("checked above");
-            let name = output.to_string();
+        outs.extend(self.each_output(inst, a, 3, |output| {
             let op = Op::Svd {
                 full_matrices,
                 output,
             };
-            outs.push(Tree::Leaf(self.emit_tmp(inst, &name, op, vec![a], rty)));
-        }
+            (op, kiln_ir::linalg::svd(&ty, full_matrices, output))
+        }));
         let info_ty = TensorType::new(DType::I32, ty.shape[..ty.rank() - 2].to_vec());
         outs.push(Tree::Leaf(self.scalar(inst, Scalar::I32(0), &info_ty)));
         self.check_tree(inst, Tree::Tuple(outs))
+    }
+
+    /// Results `0..count` of a one-operand op with an `output` attribute: `op(j)` gives
+    /// the op of result `j` and its type (typed before, on the operand's checked type).
+    fn each_output(
+        &mut self,
+        inst: &Instruction,
+        a: Value,
+        count: usize,
+        op: impl Fn(usize) -> (Op, Result<TensorType, String>),
+    ) -> Vec<Tree> {
+        (0..count)
+            .map(|output| {
+                let (op, ty) = op(output);
+                let ty = ty.expect("the operand's type was checked");
+                Tree::Leaf(self.emit_tmp(inst, &output.to_string(), op, vec![a], ty))
+            })
+            .collect()
     }
 
     /// The constant `s` broadcast to `ty`'s shape.

@@ -34,6 +34,18 @@ fn ints(t: &Tensor) -> Vec<i32> {
     }
 }
 
+/// Each `(from, to, message)`: `text` with `from` replaced by `to` fails to import with
+/// `message`, at a position in `file`.
+fn each_edit_is_named(text: &str, file: &str, cases: &[(&str, &str, &str)]) {
+    for (from, to, message) in cases {
+        assert!(text.contains(from), "{from}");
+        let edited = text.replacen(from, to, 1);
+        let err = kiln_hlo::import(&edited, file).unwrap_err().to_string();
+        assert!(err.contains(message), "{to}: {err}");
+        assert!(err.contains(&format!("{file}:")), "{err}");
+    }
+}
+
 #[test]
 fn lapack_calls_run_as_kiln_ops() {
     let module = kiln_hlo::import(LAPACK, "lapack.hlo").unwrap_or_else(|e| panic!("{e}"));
@@ -127,15 +139,7 @@ fn other_kernels_and_unknown_options_are_named() {
             "unsupported attribute 'custom_call_has_side_effect' of custom-call \"lapack_sgetrf_ffi\" in %lu",
         ),
     ];
-    for (from, to, message) in cases {
-        assert!(LAPACK.contains(from), "{from}");
-        let text = LAPACK.replacen(from, to, 1);
-        let err = kiln_hlo::import(&text, "lapack.hlo")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(message), "{to}: {err}");
-        assert!(err.contains("lapack.hlo:"), "{err}");
-    }
+    each_edit_is_named(LAPACK, "lapack.hlo", cases);
 }
 
 /// `a = [[3, 1], [4, 2], [0, 0]]`: the first reflector takes `(3, 4, 0)` to `(-5, 0, 0)`
@@ -226,13 +230,5 @@ fn qr_eigh_and_svd_errors_are_named() {
             "%eig: eigh's operand must be square matrices [..., n, n], got f32[3,2]",
         ),
     ];
-    for (from, to, message) in cases {
-        assert!(QR_EIGH.contains(from), "{from}");
-        let text = QR_EIGH.replacen(from, to, 1);
-        let err = kiln_hlo::import(&text, "qr_eigh.hlo")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(message), "{to}: {err}");
-        assert!(err.contains("qr_eigh.hlo:"), "{err}");
-    }
+    each_edit_is_named(QR_EIGH, "qr_eigh.hlo", cases);
 }

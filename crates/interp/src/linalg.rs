@@ -300,22 +300,40 @@ fn tri<T: Real>(a: &[T], m: usize, x: &mut [T], rows: usize, cols: usize, o: &Tr
     }
 }
 
+/// What the tests of this module and its submodules share.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use kiln_ir::Buffer;
+mod test_util {
+    use kiln_ir::{Buffer, Tensor};
 
-    fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
+    pub fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
         Tensor::new(shape.to_vec(), Buffer::F64(v.to_vec().into())).unwrap()
     }
 
-    fn values(b: &Buffer) -> Vec<f64> {
+    pub fn values(b: &Buffer) -> Vec<f64> {
         match b {
             Buffer::F64(x) => x.to_vec(),
             Buffer::F32(x) => x.iter().map(|&v| v as f64).collect(),
             _ => panic!("float"),
         }
     }
+
+    /// A xorshift stream of values in `[-0.5, 0.5)` with 24 bits (exact in `f32`).
+    pub fn rng(seed: u32) -> impl FnMut() -> f64 {
+        let mut s = seed;
+        move || {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s >> 8) as f64 / (1u32 << 24) as f64 - 0.5
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_util::{f64s, rng, values};
+    use super::*;
+    use kiln_ir::Buffer;
 
     /// `L Lᵀ` of an exact factor is its matrix, and both triangles come back exactly (small
     /// integers: every step exact).
@@ -438,15 +456,8 @@ mod tests {
     #[test]
     fn lu_factors_reassemble_their_matrix() {
         let n = 7;
-        let mut s = 0x9e37_79b9u32;
-        let a: Vec<f32> = (0..n * n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-            })
-            .collect();
+        let mut next = rng(0x9e37_79b9);
+        let a: Vec<f32> = (0..n * n).map(|_| next() as f32).collect();
         let t = Tensor::new(vec![n, n], Buffer::F32(a.clone().into())).unwrap();
         let f = values(&lu(&t, 0).unwrap());
         let p = ints(&lu(&t, 1).unwrap());

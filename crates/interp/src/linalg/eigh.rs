@@ -102,19 +102,7 @@ fn sweep(a: &mut [f64], v: &mut [f64], n: usize) -> bool {
                 continue;
             }
             rotated = true;
-            let theta = (aqq - app) / (2.0 * apq);
-            let t = if theta.abs() > 1e150 {
-                0.5 / theta
-            } else {
-                let t = 1.0 / (theta.abs() + (theta * theta + 1.0).sqrt());
-                if theta < 0.0 {
-                    -t
-                } else {
-                    t
-                }
-            };
-            let c = 1.0 / (t * t + 1.0).sqrt();
-            let s = t * c;
+            let (c, s, t) = rotation((aqq - app) / (2.0 * apq));
             for k in 0..n {
                 if k != p && k != q {
                     let (akp, akq) = (a[k * n + p], a[k * n + q]);
@@ -137,6 +125,24 @@ fn sweep(a: &mut [f64], v: &mut [f64], n: usize) -> bool {
         }
     }
     rotated
+}
+
+/// The Jacobi rotation for `theta = (y - x) / 2z` of the pair `[[x, z], [z, y]]`
+/// (Rutishauser): its cosine, sine and tangent `t`, the smaller root of
+/// `t² + 2 theta t - 1 = 0`, so the rotation turns by at most 45°.
+pub(super) fn rotation(theta: f64) -> (f64, f64, f64) {
+    let t = if theta.abs() > 1e150 {
+        0.5 / theta
+    } else {
+        let t = 1.0 / (theta.abs() + (theta * theta + 1.0).sqrt());
+        if theta < 0.0 {
+            -t
+        } else {
+            t
+        }
+    };
+    let c = 1.0 / (t * t + 1.0).sqrt();
+    (c, t * c, t)
 }
 
 /// The sign (±1) of a vector's largest component, the first of equal magnitude: the
@@ -176,19 +182,8 @@ pub(super) fn scale(x: &mut [f64], e: i32) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_util::{f64s, rng, values};
     use super::*;
-
-    fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
-        Tensor::new(shape.to_vec(), Buffer::F64(v.to_vec().into())).unwrap()
-    }
-
-    fn values(b: &Buffer) -> Vec<f64> {
-        match b {
-            Buffer::F64(x) => x.to_vec(),
-            Buffer::F32(x) => x.iter().map(|&v| v as f64).collect(),
-            _ => panic!("float"),
-        }
-    }
 
     /// `[[2, 1], [1, 2]]`: eigenvalues 1 and 3 with `(1, -1)/√2` and `(1, 1)/√2`, signed
     /// so the largest component is positive (the first of the tie); the triangle not read
@@ -216,13 +211,7 @@ mod tests {
     /// one: `A v = w v` for every pair, `V` orthogonal, eigenvalues ascending.
     #[test]
     fn vectors_diagonalize_their_matrix() {
-        let mut s = 0x2545_f491u32;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 8) as f64 / (1u32 << 24) as f64 - 0.5
-        };
+        let mut next = rng(0x2545_f491);
         for (batch, n, mag) in [(1, 1, 1.0), (2, 3, 1.0), (1, 7, 1e200), (1, 12, 1e-200)] {
             let mut x = vec![0.0; batch * n * n];
             for b in 0..batch {

@@ -254,19 +254,8 @@ fn lapy2<T: Real>(x: T, y: T) -> T {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_util::{f64s, rng, values};
     use super::*;
-
-    fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
-        Tensor::new(shape.to_vec(), Buffer::F64(v.to_vec().into())).unwrap()
-    }
-
-    fn values(b: &Buffer) -> Vec<f64> {
-        match b {
-            Buffer::F64(x) => x.to_vec(),
-            Buffer::F32(x) => x.iter().map(|&v| v as f64).collect(),
-            _ => panic!("float"),
-        }
-    }
 
     /// A column `(3, 4)`: `beta = -5`, `tau = (beta - alpha) / beta = 1.6`,
     /// `v = 4 / (3 + 5) = 0.5` — LAPACK's sign convention (`beta` opposite to `alpha`), and
@@ -293,15 +282,8 @@ mod tests {
     }
 
     fn random(len: usize, seed: u32) -> Vec<f64> {
-        let mut s = seed;
-        (0..len)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s >> 8) as f64 / (1u32 << 24) as f64 - 0.5
-            })
-            .collect()
+        let mut next = rng(seed);
+        (0..len).map(|_| next()).collect()
     }
 
     /// For tall, square and wide matrices and a batch: `Q` from `householder_product` has

@@ -7,7 +7,7 @@
 //! Where singular values repeat (zeros included), and for the columns that complete `U`
 //! or `V` to square matrices, any orthonormal basis is an answer.
 
-use super::eigh::{binade, scale, sign_of_largest};
+use super::eigh::{binade, rotation, scale, sign_of_largest};
 use kiln_ir::{Buffer, Tensor};
 
 /// A bound that only guarantees an end: each sweep squares the columns' largest
@@ -131,19 +131,8 @@ fn sweep(g: &mut [f64], v: &mut [f64], p: usize, q: usize) -> bool {
                 continue;
             }
             rotated = true;
-            let zeta = (beta - alpha) / (2.0 * gamma);
-            let t = if zeta.abs() > 1e150 {
-                0.5 / zeta
-            } else {
-                let t = 1.0 / (zeta.abs() + (zeta * zeta + 1.0).sqrt());
-                if zeta < 0.0 {
-                    -t
-                } else {
-                    t
-                }
-            };
-            let c = 1.0 / (t * t + 1.0).sqrt();
-            let s = t * c;
+            // The rotation that diagonalizes the pair's Gram matrix [[alpha, gamma], [gamma, beta]].
+            let (c, s, _) = rotation((beta - alpha) / (2.0 * gamma));
             for (x, rows) in [(&mut *g, p), (&mut *v, q)] {
                 for r in 0..rows {
                     let (xi, xj) = (x[r * q + i], x[r * q + j]);
@@ -196,19 +185,8 @@ fn complete(cols: Vec<Option<Vec<f64>>>, p: usize) -> Vec<Vec<f64>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_util::{f64s, rng, values};
     use super::*;
-
-    fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
-        Tensor::new(shape.to_vec(), Buffer::F64(v.to_vec().into())).unwrap()
-    }
-
-    fn values(b: &Buffer) -> Vec<f64> {
-        match b {
-            Buffer::F64(x) => x.to_vec(),
-            Buffer::F32(x) => x.iter().map(|&v| v as f64).collect(),
-            _ => panic!("float"),
-        }
-    }
 
     /// `[[3, 0], [4, 5]]` has singular values `3√5` and `√5` (`aᵀa = [[25, 20], [20, 25]]`,
     /// eigenvalues 45 and 5), `v = (1, 1)/√2` and `(1, -1)/√2`; `u` has its largest
@@ -244,13 +222,7 @@ mod tests {
     /// nonnegative.
     #[test]
     fn factors_reassemble_their_matrix() {
-        let mut st = 0x1b87_3593u32;
-        let mut next = || {
-            st ^= st << 13;
-            st ^= st >> 17;
-            st ^= st << 5;
-            (st >> 8) as f64 / (1u32 << 24) as f64 - 0.5
-        };
+        let mut next = rng(0x1b87_3593);
         let cases = [
             (1, 5, 3, 1.0, false),
             (2, 3, 6, 1.0, false),

@@ -55,27 +55,25 @@ fn one(x: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f6
     // `a` is wide (then `a = V Σ Uᵀ` in `g`'s terms, and the roles swap below).
     let wide = m < n;
     let (p, q) = if wide { (n, m) } else { (m, n) };
-    let mut g: Vec<f64> = (0..p * q)
-        .map(|e| {
-            let (r, c) = (e / q, e % q);
-            if wide {
-                x[c * n + r]
-            } else {
-                x[r * n + c]
-            }
+    // Each column contiguous, so that the sweeps read and rotate them in order.
+    let mut g: Vec<Vec<f64>> = (0..q)
+        .map(|c| {
+            (0..p)
+                .map(|r| if wide { x[c * n + r] } else { x[r * n + c] })
+                .collect()
         })
         .collect();
-    let e = binade(&g);
-    scale(&mut g, -e);
-    let mut v: Vec<f64> = (0..q * q)
-        .map(|i| if i / q == i % q { 1.0 } else { 0.0 })
+    let e = binade(x);
+    g.iter_mut().for_each(|col| scale(col, -e));
+    let mut v: Vec<Vec<f64>> = (0..q)
+        .map(|c| (0..q).map(|r| if r == c { 1.0 } else { 0.0 }).collect())
         .collect();
     for _ in 0..MAX_SWEEPS {
-        if !sweep(&mut g, &mut v, p, q) {
+        if !sweep(&mut g, &mut v) {
             break;
         }
     }
-    let norms: Vec<f64> = (0..q).map(|c| norm((0..p).map(|r| g[r * q + c]))).collect();
+    let norms: Vec<f64> = g.iter().map(|col| norm(col.iter().copied())).collect();
     let mut order: Vec<usize> = (0..q).collect();
     order.sort_by(|&i, &j| norms[j].total_cmp(&norms[i]));
     // `g`'s side: the normalized columns, in order; zero ones completed below.
@@ -83,14 +81,11 @@ fn one(x: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f6
     let mut long: Vec<Option<Vec<f64>>> = vec![None; gcols];
     for (c, &src) in order.iter().enumerate() {
         if norms[src] > 0.0 {
-            long[c] = Some((0..p).map(|r| g[r * q + src] / norms[src]).collect());
+            long[c] = Some(g[src].iter().map(|x| x / norms[src]).collect());
         }
     }
     let long = complete(long, p);
-    let short: Vec<Vec<f64>> = order
-        .iter()
-        .map(|&src| (0..q).map(|r| v[r * q + src]).collect())
-        .collect();
+    let short: Vec<Vec<f64>> = order.iter().map(|&src| v[src].clone()).collect();
     let mut s: Vec<f64> = order.iter().map(|&i| norms[i]).collect();
     scale(&mut s, e);
     // Column vectors of U and V.
@@ -112,32 +107,31 @@ fn one(x: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f6
     (s, u, vt)
 }
 
-/// One cyclic sweep over the column pairs `i < j` of `g` (`p × q`): each pair whose
+/// One cyclic sweep over the column pairs `i < j` of `g` (`p` rows): each pair whose
 /// inner product is not negligible (above `√p` ulps of the product of their norms) is
-/// rotated to orthogonality, `v` accumulating the rotations. Returns whether any ran.
-fn sweep(g: &mut [f64], v: &mut [f64], p: usize, q: usize) -> bool {
+/// rotated to orthogonality, `v`'s columns accumulating the rotations. Returns whether
+/// any ran.
+fn sweep(g: &mut [Vec<f64>], v: &mut [Vec<f64>]) -> bool {
+    let p = g.first().map_or(0, Vec::len);
     let tol = (p as f64).sqrt() * f64::EPSILON;
     let mut rotated = false;
-    for i in 0..q {
-        for j in i + 1..q {
-            let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, 0.0);
-            for r in 0..p {
-                let (gi, gj) = (g[r * q + i], g[r * q + j]);
-                alpha += gi * gi;
-                beta += gj * gj;
-                gamma += gi * gj;
-            }
+    for i in 0..g.len() {
+        for j in i + 1..g.len() {
+            let (alpha, beta, gamma) = {
+                let (gi, gj) = (&g[i], &g[j]);
+                let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0, |s, (x, y)| s + x * y);
+                (dot(gi, gi), dot(gj, gj), dot(gi, gj))
+            };
             if gamma.abs() <= (tol * alpha.sqrt() * beta.sqrt()).max(f64::MIN_POSITIVE) {
                 continue;
             }
             rotated = true;
             // The rotation that diagonalizes the pair's Gram matrix [[alpha, gamma], [gamma, beta]].
             let (c, s, _) = rotation((beta - alpha) / (2.0 * gamma));
-            for (x, rows) in [(&mut *g, p), (&mut *v, q)] {
-                for r in 0..rows {
-                    let (xi, xj) = (x[r * q + i], x[r * q + j]);
-                    x[r * q + i] = c * xi - s * xj;
-                    x[r * q + j] = s * xi + c * xj;
+            for cols in [&mut *g, &mut *v] {
+                let (lo, hi) = cols.split_at_mut(j);
+                for (xi, xj) in lo[i].iter_mut().zip(hi[0].iter_mut()) {
+                    (*xi, *xj) = (c * *xi - s * *xj, s * *xi + c * *xj);
                 }
             }
         }

@@ -61,11 +61,13 @@ fn one(x: &[f64], n: usize, lower: bool) -> (Vec<f64>, Vec<f64>) {
     // no square or difference below overflows or loses its value to underflow.
     let e = binade(&a);
     scale(&mut a, -e);
-    let mut v: Vec<f64> = (0..n * n)
+    // The eigenvectors as rows (`vt[i * n + r]`: component `r` of vector `i`), so that a
+    // rotation updates two contiguous rows.
+    let mut vt: Vec<f64> = (0..n * n)
         .map(|e| if e / n == e % n { 1.0 } else { 0.0 })
         .collect();
     for _ in 0..MAX_SWEEPS {
-        if !sweep(&mut a, &mut v, n) {
+        if !sweep(&mut a, &mut vt, n) {
             break;
         }
     }
@@ -77,9 +79,10 @@ fn one(x: &[f64], n: usize, lower: bool) -> (Vec<f64>, Vec<f64>) {
     let values = order.iter().map(|&i| w[i]).collect();
     let mut vectors = vec![0.0; n * n];
     for (c, &src) in order.iter().enumerate() {
-        let sign = sign_of_largest((0..n).map(|r| v[r * n + src]));
-        for r in 0..n {
-            vectors[r * n + c] = sign * v[r * n + src];
+        let row = &vt[src * n..(src + 1) * n];
+        let sign = sign_of_largest(row.iter().copied());
+        for (r, x) in row.iter().enumerate() {
+            vectors[r * n + c] = sign * x;
         }
     }
     (values, vectors)
@@ -88,8 +91,9 @@ fn one(x: &[f64], n: usize, lower: bool) -> (Vec<f64>, Vec<f64>) {
 /// One cyclic sweep over the pairs `p < q` in row order: each off-diagonal element that
 /// is not negligible (above half an ulp of the geometric mean of its two diagonal
 /// elements, and above the smallest normal) is zeroed by a rotation (Rutishauser's
-/// formulas); `v` accumulates the rotations. Returns whether any rotation ran.
-fn sweep(a: &mut [f64], v: &mut [f64], n: usize) -> bool {
+/// formulas), rows `p` and `q` first (contiguous), then mirrored into the columns; `vt`'s
+/// rows accumulate the rotations. Returns whether any rotation ran.
+fn sweep(a: &mut [f64], vt: &mut [f64], n: usize) -> bool {
     let mut rotated = false;
     for p in 0..n {
         for q in p + 1..n {
@@ -103,28 +107,28 @@ fn sweep(a: &mut [f64], v: &mut [f64], n: usize) -> bool {
             }
             rotated = true;
             let (c, s, t) = rotation((aqq - app) / (2.0 * apq));
+            rotate_rows(a, n, p, q, c, s);
             for k in 0..n {
-                if k != p && k != q {
-                    let (akp, akq) = (a[k * n + p], a[k * n + q]);
-                    let (np, nq) = (c * akp - s * akq, s * akp + c * akq);
-                    a[k * n + p] = np;
-                    a[p * n + k] = np;
-                    a[k * n + q] = nq;
-                    a[q * n + k] = nq;
-                }
+                a[k * n + p] = a[p * n + k];
+                a[k * n + q] = a[q * n + k];
             }
             a[p * n + p] = app - t * apq;
             a[q * n + q] = aqq + t * apq;
             a[p * n + q] = 0.0;
             a[q * n + p] = 0.0;
-            for k in 0..n {
-                let (vkp, vkq) = (v[k * n + p], v[k * n + q]);
-                v[k * n + p] = c * vkp - s * vkq;
-                v[k * n + q] = s * vkp + c * vkq;
-            }
+            rotate_rows(vt, n, p, q, c, s);
         }
     }
     rotated
+}
+
+/// Rows `p < q` of the row-major `x` (`n` columns) become `c x_p - s x_q` and
+/// `s x_p + c x_q`.
+fn rotate_rows(x: &mut [f64], n: usize, p: usize, q: usize, c: f64, s: f64) {
+    let (lo, hi) = x.split_at_mut(q * n);
+    for (xp, xq) in lo[p * n..(p + 1) * n].iter_mut().zip(&mut hi[..n]) {
+        (*xp, *xq) = (c * *xp - s * *xq, s * *xp + c * *xq);
+    }
 }
 
 /// The Jacobi rotation for `theta = (y - x) / 2z` of the pair `[[x, z], [z, y]]`

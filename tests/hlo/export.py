@@ -336,6 +336,31 @@ def export_jax():
 
     export("jax_decomp", decomp, normal(14, 2, 5, 3), normal(15, 16, 3), normal(16, 3, 4, 4))
 
+    # Int8 inference as quantisation libraries write it: symmetric per-row (activations)
+    # and per-column (weights) scales, an int8 x int8 -> int32 product, dequantised;
+    # and a confusion matrix as an int32 product of one-hot matrices.
+    def quantize(v, axis):
+        scale = jnp.max(jnp.abs(v), axis=axis, keepdims=True) / 127.0
+        return jnp.clip(jnp.round(v / scale), -127, 127).astype(jnp.int8), scale
+
+    def qdense(v, w, b):
+        qv, sv = quantize(v, 1)
+        qw, sw = quantize(w, 0)
+        acc = lax.dot(qv, qw, preferred_element_type=jnp.int32)
+        return acc, acc.astype(jnp.float32) * sv * sw + b
+
+    def quant(x, w1, b1, w2, b2, labels):
+        acc1, h = qdense(x, w1, b1)
+        acc2, logits = qdense(jax.nn.gelu(h), w2, b2)
+        pred = jnp.argmax(logits, axis=-1)
+        confusion = jnp.dot(jax.nn.one_hot(labels, 10, dtype=jnp.int32).T,
+                            jax.nn.one_hot(pred, 10, dtype=jnp.int32))
+        return acc1, acc2, logits, jax.nn.log_softmax(logits), confusion
+
+    export("jax_quant", quant, normal(17, 16, 24), normal(18, 24, 32) * 0.2, normal(19, 32) * 0.1,
+           normal(20, 32, 10) * 0.2, normal(21, 10) * 0.1,
+           jax.random.randint(jax.random.PRNGKey(22), (16,), 0, 10))
+
 
 # --------------------------------------------------------------------------------------------
 # TensorFlow / Keras

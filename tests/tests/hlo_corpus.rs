@@ -84,6 +84,11 @@ const PROGRAMS: &[(&str, f64, &str)] = &[
         "QR, eigh and SVD (geqrf, orgqr, syevd, gesdd): Q and R as LAPACK signs them, vectors sign-free",
     ),
     (
+        "jax_quant",
+        1e-5,
+        "int8 x int8 -> int32 products (exact) between quantisation and gelu",
+    ),
+    (
         "keras_mobilenet_v2",
         1e-4,
         "52 convolutions and batch norms deep",

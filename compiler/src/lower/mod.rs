@@ -512,9 +512,9 @@ fn has_transcendental(f: &Func, v: Value, depth: usize) -> bool {
 /// Why instruction `inst` of `f` has no compiled code yet, if it has none: an operand or
 /// result of a dtype the backends do not compile ([`kiln_ir::DType::has_compiled_code`]:
 /// `u8`, `u64`, …), the data-movement ops without an index map yet (`scatter`,
-/// `sort`), the windowed ones (integer `convolution` — a float one is a [`DotCall`] — a
-/// `reduce_window` over more than `MAX_WINDOW_TAPS` elements and a
-/// `select_and_scatter` whose window squared is above
+/// `sort`), integer contractions (`dot_general`, `convolution` — a float one is a
+/// [`DotCall`]), the windowed ones (a `reduce_window` over more than `MAX_WINDOW_TAPS`
+/// elements and a `select_and_scatter` whose window squared is above
 /// `MAX_SELECT_SCATTER_TAPS`), control flow, and the elementwise ops
 /// [`Op::has_compiled_code`] names (`tan`, shifts, integer `pow`, …) run on the interpreter
 /// until the backends gain them. `mark_for_compilation` keeps them out of clusters with
@@ -532,11 +532,11 @@ pub fn no_compiled_code(f: &Func, inst: &kiln_ir::Inst) -> Option<String> {
     if let Some(why) = crate::kernel::half::not_compiled_half(f, inst) {
         return Some(why);
     }
-    if let Op::Convolution(_) = op {
-        // A contraction step like `dot_general` (the interpreter's GEMM): floats only.
+    if let Op::Convolution(_) | Op::DotGeneral(_) = op {
+        // A contraction step (the interpreter's GEMM): floats only.
         let operand = inst.args.first().map(|&a| f.ty(a).dtype);
         return (!operand.is_some_and(|d| d.is_float()))
-            .then(|| "convolution: no compiled code for integer operands yet".to_string());
+            .then(|| format!("{}: no compiled code for integer operands yet", op.name()));
     }
     if let Op::ReduceWindow { window, .. } = op {
         let taps = builder::window_taps(window);

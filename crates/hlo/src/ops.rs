@@ -549,16 +549,11 @@ impl Ctx<'_> {
     fn dot(&mut self, inst: &Instruction, args: &[Tree]) -> Lowered {
         let ty = self.out_type(inst)?;
         let (mut a, mut b) = (self.leaf(inst, args, 0)?, self.leaf(inst, args, 1)?);
-        if !ty.dtype.is_float() {
-            return Err(unsupported_op(
-                inst,
-                &format!(
-                    " with {} result (Kiln's dot_general is float only)",
-                    ty.dtype
-                ),
-            ));
+        if ty.dtype == DType::Bool {
+            return Err(unsupported_op(inst, " with a pred result"));
         }
-        // A wider result type (`preferred_element_type`): compute in it.
+        // A wider result type (`preferred_element_type`, an `s8` product into `s32`):
+        // compute in it (XLA converts the operands; integer products and sums wrap).
         for v in [&mut a, &mut b] {
             let vty = self.f.ty(*v).clone();
             if vty.dtype != ty.dtype {

@@ -272,6 +272,31 @@ fn unsupported_ops_are_all_listed_with_their_place() {
     );
 }
 
+/// An `s8` product into `s32` (`jax.lax.dot(a, b, preferred_element_type=jnp.int32)`, a
+/// quantised layer's): the operands are widened, the products and sums wrap in `s32`.
+#[test]
+fn integer_dot_widens_its_operands_and_wraps() {
+    let text = entry(
+        "  a = s8[2,3] parameter(0)\n  b = s8[3,2] parameter(1)\n  \
+         p = s32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  \
+         c = s32[2,2] constant({{2147483647, 0}, {0, 0}})\n  \
+         ROOT y = s32[2,2] dot(p, c), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+    );
+    let s8s = |shape: &[usize], v: &[i8]| {
+        Tensor::new(shape.to_vec(), Buffer::I8(v.to_vec().into())).unwrap()
+    };
+    let a = s8s(&[2, 3], &[-128, 127, 3, 1, -1, 100]);
+    let b = s8s(&[3, 2], &[-128, 2, 127, -3, 5, 7]);
+    // a·b = [[16384 + 16129 + 15, -256 - 381 + 21], [-128 - 127 + 500, 2 + 3 + 700]]
+    //     = [[32528, -616], [245, 705]]; times c keeps column 0 times 2^31 - 1, wrapped.
+    let p = [32528i64, -616, 245, 705];
+    let want: Vec<i32> = [p[0], 0, p[2], 0]
+        .iter()
+        .map(|&v| (v * i64::from(i32::MAX)) as i32)
+        .collect();
+    assert_eq!(run(&text, &[a, b])[0].data(), i32s(&[2, 2], &want).data());
+}
+
 #[test]
 fn what_kiln_cannot_express_is_refused_by_name() {
     let cases: &[(&str, &str)] = &[
@@ -284,8 +309,8 @@ fn what_kiln_cannot_express_is_refused_by_name() {
             "t.hlo:5:8: the HLO does not type-check: '%y = bitcast_convert': cannot change the shape: f64[2] -> i32[2] (a bitcast from 64 to 32 bits gives i32[2,2]) (operands: f64[2])",
         ),
         (
-            "  x = s32[2,2] parameter(0)\n  ROOT y = s32[2,2] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
-            "unsupported HLO op 'dot' with i32 result (Kiln's dot_general is float only) at t.hlo:5:21 in %y",
+            "  x = pred[2,2] parameter(0)\n  ROOT y = pred[2,2] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+            "unsupported HLO op 'dot' with a pred result at t.hlo:5:22 in %y",
         ),
         (
             "  x = f32[2] parameter(0)\n  ROOT y = f32[2] negate(x), sparsity={L.0@2:4}",

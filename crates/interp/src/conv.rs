@@ -28,7 +28,7 @@
 //! every split of the output, so the result does not depend on the thread count.
 
 use crate::movement::next_index;
-use crate::scalar::Elem;
+use crate::scalar::{Elem, MulAdd};
 use crate::shape::slice_of;
 use crate::window::Taps;
 use kiln_ir::{row_major_strides, Buffer, Convolution, DType, Tensor};
@@ -37,34 +37,6 @@ mod depthwise;
 mod gemm;
 #[cfg(test)]
 mod tests;
-
-/// `acc + a * b`, rounded twice for floats, wrapping for integers.
-trait MulAdd: Elem {
-    fn mul_add(self, a: Self, b: Self) -> Self;
-}
-
-macro_rules! float_mul_add {
-    ($($t:ty),*) => {$(
-        impl MulAdd for $t {
-            #[inline(always)]
-            fn mul_add(self, a: Self, b: Self) -> Self {
-                self + a * b
-            }
-        }
-    )*};
-}
-macro_rules! int_mul_add {
-    ($($t:ty),*) => {$(
-        impl MulAdd for $t {
-            #[inline(always)]
-            fn mul_add(self, a: Self, b: Self) -> Self {
-                self.wrapping_add(a.wrapping_mul(b))
-            }
-        }
-    )*};
-}
-float_mul_add!(f32, f64);
-int_mul_add!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// `convolution` of `lhs` with `rhs` into a result of `out_shape`: floats through the GEMM
 /// or the depthwise loop, integers through the direct loop.

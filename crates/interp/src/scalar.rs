@@ -466,3 +466,32 @@ mod tests {
         assert_eq!(Int::sign(-5i16), -1);
     }
 }
+
+/// `acc + a * b`, rounded twice for floats, wrapping for integers (convolution's direct
+/// loop and the integer `dot_general`).
+pub(crate) trait MulAdd: Elem {
+    fn mul_add(self, a: Self, b: Self) -> Self;
+}
+
+macro_rules! float_mul_add {
+    ($($t:ty),*) => {$(
+        impl MulAdd for $t {
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                self + a * b
+            }
+        }
+    )*};
+}
+macro_rules! int_mul_add {
+    ($($t:ty),*) => {$(
+        impl MulAdd for $t {
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                self.wrapping_add(a.wrapping_mul(b))
+            }
+        }
+    )*};
+}
+float_mul_add!(f32, f64);
+int_mul_add!(i8, i16, i32, i64, u8, u16, u32, u64);

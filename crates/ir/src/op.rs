@@ -482,7 +482,8 @@ pub enum Op {
         /// Distinct dimensions to reduce.
         axes: Vec<usize>,
     },
-    /// XLA's `DotGeneral`: result dims are batch, lhs free, rhs free; float operands.
+    /// XLA's `DotGeneral`: result dims are batch, lhs free, rhs free; float or integer
+    /// operands of one dtype (integer products and sums wrap).
     DotGeneral(DotDims),
     /// `random_* %seed, alg=… : T`: stateless random numbers of type `T` (f32/f64 for the
     /// float distributions — f32 only for ThreeFry —, u32 for bits) from an `i64[2]` seed,

@@ -422,9 +422,9 @@ fn dot_general(
     b: &TensorType,
     d: &crate::op::DotDims,
 ) -> Result<TensorType, String> {
-    if a.dtype != b.dtype || !a.dtype.is_float() {
+    if a.dtype != b.dtype || a.dtype == DType::Bool {
         return Err(format!(
-            "operands must be of one float dtype, got {a} and {b}"
+            "operands must be of one float or integer dtype, got {a} and {b}"
         ));
     }
     if d.lhs_batch.len() != d.rhs_batch.len() || d.lhs_contract.len() != d.rhs_contract.len() {

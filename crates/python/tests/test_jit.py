@@ -201,6 +201,17 @@ def test_qr_eigh_and_svd_match_jax():
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
+def test_int8_product_into_int32_matches_jax():
+    # A quantised layer's product: int8 operands, int32 result (wrapping sums), exact.
+    f = lambda a, b: jax.lax.dot(a, b, preferred_element_type=jnp.int32)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (7, 33)).astype(np.int8)
+    b = rng.integers(-128, 128, (33, 5)).astype(np.int8)
+    got = kiln.jit(f)(a, b)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(f)(a, b)))
+
+
 def test_top_k_matches_jax():
     x = np.array([[3.0, -1.0, 3.0, np.nan, 0.5], [-0.0, 0.0, 2.0, -np.inf, 2.0]], np.float32)
     got = kiln.jit(lambda x: jax.lax.top_k(x, 3))(x)

@@ -13,6 +13,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 mod eigh;
 mod householder;
 mod svd;
+mod tridiagonal;
 
 pub use eigh::eigh;
 pub use householder::{geqrf, householder_product};

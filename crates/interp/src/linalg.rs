@@ -10,6 +10,7 @@
 use kiln_ir::{Buffer, Tensor, TriangularSolve};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
+mod bidiagonal;
 mod eigh;
 mod householder;
 mod svd;

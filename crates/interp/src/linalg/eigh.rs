@@ -83,24 +83,6 @@ fn one(x: &[f64], n: usize, lower: bool, vectors: bool) -> (Vec<f64>, Option<Vec
     (values, vectors)
 }
 
-/// The Jacobi rotation (`svd`'s) for `theta = (y - x) / 2z` of the pair `[[x, z], [z, y]]`
-/// (Rutishauser): its cosine, sine and tangent `t`, the smaller root of
-/// `t² + 2 theta t - 1 = 0`, so the rotation turns by at most 45°.
-pub(super) fn rotation(theta: f64) -> (f64, f64, f64) {
-    let t = if theta.abs() > 1e150 {
-        0.5 / theta
-    } else {
-        let t = 1.0 / (theta.abs() + (theta * theta + 1.0).sqrt());
-        if theta < 0.0 {
-            -t
-        } else {
-            t
-        }
-    };
-    let c = 1.0 / (t * t + 1.0).sqrt();
-    (c, t * c, t)
-}
-
 /// The sign (±1) of a vector's largest component, the first of equal magnitude: the
 /// vector times it has that component positive.
 pub(super) fn sign_of_largest(x: impl Iterator<Item = f64>) -> f64 {

@@ -1,18 +1,16 @@
-//! `svd` ([`kiln_ir::Op::Svd`]): the singular value decomposition by one-sided (Hestenes)
-//! Jacobi rotations in `f64` (`docs/ir.md`, "Matrix factorizations").
+//! `svd` ([`kiln_ir::Op::Svd`]): the singular value decomposition in `f64` by
+//! bidiagonalization and implicitly shifted QR steps ([`super::bidiagonal`]; `docs/ir.md`,
+//! "Matrix factorizations").
 //!
-//! LAPACK's `gesdd`, which JAX calls, bidiagonalizes and divides and conquers; singular
-//! values agree with it to rounding, and each pair of singular vectors to rounding up to
-//! a shared sign, which neither promises: Kiln's `u` has its largest component positive.
-//! Where singular values repeat (zeros included), and for the columns that complete `U`
-//! or `V` to square matrices, any orthonormal basis is an answer.
+//! LAPACK's `gesdd`, which JAX calls, bidiagonalizes too and then divides and conquers;
+//! singular values agree with it to rounding, and each pair of singular vectors to
+//! rounding up to a shared sign, which neither promises: Kiln's `u` has its largest
+//! component positive. Where singular values repeat (zeros included), and for the columns
+//! that complete `U` or `V` to square matrices, any orthonormal basis is an answer. The
+//! singular values alone (`output=0`) skip the vectors and have the same bits.
 
-use super::eigh::{binade, rotation, scale, sign_of_largest};
+use super::eigh::{binade, scale, sign_of_largest};
 use kiln_ir::{Buffer, Tensor};
-
-/// A bound that only guarantees an end: each sweep squares the columns' largest
-/// relative inner product once it is small.
-const MAX_SWEEPS: usize = 64;
 
 /// `svd`'s result `output` for each `m × n` matrix of `a` (batch dimensions first):
 /// the singular values in descending order (0), `U` (1) or `Vᵀ` (2), square with
@@ -30,7 +28,8 @@ pub fn svd(a: &Tensor, full_matrices: bool, output: usize) -> Result<Buffer, Str
     };
     let mut out = Vec::new();
     for b in 0..batch {
-        let (s, u, vt) = one(&x[b * m * n..(b + 1) * m * n], m, n, full_matrices);
+        let matrix = &x[b * m * n..(b + 1) * m * n];
+        let (s, u, vt) = one(matrix, m, n, full_matrices, output != 0);
         out.extend(match output {
             0 => s,
             1 => u,
@@ -43,19 +42,18 @@ pub fn svd(a: &Tensor, full_matrices: bool, output: usize) -> Result<Buffer, Str
     })
 }
 
-/// `(s, U, Vᵀ)` of one row-major `m × n` matrix.
-fn one(x: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+/// `(s, U, Vᵀ)` of one row-major `m × n` matrix (`U` and `Vᵀ` empty unless `vectors`).
+fn one(x: &[f64], m: usize, n: usize, full: bool, vectors: bool) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let k = m.min(n);
     let (ucols, vrows) = if full { (m, n) } else { (k, k) };
     if x.iter().any(|v| !v.is_finite()) {
-        let nan = |len| vec![f64::NAN; len];
-        return (nan(k), nan(m * ucols), nan(vrows * n));
+        let nan = |len| vec![f64::NAN; if vectors { len } else { 0 }];
+        return (vec![f64::NAN; k], nan(m * ucols), nan(vrows * n));
     }
-    // The rotations act on the columns of `g`, `p × q` with `p ≥ q`: `a`, or `aᵀ` when
-    // `a` is wide (then `a = V Σ Uᵀ` in `g`'s terms, and the roles swap below).
+    // The decomposition of `g`, `p × q` with `p ≥ q`: `a`, or `aᵀ` when `a` is wide (then
+    // `a = V Σ Uᵀ` in `g`'s terms, and the roles swap below).
     let wide = m < n;
     let (p, q) = if wide { (n, m) } else { (m, n) };
-    // Each column contiguous, so that the sweeps read and rotate them in order.
     let mut g: Vec<Vec<f64>> = (0..q)
         .map(|c| {
             (0..p)
@@ -65,29 +63,11 @@ fn one(x: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f6
         .collect();
     let e = binade(x);
     g.iter_mut().for_each(|col| scale(col, -e));
-    let mut v: Vec<Vec<f64>> = (0..q)
-        .map(|c| (0..q).map(|r| if r == c { 1.0 } else { 0.0 }).collect())
-        .collect();
-    for _ in 0..MAX_SWEEPS {
-        if !sweep(&mut g, &mut v) {
-            break;
-        }
-    }
-    let norms: Vec<f64> = g.iter().map(|col| norm(col.iter().copied())).collect();
-    let mut order: Vec<usize> = (0..q).collect();
-    order.sort_by(|&i, &j| norms[j].total_cmp(&norms[i]));
-    // `g`'s side: the normalized columns, in order; zero ones completed below.
-    let gcols = if wide { vrows } else { ucols };
-    let mut long: Vec<Option<Vec<f64>>> = vec![None; gcols];
-    for (c, &src) in order.iter().enumerate() {
-        if norms[src] > 0.0 {
-            long[c] = Some(g[src].iter().map(|x| x / norms[src]).collect());
-        }
-    }
-    let long = complete(long, p);
-    let short: Vec<Vec<f64>> = order.iter().map(|&src| v[src].clone()).collect();
-    let mut s: Vec<f64> = order.iter().map(|&i| norms[i]).collect();
+    let (mut s, long, short) = super::bidiagonal::svd(g, p, vectors, full);
     scale(&mut s, e);
+    if !vectors {
+        return (s, Vec::new(), Vec::new());
+    }
     // Column vectors of U and V.
     let (mut us, mut vs) = if wide { (short, long) } else { (long, short) };
     // Each pair signed by `u`'s largest component; completing vectors by their own.
@@ -105,76 +85,6 @@ fn one(x: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f6
     let u: Vec<f64> = (0..m * ucols).map(|e| us[e % ucols][e / ucols]).collect();
     let vt: Vec<f64> = (0..vrows * n).map(|e| vs[e / n][e % n]).collect();
     (s, u, vt)
-}
-
-/// One cyclic sweep over the column pairs `i < j` of `g` (`p` rows): each pair whose
-/// inner product is not negligible (above `√p` ulps of the product of their norms) is
-/// rotated to orthogonality, `v`'s columns accumulating the rotations. Returns whether
-/// any ran.
-fn sweep(g: &mut [Vec<f64>], v: &mut [Vec<f64>]) -> bool {
-    let p = g.first().map_or(0, Vec::len);
-    let tol = (p as f64).sqrt() * f64::EPSILON;
-    let mut rotated = false;
-    for i in 0..g.len() {
-        for j in i + 1..g.len() {
-            let (alpha, beta, gamma) = {
-                let (gi, gj) = (&g[i], &g[j]);
-                let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0, |s, (x, y)| s + x * y);
-                (dot(gi, gi), dot(gj, gj), dot(gi, gj))
-            };
-            if gamma.abs() <= (tol * alpha.sqrt() * beta.sqrt()).max(f64::MIN_POSITIVE) {
-                continue;
-            }
-            rotated = true;
-            // The rotation that diagonalizes the pair's Gram matrix [[alpha, gamma], [gamma, beta]].
-            let (c, s, _) = rotation((beta - alpha) / (2.0 * gamma));
-            for cols in [&mut *g, &mut *v] {
-                let (lo, hi) = cols.split_at_mut(j);
-                for (xi, xj) in lo[i].iter_mut().zip(hi[0].iter_mut()) {
-                    (*xi, *xj) = (c * *xi - s * *xj, s * *xi + c * *xj);
-                }
-            }
-        }
-    }
-    rotated
-}
-
-/// The Euclidean norm, scaled so that no square underflows.
-fn norm(x: impl Iterator<Item = f64> + Clone) -> f64 {
-    let big = x.clone().fold(0.0f64, |m, v| m.max(v.abs()));
-    if big == 0.0 {
-        return 0.0;
-    }
-    big * x.map(|v| (v / big) * (v / big)).sum::<f64>().sqrt()
-}
-
-/// The vectors with the missing ones (`None`) filled in, in order, by an orthonormal
-/// basis of what the present ones leave: the last columns of the complete `Q` of the
-/// present vectors' Householder QR (LAPACK's `geqr2` and `org2r`).
-fn complete(cols: Vec<Option<Vec<f64>>>, p: usize) -> Vec<Vec<f64>> {
-    let present: Vec<&Vec<f64>> = cols.iter().flatten().collect();
-    let c = present.len();
-    if c == cols.len() {
-        return cols.into_iter().flatten().collect();
-    }
-    // The present vectors' reflectors, in the first `c` columns of a `p × p` matrix.
-    let mut f: Vec<f64> = (0..p * c).map(|e| present[e % c][e / c]).collect();
-    let mut tau = vec![0.0; c];
-    super::householder::geqr2(&mut f, p, c, &mut tau);
-    let mut q: Vec<f64> = (0..p * p)
-        .map(|e| {
-            if e % p < c {
-                f[(e / p) * c + e % p]
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    super::householder::org2r(&mut q, p, p, &tau);
-    let mut extra = (c..p).map(|j| (0..p).map(|r| q[r * p + j]).collect::<Vec<f64>>());
-    cols.into_iter()
-        .map(|v| v.unwrap_or_else(|| extra.next().expect("p - c vectors for the missing")))
-        .collect()
 }
 
 #[cfg(test)]
@@ -225,9 +135,13 @@ mod tests {
             (1, 1, 1, 1.0, false),
             (1, 4, 1, 1.0, true),
             (1, 2, 5, 1.0, true),
+            (1, 60, 41, 1.0, false),
+            (1, 30, 70, 1e3, true),
         ];
         for (batch, m, n, mag, rank1) in cases {
             let k = m.min(n);
+            // Rounding grows with the size (about max(m, n) ε ‖A‖).
+            let tol = 1e-14 * m.max(n).max(10) as f64;
             let x: Vec<f64> = if rank1 {
                 let u: Vec<f64> = (0..m).map(|_| next()).collect();
                 let w: Vec<f64> = (0..n).map(|_| next()).collect();
@@ -252,7 +166,7 @@ mod tests {
                                 (0..k).map(|l| ub[i * uc + l] * sb[l] * vb[l * n + j]).sum();
                             let want = x[b * m * n + i * n + j];
                             let err = (r - want).abs();
-                            assert!(err < 1e-13 * mag, "{m}x{n} ({i}, {j}): {r} vs {want}");
+                            assert!(err < tol * mag, "{m}x{n} ({i}, {j}): {r} vs {want}");
                         }
                     }
                     let gram = |c1: usize, c2: usize, of_u: bool| -> f64 {
@@ -267,11 +181,34 @@ mod tests {
                             for c2 in 0..cols {
                                 let d = gram(c1, c2, of_u);
                                 let want = if c1 == c2 { 1.0 } else { 0.0 };
-                                assert!((d - want).abs() < 1e-13, "{m}x{n} {full}: {d}");
+                                assert!((d - want).abs() < tol, "{m}x{n} {full}: {d}");
                             }
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The singular values alone have the bits of the full decomposition's: tall, wide,
+    /// square, and with a repeated zero.
+    #[test]
+    fn values_alone_are_the_full_decompositions_bits() {
+        let mut next = rng(0x6a09_e667);
+        for (m, n) in [(1, 1), (7, 3), (3, 7), (12, 12), (40, 25)] {
+            let mut x: Vec<f64> = (0..m * n).map(|_| next()).collect();
+            // Two equal rows: a zero singular value (one more for square matrices).
+            if m > 1 {
+                let (first, rest) = x.split_at_mut(n);
+                rest[..n].copy_from_slice(first);
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for full in [true, false] {
+                let (alone, u, vt) = one(&x, m, n, full, false);
+                assert!(u.is_empty() && vt.is_empty());
+                let (with, u, _) = one(&x, m, n, full, true);
+                assert!(!u.is_empty());
+                assert_eq!(bits(&alone), bits(&with), "{m}x{n}");
             }
         }
     }

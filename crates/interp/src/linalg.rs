@@ -20,6 +20,58 @@ pub use eigh::eigh;
 pub use householder::{geqrf, householder_product};
 pub use svd::svd;
 
+/// A factorization's identity: the op, its flag (`lower`, `full_matrices`), the operand's
+/// shape and dtype and every bit of its data.
+#[derive(PartialEq)]
+struct FactorKey {
+    op: &'static str,
+    flag: bool,
+    shape: Vec<usize>,
+    f32: bool,
+    bits: Vec<u64>,
+}
+
+impl FactorKey {
+    fn new(op: &'static str, flag: bool, a: &Tensor) -> Option<FactorKey> {
+        let (f32, bits) = match a.data() {
+            Buffer::F32(x) => (true, x.iter().map(|v| u64::from(v.to_bits())).collect()),
+            Buffer::F64(x) => (false, x.iter().map(|v| v.to_bits()).collect()),
+            _ => return None,
+        };
+        Some(FactorKey {
+            op,
+            flag,
+            shape: a.shape().to_vec(),
+            f32,
+            bits,
+        })
+    }
+}
+
+/// The last factorization with vectors (all its results, in `f64`), so that the
+/// instructions reading its other results — `eigh`'s values beside its vectors, `svd`'s
+/// `Vᵀ` beside its `U`, each its own instruction — take them instead of factorizing again.
+/// One entry; a hit is the same computation (the key holds every bit of the operand), so
+/// the results are the bits a new factorization would give.
+static LAST_FACTORIZATION: std::sync::Mutex<Option<(FactorKey, Vec<Vec<f64>>)>> =
+    std::sync::Mutex::new(None);
+
+/// Result `output` of the factorization `key` if it is the last one kept.
+fn reuse(key: &FactorKey, output: usize) -> Option<Vec<f64>> {
+    let last = LAST_FACTORIZATION.lock().ok()?;
+    match &*last {
+        Some((k, results)) if k == key => results.get(output).cloned(),
+        _ => None,
+    }
+}
+
+/// Keeps `results` as factorization `key`'s.
+fn keep(key: FactorKey, results: Vec<Vec<f64>>) {
+    if let Ok(mut last) = LAST_FACTORIZATION.lock() {
+        *last = Some((key, results));
+    }
+}
+
 /// The float types the ops take.
 trait Real:
     Copy
@@ -336,6 +388,30 @@ mod tests {
     use super::test_util::{f64s, rng, values};
     use super::*;
     use kiln_ir::Buffer;
+
+    /// A factorization's other results come from the one kept only for the same operand:
+    /// one differing in a single bit, or read from the other triangle, gets its own.
+    #[test]
+    fn kept_factorizations_serve_only_their_own_operand() {
+        let mut next = rng(0x3c6e_f372);
+        let x: Vec<f64> = (0..36).map(|_| next()).collect();
+        let mut y = x.clone();
+        y[7] = f64::from_bits(y[7].to_bits() ^ (1 << 40));
+        let (a, b) = (f64s(&[6, 6], &x), f64s(&[6, 6], &y));
+        let bits = |t: &Buffer| values(t).iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        // b's Vᵀ after a's U (a miss) and after b's own U (a hit): the same bits.
+        svd(&a, true, 1).unwrap();
+        let after_a = bits(&svd(&b, true, 2).unwrap());
+        svd(&b, true, 1).unwrap();
+        assert_eq!(after_a, bits(&svd(&b, true, 2).unwrap()));
+        assert_ne!(after_a, bits(&svd(&a, true, 2).unwrap()));
+        // eigh's values after the vectors of the other triangle, and of its own.
+        eigh(&a, false, 0).unwrap();
+        let after_upper = bits(&eigh(&a, true, 1).unwrap());
+        eigh(&a, true, 0).unwrap();
+        assert_eq!(after_upper, bits(&eigh(&a, true, 1).unwrap()));
+        assert_ne!(after_upper, bits(&eigh(&a, false, 1).unwrap()));
+    }
 
     /// `L Lᵀ` of an exact factor is its matrix, and both triangles come back exactly (small
     /// integers: every step exact).

@@ -30,21 +30,44 @@ pub fn eigh(a: &Tensor, lower: bool, output: usize) -> Result<Buffer, String> {
         Buffer::F64(x) => x.to_vec(),
         _ => return Err(format!("eigh of {}: f32 or f64 only", a.ty())),
     };
-    let mut vectors = vec![0.0; x.len()];
-    let batch = if n == 0 { 0 } else { x.len() / (n * n) };
-    let mut values = vec![0.0; batch * n];
-    for b in 0..batch {
-        let (w, v) = one(&x[b * n * n..(b + 1) * n * n], n, lower, output == 0);
-        values[b * n..(b + 1) * n].copy_from_slice(&w);
-        if let Some(v) = v {
-            vectors[b * n * n..(b + 1) * n * n].copy_from_slice(&v);
+    let key = super::FactorKey::new("eigh", lower, a);
+    let out = match key.as_ref().and_then(|k| super::reuse(k, output)) {
+        Some(out) => out,
+        None => {
+            let (vectors, values) = all(&x, n, lower, output == 0);
+            match (key, vectors) {
+                (Some(key), Some(vectors)) => {
+                    super::keep(key, vec![vectors.clone(), values.clone()]);
+                    if output == 0 {
+                        vectors
+                    } else {
+                        values
+                    }
+                }
+                (_, Some(vectors)) => vectors,
+                (_, None) => values,
+            }
         }
-    }
-    let out = if output == 0 { vectors } else { values };
+    };
     Ok(match a.data() {
         Buffer::F32(_) => Buffer::F32(out.iter().map(|&v| v as f32).collect::<Vec<_>>().into()),
         _ => Buffer::F64(out.into()),
     })
+}
+
+/// The eigenvectors (when `vectors`) and eigenvalues of every matrix of `x`.
+fn all(x: &[f64], n: usize, lower: bool, vectors: bool) -> (Option<Vec<f64>>, Vec<f64>) {
+    let mut vs = vec![0.0; if vectors { x.len() } else { 0 }];
+    let batch = if n == 0 { 0 } else { x.len() / (n * n) };
+    let mut values = vec![0.0; batch * n];
+    for b in 0..batch {
+        let (w, v) = one(&x[b * n * n..(b + 1) * n * n], n, lower, vectors);
+        values[b * n..(b + 1) * n].copy_from_slice(&w);
+        if let Some(v) = v {
+            vs[b * n * n..(b + 1) * n * n].copy_from_slice(&v);
+        }
+    }
+    (vectors.then_some(vs), values)
 }
 
 /// The eigenvalues (ascending) and, when `vectors`, eigenvectors (columns, row-major) of

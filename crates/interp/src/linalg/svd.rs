@@ -26,16 +26,26 @@ pub fn svd(a: &Tensor, full_matrices: bool, output: usize) -> Result<Buffer, Str
         Buffer::F64(x) => x.to_vec(),
         _ => return Err(format!("svd of {}: f32 or f64 only", a.ty())),
     };
-    let mut out = Vec::new();
-    for b in 0..batch {
-        let matrix = &x[b * m * n..(b + 1) * m * n];
-        let (s, u, vt) = one(matrix, m, n, full_matrices, output != 0);
-        out.extend(match output {
-            0 => s,
-            1 => u,
-            _ => vt,
-        });
-    }
+    let key = super::FactorKey::new("svd", full_matrices, a);
+    let out = match key.as_ref().and_then(|k| super::reuse(k, output)) {
+        Some(out) => out,
+        None => {
+            let vectors = output != 0;
+            let mut results = [Vec::new(), Vec::new(), Vec::new()];
+            for b in 0..batch {
+                let matrix = &x[b * m * n..(b + 1) * m * n];
+                let (s, u, vt) = one(matrix, m, n, full_matrices, vectors);
+                for (all, one) in results.iter_mut().zip([s, u, vt]) {
+                    all.extend(one);
+                }
+            }
+            let out = results[output.min(2)].clone();
+            if let (Some(key), true) = (key, vectors) {
+                super::keep(key, results.to_vec());
+            }
+            out
+        }
+    };
     Ok(match a.data() {
         Buffer::F32(_) => Buffer::F32(out.iter().map(|&v| v as f32).collect::<Vec<_>>().into()),
         _ => Buffer::F64(out.into()),

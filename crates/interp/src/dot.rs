@@ -774,7 +774,9 @@ mod tests {
                         for (k, &rr) in rf.iter().enumerate() {
                             ri[rr] = idx[nb + lf.len() + k];
                         }
-                        sum += x[flat(xs, &li)] * y[flat(ys, &ri)];
+                        // Modulo 2^128 (u64 products exceed i128), then 2^bits.
+                        let term = x[flat(xs, &li)].wrapping_mul(y[flat(ys, &ri)]);
+                        sum = sum.wrapping_add(term);
                     }
                     want.push(wrap(sum));
                 }
